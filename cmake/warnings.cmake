@@ -1,0 +1,18 @@
+# Warnings and sanitizers as INTERFACE targets: linked where wanted, never global flags.
+add_library(floodgate_warnings INTERFACE)
+target_compile_options(floodgate_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
+  -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+  $<$<BOOL:${FLOODGATE_WERROR}>:-Werror>)
+
+add_library(floodgate_sanitizers INTERFACE)
+if(FLOODGATE_SANITIZE STREQUAL "address")
+  target_compile_options(floodgate_sanitizers INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(floodgate_sanitizers INTERFACE -fsanitize=address,undefined)
+elseif(FLOODGATE_SANITIZE STREQUAL "thread")
+  target_compile_options(floodgate_sanitizers INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(floodgate_sanitizers INTERFACE -fsanitize=thread)
+elseif(NOT FLOODGATE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "FLOODGATE_SANITIZE must be empty, 'address' or 'thread'")
+endif()

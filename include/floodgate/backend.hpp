@@ -1,0 +1,64 @@
+// The backend interface: where decisions are made and state is kept.
+//
+// Implementations: the in-process memory backend (single node, the reference) and the Redis
+// backend (one atomic Lua script per decision). Build one with make_backend(url) rather than
+// by hand. Callers normally use floodgate::limiter, which validates requests and applies
+// failure modes; a backend sees only valid requests.
+//
+// Threading: every member may be called from any thread at once. Completion handlers run
+// either on the caller's stack (before async_* returns; the memory backend always does) or on
+// a backend thread; they must not block. A handler is called exactly once, also when the
+// backend is destroyed with calls in flight (with errc::shutting_down).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+
+namespace floodgate {
+
+struct check_item {
+  std::string_view key;  // the caller's key: non-empty, within limiter_options::max_key_size
+  const floodgate::policy* policy;  // never null
+  std::int64_t cost;     // 0 peeks; 1..policy->capacity()
+};
+
+// On success: `error` is empty and `decisions` holds one decision per item, in order. Either
+// every decision is allowed and all items consumed, or none consumed anything.
+// On failure: `error` is set (a backend error code) and `decisions` is empty.
+struct backend_reply {
+  std::error_code error;
+  std::vector<decision> decisions;
+};
+
+using backend_handler = std::function<void(backend_reply)>;
+using reset_handler = std::function<void(std::error_code)>;
+
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  // Decides all items as one atomic step. The items' strings and policies need only live
+  // until async_check returns.
+  virtual void async_check(std::span<const check_item> items, backend_handler handler) = 0;
+
+  // Forgets the state of (key, policy): the next check sees full capacity.
+  virtual void async_reset(std::string_view key, const policy& p, reset_handler handler) = 0;
+
+  // Whether the backend can currently reach its store (for readiness probes); cheap.
+  virtual bool healthy() const noexcept = 0;
+
+  // A short name for logs and metrics: "memory", "redis", "redis-cluster".
+  virtual std::string_view kind() const noexcept = 0;
+};
+
+}  // namespace floodgate

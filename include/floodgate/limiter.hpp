@@ -1,0 +1,66 @@
+// The facade callers use: validate, ask the backend, apply the failure mode.
+//
+//   floodgate::limiter limiter{"redis://127.0.0.1:6379"};   // or "memory://"
+//   floodgate::policy api{"api", floodgate::algorithm::gcra, 100, std::chrono::minutes{1}};
+//   auto r = limiter.check(user_id, api);
+//   if (!r.decision.allowed) reject(r.decision.retry_after);
+//
+// Threading: a limiter may be used from many threads at once. One async core; the sync calls
+// wait on it (so never call a sync member from inside a completion handler). Handlers of the
+// async calls may run on the caller's stack (memory backend, invalid requests) or on a backend
+// thread, and must not block. The strings passed in need only live until the call returns.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <system_error>
+
+#include "floodgate/backend.hpp"
+#include "floodgate/decision.hpp"
+#include "floodgate/options.hpp"
+#include "floodgate/policy.hpp"
+
+namespace floodgate {
+
+// Builds a backend from a URL: memory://, redis://[user:password@]host:port[/db].
+// Throws config_error for a malformed or unsupported URL.
+std::shared_ptr<backend> make_backend(std::string_view url, const backend_options& options = {});
+
+class limiter {
+ public:
+  explicit limiter(std::shared_ptr<backend> b, limiter_options options = {});
+  explicit limiter(std::string_view url, const backend_options& backend = {},
+                   limiter_options options = {});
+
+  // Decides one request of `cost` (0 peeks) against `p` for `key`.
+  check_result check(std::string_view key, const policy& p, std::int64_t cost = 1);
+  void async_check(std::string_view key, const policy& p, std::int64_t cost,
+                   std::function<void(check_result)> handler);
+
+  // Decides several (key, policy, cost) items all-or-nothing: all consume or none does.
+  multi_check_result check_all(std::span<const check_item> items);
+  multi_check_result check_all(std::initializer_list<check_item> items) {
+    return check_all(std::span<const check_item>(items.begin(), items.size()));
+  }
+  void async_check_all(std::span<const check_item> items,
+                       std::function<void(multi_check_result)> handler);
+
+  // Forgets (key, p)'s state. Returns an invalid-request or backend error code, or {}.
+  std::error_code reset(std::string_view key, const policy& p);
+  void async_reset(std::string_view key, const policy& p, std::function<void(std::error_code)> h);
+
+  backend& get_backend() noexcept { return *backend_; }
+  const limiter_options& options() const noexcept { return options_; }
+
+ private:
+  std::error_code validate(const check_item& item) const noexcept;
+
+  std::shared_ptr<backend> backend_;
+  limiter_options options_;
+};
+
+}  // namespace floodgate

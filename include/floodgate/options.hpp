@@ -1,0 +1,67 @@
+// Settings, as plain structs with real defaults (redis-plus-plus's rule: every field says its
+// meaning and unit; nothing waits forever).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace floodgate {
+
+using namespace std::chrono_literals;
+
+// A clock in milliseconds since the Unix epoch. Tests inject one; production leaves it empty.
+using clock_fn = std::function<std::chrono::milliseconds()>;
+
+// The wall clock, in ms since the epoch (what Redis's TIME gives, so both backends agree).
+std::chrono::milliseconds system_now() noexcept;
+
+struct memory_options {
+  // Independent lock domains; unrelated keys rarely share one. Rounded up to a power of two.
+  std::size_t shards = 64;
+  // Time source; empty means system_now().
+  clock_fn clock;
+  // How often a shard drops state that no longer matters (expired), at the latest. A shard
+  // also sweeps when it has doubled in size since its last sweep, so memory stays bounded.
+  std::chrono::milliseconds sweep_interval = 1s;
+};
+
+struct redis_options {
+  // Deadline of one call, from the moment it is issued until its reply (covers reconnect,
+  // NOSCRIPT reload and retries). Past it the call fails with errc::timeout.
+  std::chrono::milliseconds timeout = 50ms;
+  // Deadline for establishing a connection (TCP connect + AUTH + SELECT + SCRIPT LOAD).
+  std::chrono::milliseconds connect_timeout = 1s;
+  // Connections per Redis server; calls are pipelined over them.
+  std::size_t connections = 2;
+  // Reconnect backoff: starts at `min`, doubles up to `max`, each wait jittered ±50%.
+  std::chrono::milliseconds reconnect_backoff_min = 10ms;
+  std::chrono::milliseconds reconnect_backoff_max = 1s;
+  // Prepended to every key floodgate writes.
+  std::string key_prefix = "floodgate:";
+  // Caller keys longer than this (bytes), or containing '{' or '}', are stored as a hash.
+  std::size_t max_plain_key_size = 128;
+  // A reply larger than this (bytes) is a protocol error and drops the connection.
+  std::size_t max_reply_size = 1 << 20;
+  // Calls waiting for a connection or a reply, per connection; beyond it a call fails at once
+  // with errc::not_connected instead of queueing without bound.
+  std::size_t max_pending_per_connection = 65536;
+  // Testing only: when set, scripts take "now" from this clock instead of Redis's TIME.
+  clock_fn test_clock;
+};
+
+struct backend_options {
+  memory_options memory;
+  redis_options redis;
+};
+
+struct limiter_options {
+  // Keys longer than this (bytes) are rejected with errc::key_too_long.
+  std::size_t max_key_size = 1 << 20;
+  // Items in one check_all, at most.
+  std::size_t max_items = 16;
+};
+
+}  // namespace floodgate

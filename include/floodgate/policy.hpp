@@ -1,0 +1,76 @@
+// A rate-limit policy: which algorithm, how many, per how long, how bursty.
+//
+// A policy is validated when it is built and immutable afterwards, so the request path never
+// sees an impossible value. docs/algorithms.md defines what each algorithm admits.
+//
+//   using namespace std::chrono_literals;
+//   floodgate::policy api{"api", floodgate::algorithm::sliding_log, 100, 60s};
+//   floodgate::policy upload{"upload", floodgate::algorithm::token_bucket, 10, 1s,
+//                            /*burst=*/50, floodgate::failure_mode::open};
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace floodgate {
+
+enum class algorithm { sliding_log, sliding_window, fixed_window, token_bucket, gcra };
+
+// What a backend failure (timeout, Redis down, error reply) means for this policy.
+enum class failure_mode {
+  open,    // admit the request, marked degraded
+  closed,  // deny the request
+};
+
+std::string_view to_string(algorithm a) noexcept;
+std::string_view to_string(failure_mode m) noexcept;
+std::optional<algorithm> parse_algorithm(std::string_view s) noexcept;
+std::optional<failure_mode> parse_failure_mode(std::string_view s) noexcept;
+
+// True for the algorithms whose admissions never exceed their definition's bound
+// (all but sliding_window, which approximates).
+bool is_exact(algorithm a) noexcept;
+// True for the algorithms that take a burst (token_bucket, gcra).
+bool takes_burst(algorithm a) noexcept;
+
+class policy {
+ public:
+  // Largest limit × window (ms), and burst × window, a policy may have: every algorithm's
+  // arithmetic stays in exact integers below 2^53, in C++ and in Redis's Lua alike.
+  static constexpr std::int64_t max_capacity_window_product = 1'000'000'000'000'000;
+  static constexpr std::size_t max_name_length = 64;
+
+  // Throws config_error naming the problem: empty or over-long name, name with characters
+  // other than [A-Za-z0-9_.-], limit < 1, window < 1 ms, burst given for an algorithm that has
+  // none, burst < 1, or limit/burst × window too large.
+  // `burst` defaults to `limit` for token_bucket and gcra.
+  policy(std::string name, algorithm algo, std::int64_t limit, std::chrono::milliseconds window,
+         std::optional<std::int64_t> burst = std::nullopt,
+         failure_mode on_failure = failure_mode::closed);
+
+  const std::string& name() const noexcept { return name_; }
+  algorithm algo() const noexcept { return algorithm_; }
+  // Requests (cost units) per window: the sustained rate.
+  std::int64_t limit() const noexcept { return limit_; }
+  std::chrono::milliseconds window() const noexcept { return window_; }
+  // token_bucket and gcra: the most cost admitted at once from rest. Others: equals limit.
+  std::int64_t burst() const noexcept { return burst_; }
+  failure_mode on_failure() const noexcept { return failure_mode_; }
+  // The most cost a single request can ever be admitted with; decision::limit reports this.
+  std::int64_t capacity() const noexcept { return burst_; }
+
+  friend bool operator==(const policy&, const policy&) = default;
+
+ private:
+  std::string name_;
+  algorithm algorithm_;
+  std::int64_t limit_;
+  std::chrono::milliseconds window_;
+  std::int64_t burst_;
+  failure_mode failure_mode_;
+};
+
+}  // namespace floodgate

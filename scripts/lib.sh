@@ -1,0 +1,45 @@
+# Shared by scripts/run and scripts/test: install what is missing, then build in build/.
+# Sourced, not run.
+
+FLOODGATE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FLOODGATE_BUILD=${FLOODGATE_BUILD:-$FLOODGATE_ROOT/build}
+
+# Every Debian package the project builds, tests or benchmarks with.
+FLOODGATE_PACKAGES=(
+  cmake ninja-build g++ pkg-config ccache
+  libboost1.81-dev libboost-json1.81-dev libhiredis-dev libyaml-cpp-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  redis-server redis-tools nginx
+  gnuplot-nox
+)
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# Installs only what is missing, so a second run touches nothing (and needs no network).
+ensure_packages() {
+  local missing=()
+  for p in "${FLOODGATE_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+# Configures once, then builds incrementally. Extra arguments go to cmake's configure step.
+build_project() {
+  local gen=()
+  command -v ninja >/dev/null && [ ! -f "$FLOODGATE_BUILD/Makefile" ] && gen=(-G Ninja)
+  if [ ! -f "$FLOODGATE_BUILD/CMakeCache.txt" ]; then
+    log "configuring in $FLOODGATE_BUILD"
+    cmake -S "$FLOODGATE_ROOT" -B "$FLOODGATE_BUILD" "${gen[@]}" "$@" >/dev/null
+  elif [ $# -gt 0 ]; then
+    cmake "$FLOODGATE_BUILD" "$@" >/dev/null
+  fi
+  log "building"
+  cmake --build "$FLOODGATE_BUILD" -j "$(nproc)"
+}

@@ -1,0 +1,46 @@
+// What every step function reads from a policy, as plain integers (ms, cost units).
+#pragma once
+
+#include <cstdint>
+
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+
+namespace floodgate::core {
+
+struct params {
+  std::int64_t limit;   // L
+  std::int64_t window;  // W, ms
+  std::int64_t burst;   // B (equals L for algorithms without a burst)
+
+  static params of(const policy& p) noexcept {
+    return {p.limit(), p.window().count(), p.burst()};
+  }
+};
+
+// floor(a / b) and ceil(a / b) for b > 0, any sign of a.
+constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+constexpr std::int64_t window_start(std::int64_t now, std::int64_t w) noexcept {
+  return now - ((now % w) + w) % w;
+}
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept {
+  std::int64_t q = a / b;
+  return (a % b != 0 && a > 0) ? q + 1 : q;
+}
+
+// retry_after < 0 means never (the cost exceeds the capacity).
+inline decision make_decision(bool allowed, std::int64_t limit, std::int64_t remaining,
+                              std::int64_t reset_after, std::int64_t retry_after) noexcept {
+  decision d;
+  d.allowed = allowed;
+  d.limit = limit;
+  d.remaining = remaining < 0 ? 0 : remaining;
+  d.reset_after = std::chrono::milliseconds{reset_after < 0 ? 0 : reset_after};
+  d.retry_after = retry_after < 0 ? decision::never : std::chrono::milliseconds{retry_after};
+  return d;
+}
+
+}  // namespace floodgate::core

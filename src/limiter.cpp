@@ -1,0 +1,141 @@
+#include "floodgate/limiter.hpp"
+
+#include <atomic>
+#include <optional>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate {
+namespace {
+
+// Waits for a handler that may complete inline (memory backend) or on another thread.
+template <class T>
+class waiter {
+ public:
+  auto handler() {
+    return [this](T value) {
+      value_.emplace(std::move(value));
+      done_.store(true, std::memory_order_release);
+      done_.notify_one();
+    };
+  }
+  T get() {
+    done_.wait(false, std::memory_order_acquire);
+    return std::move(*value_);
+  }
+
+ private:
+  std::optional<T> value_;
+  std::atomic<bool> done_{false};
+};
+
+// What a backend failure means for one policy: its failure mode decides.
+decision failure_decision(const policy& p) {
+  decision d;
+  d.allowed = p.on_failure() == failure_mode::open;
+  d.limit = p.capacity();
+  return d;
+}
+
+// Decisions kept in case the backend fails: the handler may run after the caller's items
+// and policies are gone, so it must not read them.
+std::vector<decision> failure_decisions(std::span<const check_item> items) {
+  std::vector<decision> out;
+  out.reserve(items.size());
+  for (const auto& item : items) out.push_back(failure_decision(*item.policy));
+  return out;
+}
+
+bool same_state(const check_item& a, const check_item& b) {
+  return a.key == b.key && a.policy->name() == b.policy->name() &&
+         a.policy->algo() == b.policy->algo();
+}
+
+}  // namespace
+
+limiter::limiter(std::shared_ptr<backend> b, limiter_options options)
+    : backend_(std::move(b)), options_(options) {
+  if (!backend_) throw config_error("limiter: backend must not be null");
+}
+
+limiter::limiter(std::string_view url, const backend_options& backend, limiter_options options)
+    : limiter(make_backend(url, backend), options) {}
+
+std::error_code limiter::validate(const check_item& item) const noexcept {
+  if (item.key.empty()) return errc::empty_key;
+  if (item.key.size() > options_.max_key_size) return errc::key_too_long;
+  if (item.cost < 0) return errc::invalid_cost;
+  if (item.cost > item.policy->capacity()) return errc::cost_exceeds_limit;
+  return {};
+}
+
+void limiter::async_check_all(std::span<const check_item> items,
+                              std::function<void(multi_check_result)> handler) {
+  auto invalid = [&](std::error_code ec) {
+    multi_check_result r;
+    r.outcome = outcome::invalid_request;
+    r.error = ec;
+    handler(std::move(r));
+  };
+  if (items.empty()) return invalid(errc::no_items);
+  if (items.size() > options_.max_items) return invalid(errc::too_many_items);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (auto ec = validate(items[i])) return invalid(ec);
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_state(items[i], items[j])) return invalid(errc::duplicate_item);
+  }
+  backend_->async_check(items, [on_failure = failure_decisions(items),
+                                handler = std::move(handler)](backend_reply reply) mutable {
+    multi_check_result r;
+    if (reply.error) {
+      r.outcome = outcome::backend_error;
+      r.error = reply.error;
+      r.decisions = std::move(on_failure);
+    } else {
+      r.decisions = std::move(reply.decisions);
+      bool all = true;
+      for (const auto& d : r.decisions) all = all && d.allowed;
+      r.outcome = all ? outcome::allowed : outcome::over_limit;
+    }
+    handler(std::move(r));
+  });
+}
+
+void limiter::async_check(std::string_view key, const policy& p, std::int64_t cost,
+                          std::function<void(check_result)> handler) {
+  const check_item item{key, &p, cost};
+  async_check_all(std::span(&item, 1), [handler = std::move(handler)](multi_check_result m) {
+    check_result r;
+    r.outcome = m.outcome;
+    r.error = m.error;
+    if (!m.decisions.empty()) r.decision = m.decisions.front();
+    handler(r);
+  });
+}
+
+multi_check_result limiter::check_all(std::span<const check_item> items) {
+  waiter<multi_check_result> w;
+  async_check_all(items, w.handler());
+  return w.get();
+}
+
+check_result limiter::check(std::string_view key, const policy& p, std::int64_t cost) {
+  waiter<check_result> w;
+  async_check(key, p, cost, w.handler());
+  return w.get();
+}
+
+void limiter::async_reset(std::string_view key, const policy& p,
+                          std::function<void(std::error_code)> handler) {
+  if (key.empty()) return handler(errc::empty_key);
+  if (key.size() > options_.max_key_size) return handler(errc::key_too_long);
+  backend_->async_reset(key, p, std::move(handler));
+}
+
+std::error_code limiter::reset(std::string_view key, const policy& p) {
+  waiter<std::error_code> w;
+  async_reset(key, p, w.handler());
+  return w.get();
+}
+
+}  // namespace floodgate

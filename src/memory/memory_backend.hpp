@@ -1,0 +1,57 @@
+// The in-process backend: the default for a single node and the reference the Redis scripts
+// are tested against. Thread-safe; keys are spread over shards, each with its own mutex, so
+// unrelated keys rarely contend. State that no longer matters is dropped (see
+// memory_options::sweep_interval), so memory follows the live keys, not every key ever seen.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/step.hpp"
+#include "floodgate/backend.hpp"
+#include "floodgate/options.hpp"
+
+namespace floodgate::memory {
+
+class memory_backend final : public backend {
+ public:
+  explicit memory_backend(memory_options options = {});
+
+  void async_check(std::span<const check_item> items, backend_handler handler) override;
+  void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
+  bool healthy() const noexcept override { return true; }
+  std::string_view kind() const noexcept override { return "memory"; }
+
+  // Synchronous core of async_check (the memory backend never waits).
+  backend_reply check(std::span<const check_item> items);
+  // Keys currently held (for tests and metrics).
+  std::size_t size() const;
+
+ private:
+  struct entry {
+    core::any_state state;
+    std::int64_t expires_at;  // ms; the state is empty from then on
+  };
+  struct shard {
+    mutable std::mutex mutex;
+    std::unordered_map<std::string, entry> entries;
+    std::int64_t next_sweep = 0;
+    std::size_t size_after_sweep = 0;
+  };
+
+  std::int64_t now() const;
+  shard& shard_of(const std::string& key);
+  void maybe_sweep(shard& s, std::int64_t now);
+
+  memory_options options_;
+  std::vector<std::unique_ptr<shard>> shards_;
+};
+
+// The storage key of (policy, caller key): unambiguous because policy names hold no ':'.
+std::string storage_key(const policy& p, std::string_view key);
+
+}  // namespace floodgate::memory

@@ -1,0 +1,27 @@
+// The Lua scripts, embedded at build time from lua/ (see cmake/embed_lua.cmake), with their
+// SHA1 computed at build time too, so EVALSHA can be sent before any SCRIPT LOAD.
+//
+// Calling convention (docs/algorithms.md, "Redis representation"):
+//   per-algorithm: KEYS[1] = state key; ARGV = {limit, window_ms, burst, cost, now_ms}
+//   multi:         KEYS[1..n];          ARGV = {now_ms, then per item: algorithm name,
+//                                               limit, window_ms, burst, cost}
+//   now_ms is "" unless a test clock is set. Each returns 5 integers per item:
+//   allowed (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never).
+#pragma once
+
+#include <string_view>
+
+#include "floodgate/policy.hpp"
+
+namespace floodgate::redis {
+
+struct script {
+  std::string_view name;    // "gcra", ..., "multi"
+  std::string_view source;  // the exact text sent with SCRIPT LOAD
+  std::string_view sha1;    // 40 lowercase hex digits of source
+};
+
+const script& script_for(algorithm a) noexcept;
+const script& multi_script() noexcept;
+
+}  // namespace floodgate::redis

@@ -1,0 +1,159 @@
+#include "redis_server.hpp"
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+namespace floodgate::test {
+namespace {
+
+reply flatten(const redisReply* r) {
+  reply out;
+  switch (r->type) {
+    case REDIS_REPLY_STRING: out.kind = reply::string; out.str.assign(r->str, r->len); break;
+    case REDIS_REPLY_STATUS: out.kind = reply::status; out.str.assign(r->str, r->len); break;
+    case REDIS_REPLY_ERROR: out.kind = reply::error; out.str.assign(r->str, r->len); break;
+    case REDIS_REPLY_INTEGER: out.kind = reply::number; out.integer = r->integer; break;
+    case REDIS_REPLY_ARRAY:
+      out.kind = reply::array;
+      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(flatten(r->element[i]));
+      break;
+    default: out.kind = reply::nil; break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("free_port: socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw std::runtime_error("free_port: bind failed");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+redis_server::redis_server(options opts) : options_(std::move(opts)) {
+  char tmpl[] = "/tmp/floodgate-redis-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("redis_server: mkdtemp failed");
+  dir_ = tmpl;
+  // A port can be taken between free_port() and redis binding it: try a few.
+  for (int attempt = 0;; ++attempt) {
+    port_ = free_port();
+    try {
+      start();
+      return;
+    } catch (const std::exception&) {
+      if (attempt == 4) throw;
+    }
+  }
+}
+
+redis_server::~redis_server() {
+  kill();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void redis_server::start() {
+  std::vector<std::string> args = {"redis-server", "--port", std::to_string(port_), "--bind",
+                                   "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir_,
+                                   "--logfile", dir_ + "/redis.log", "--daemonize", "no"};
+  if (options_.enable_debug) args.insert(args.end(), {"--enable-debug-command", "local"});
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("redis_server: fork failed");
+  if (pid_ == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp("redis-server", argv.data());
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("redis_server: redis-server exited at start (port " +
+                               std::to_string(port_) + "; see " + dir_ + "/redis.log)");
+    }
+    try {
+      if (command({"PING"}).str == "PONG") return;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill();
+  throw std::runtime_error("redis_server: no PONG within 10 s");
+}
+
+void redis_server::pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void redis_server::resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
+void redis_server::kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void redis_server::restart() {
+  kill();
+  start();
+}
+
+reply redis_server::command(const std::vector<std::string>& args) const {
+  timeval tv{1, 0};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+  if (!c || c->err) {
+    std::string err = c ? c->errstr : "allocation failed";
+    if (c) redisFree(c);
+    throw std::runtime_error("redis_server: connect: " + err);
+  }
+  redisSetTimeout(c, tv);
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* r = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
+  if (!r) {
+    std::string err = c->errstr;
+    redisFree(c);
+    throw std::runtime_error("redis_server: command: " + err);
+  }
+  reply out = flatten(r);
+  freeReplyObject(r);
+  redisFree(c);
+  return out;
+}
+
+}  // namespace floodgate::test

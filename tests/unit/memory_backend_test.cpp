@@ -1,1 +1,89 @@
+#include "memory/memory_backend.hpp"
+
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+
+#include "floodgate/floodgate.hpp"
+#include "test_clock.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<memory::memory_backend> make_memory(const test_clock& clock) {
+  memory_options options;
+  options.clock = clock.fn();
+  return std::make_shared<memory::memory_backend>(options);
+}
+
+class contention : public ::testing::TestWithParam<algorithm> {};
+
+// 8 threads x 10,000 checks on one key, all at the same instant: exactly `limit` pass.
+TEST_P(contention, admits_exactly_the_limit_on_one_hot_key) {
+  test_clock clock;  // frozen: no refill, no window turn during the test
+  auto backend = make_memory(clock);
+  limiter l(backend);
+  const policy p("hot", GetParam(), 2500, 60s);
+  constexpr int threads = 8, per_thread = 10'000;
+  std::atomic<long> admitted{0};
+  std::barrier start(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      start.arrive_and_wait();
+      long mine = 0;
+      for (int i = 0; i < per_thread; ++i) mine += l.check("one-key", p).decision.allowed;
+      admitted += mine;
+    });
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(admitted.load(), 2500);
+}
+
+INSTANTIATE_TEST_SUITE_P(exact, contention,
+                         ::testing::Values(algorithm::sliding_log, algorithm::fixed_window,
+                                           algorithm::token_bucket, algorithm::gcra),
+                         [](const auto& param_info) { return std::string(to_string(param_info.param)); });
+
+TEST(memory_backend, idle_state_expires_so_memory_stays_bounded) {
+  test_clock clock;
+  auto backend = make_memory(clock);
+  limiter l(backend);
+  const policy p("churn", algorithm::sliding_log, 5, 1s);
+  // A stream of new keys, each used once: without expiry the map would hold all 200,000.
+  std::size_t peak = 0;
+  for (int i = 0; i < 200'000; ++i) {
+    ASSERT_TRUE(l.check("user-" + std::to_string(i), p).decision.allowed);
+    clock.advance(1);  // 1,000 new keys per window
+    if (i % 1000 == 0) peak = std::max(peak, backend->size());
+  }
+  EXPECT_LT(peak, 10'000u) << "state outlived its window";
+  clock.advance(10s);
+  l.check("last", p);  // any access lets the shards sweep
+  const policy q("other", algorithm::gcra, 5, 1s);
+  for (int i = 0; i < 1000; ++i) l.check("sweep-" + std::to_string(i), q);
+  EXPECT_LE(backend->size(), 1001u + 64u);
+}
+
+TEST(memory_backend, expired_state_reads_as_empty) {
+  test_clock clock;
+  auto backend = make_memory(clock);
+  limiter l(backend);
+  const policy p("exp", algorithm::token_bucket, 2, 1s);
+  ASSERT_TRUE(l.check("k", p, 2).decision.allowed);
+  ASSERT_FALSE(l.check("k", p).decision.allowed);
+  clock.advance(1s);  // the bucket is full again exactly when its state expires
+  EXPECT_EQ(l.check("k", p, 0).decision.remaining, 2);
+}
+
+TEST(memory_backend, storage_keys_cannot_collide_across_policies) {
+  const policy a("a", algorithm::gcra, 1, 1s), ab("a.b", algorithm::gcra, 1, 1s);
+  EXPECT_NE(memory::storage_key(a, "b:gcra:x"), memory::storage_key(ab, "x"));
+  EXPECT_EQ(memory::storage_key(a, "x"), "a:gcra:x");
+}
+
+}  // namespace
+}  // namespace floodgate::test

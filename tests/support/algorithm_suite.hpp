@@ -1,0 +1,308 @@
+// The backend-agnostic algorithm suite: every test here runs for each algorithm against each
+// backend a test binary instantiates it with (memory in tests/unit, Redis in
+// tests/integration). Include it in exactly one .cpp per binary, then:
+//
+//   INSTANTIATE_TEST_SUITE_P(memory, algorithm_suite,
+//       ::testing::ValuesIn(floodgate::test::all_algorithms(&env)), param_name);
+//   INSTANTIATE_TEST_SUITE_P(memory, boundary_suite, ::testing::Values(&env), env_name);
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "backend_env.hpp"
+#include "floodgate/floodgate.hpp"
+#include "test_clock.hpp"
+
+namespace floodgate::test {
+
+struct algorithm_param {
+  backend_env* env;
+  algorithm algo;
+};
+
+inline void PrintTo(const algorithm_param& p, std::ostream* os) {
+  *os << p.env->name() << "/" << to_string(p.algo);
+}
+
+inline std::vector<algorithm_param> all_algorithms(backend_env* env) {
+  std::vector<algorithm_param> out;
+  for (auto a : {algorithm::sliding_log, algorithm::sliding_window, algorithm::fixed_window,
+                 algorithm::token_bucket, algorithm::gcra})
+    out.push_back({env, a});
+  return out;
+}
+
+inline std::string param_name(const ::testing::TestParamInfo<algorithm_param>& info) {
+  return info.param.env->name() + "_" + std::string(to_string(info.param.algo));
+}
+
+inline std::string env_name(const ::testing::TestParamInfo<backend_env*>& info) {
+  return info.param->name();
+}
+
+// A name no other test uses, so state never leaks between tests sharing one Redis.
+inline std::string unique_name(const char* stem) {
+  static std::atomic<int> counter{0};
+  return std::string(stem) + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+class backend_test {
+ protected:
+  explicit backend_test(backend_env* env) : backend_(env->make(clock_.fn())), limiter_(backend_) {}
+
+  check_result check(const policy& p, std::int64_t cost = 1) { return limiter_.check(key_, p, cost); }
+  check_result peek(const policy& p) { return check(p, 0); }
+
+  test_clock clock_;
+  std::shared_ptr<backend> backend_;
+  limiter limiter_;
+  std::string key_ = unique_name("key");
+};
+
+class algorithm_suite : public ::testing::TestWithParam<algorithm_param>, protected backend_test {
+ protected:
+  algorithm_suite() : backend_test(GetParam().env) {}
+
+  // A policy of this test's algorithm with a name no other test uses. For token_bucket and
+  // gcra, burst = limit so the capacity is `limit` for every algorithm.
+  policy make(std::int64_t limit, std::chrono::milliseconds window) const {
+    return policy(unique_name("p"), GetParam().algo, limit, window);
+  }
+};
+
+using namespace std::chrono_literals;
+
+TEST_P(algorithm_suite, admits_exactly_the_capacity_at_one_instant) {
+  const auto p = make(5, 10s);
+  for (int i = 1; i <= 5; ++i) {
+    const auto r = check(p);
+    ASSERT_EQ(r.outcome, outcome::allowed) << "request " << i << ": " << r.error.message();
+    EXPECT_EQ(r.decision.limit, 5);
+    EXPECT_EQ(r.decision.remaining, 5 - i);
+    EXPECT_EQ(r.decision.retry_after, 0ms);
+    EXPECT_GT(r.decision.reset_after, 0ms);
+  }
+  const auto r = check(p);
+  EXPECT_EQ(r.outcome, outcome::over_limit);
+  EXPECT_FALSE(r.decision.allowed);
+  EXPECT_EQ(r.decision.remaining, 0);
+  EXPECT_GT(r.decision.retry_after, 0ms);
+}
+
+TEST_P(algorithm_suite, retry_after_is_exact) {
+  for (std::int64_t cost : {1, 3}) {
+    const auto p = make(6, 10s);
+    while (check(p, 2).decision.allowed) {
+    }
+    const auto denied = check(p, cost);
+    ASSERT_EQ(denied.outcome, outcome::over_limit);
+    const auto wait = denied.decision.retry_after;
+    ASSERT_GT(wait, 0ms);
+    clock_.advance(wait - 1ms);
+    EXPECT_EQ(check(p, cost).outcome, outcome::over_limit)
+        << "cost " << cost << " admitted 1 ms before retry_after " << wait.count();
+    clock_.advance(1ms);
+    EXPECT_EQ(check(p, cost).outcome, outcome::allowed)
+        << "cost " << cost << " denied at retry_after " << wait.count();
+  }
+}
+
+TEST_P(algorithm_suite, denied_requests_consume_nothing) {
+  const auto p = make(4, 10s);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(check(p).decision.allowed);
+  const auto first = check(p);
+  ASSERT_FALSE(first.decision.allowed);
+  for (int i = 0; i < 50; ++i) {
+    const auto again = check(p);
+    EXPECT_EQ(again.decision, first.decision) << "a denial changed the state";
+  }
+  clock_.advance(first.decision.retry_after);
+  EXPECT_TRUE(check(p).decision.allowed);
+}
+
+TEST_P(algorithm_suite, a_cost_that_does_not_fit_is_denied_whole) {
+  const auto p = make(5, 10s);
+  ASSERT_TRUE(check(p, 3).decision.allowed);
+  const auto r = check(p, 3);
+  EXPECT_EQ(r.outcome, outcome::over_limit);
+  EXPECT_EQ(r.decision.remaining, 2);
+  EXPECT_EQ(peek(p).decision.remaining, 2) << "a partial admission consumed something";
+  EXPECT_TRUE(check(p, 2).decision.allowed);
+}
+
+TEST_P(algorithm_suite, cost_zero_peeks) {
+  const auto p = make(3, 10s);
+  auto r = peek(p);
+  EXPECT_EQ(r.outcome, outcome::allowed);
+  EXPECT_EQ(r.decision.remaining, 3);
+  EXPECT_EQ(r.decision.reset_after, 0ms);
+  ASSERT_TRUE(check(p).decision.allowed);
+  EXPECT_EQ(peek(p).decision.remaining, 2);
+  EXPECT_EQ(peek(p).decision.remaining, 2);
+  ASSERT_TRUE(check(p, 2).decision.allowed);
+  r = peek(p);
+  EXPECT_EQ(r.outcome, outcome::allowed) << "a peek on an exhausted key is still allowed";
+  EXPECT_EQ(r.decision.remaining, 0);
+  EXPECT_EQ(r.decision.retry_after, 0ms);
+}
+
+TEST_P(algorithm_suite, cost_above_capacity_is_an_invalid_request) {
+  const auto p = make(3, 10s);
+  const auto r = check(p, 4);
+  EXPECT_EQ(r.outcome, outcome::invalid_request);
+  EXPECT_EQ(r.error, errc::cost_exceeds_limit);
+  EXPECT_FALSE(r.decision.allowed);
+  EXPECT_EQ(peek(p).decision.remaining, 3);
+}
+
+TEST_P(algorithm_suite, reset_after_is_when_full_capacity_is_back) {
+  const auto p = make(4, 10s);
+  clock_.advance(1234);  // off the window boundary
+  ASSERT_TRUE(check(p, 3).decision.allowed);
+  const auto reset = peek(p).decision.reset_after;
+  ASSERT_GT(reset, 0ms);
+  clock_.advance(reset - 1ms);
+  EXPECT_LT(peek(p).decision.remaining, 4) << "full 1 ms before reset_after";
+  clock_.advance(1ms);
+  const auto r = peek(p);
+  EXPECT_EQ(r.decision.remaining, 4) << "not full at reset_after";
+  EXPECT_EQ(r.decision.reset_after, 0ms);
+}
+
+TEST_P(algorithm_suite, reset_forgets_the_key) {
+  const auto p = make(2, 10s);
+  ASSERT_TRUE(check(p, 2).decision.allowed);
+  ASSERT_FALSE(check(p).decision.allowed);
+  EXPECT_FALSE(limiter_.reset(key_, p));
+  EXPECT_EQ(peek(p).decision.remaining, 2);
+}
+
+TEST_P(algorithm_suite, keys_and_policies_are_independent) {
+  const auto p = make(1, 10s), q = make(1, 10s);
+  ASSERT_TRUE(limiter_.check("a", p).decision.allowed);
+  EXPECT_FALSE(limiter_.check("a", p).decision.allowed);
+  EXPECT_TRUE(limiter_.check("b", p).decision.allowed);
+  EXPECT_TRUE(limiter_.check("a", q).decision.allowed);
+}
+
+TEST_P(algorithm_suite, check_all_denial_changes_no_other_policy) {
+  const auto wide = make(5, 10s), narrow = make(1, 10s);
+  ASSERT_TRUE(check(narrow).decision.allowed);
+  const auto before = peek(wide).decision;
+  const auto r = limiter_.check_all({{key_, &wide, 1}, {key_, &narrow, 1}});
+  EXPECT_EQ(r.outcome, outcome::over_limit);
+  EXPECT_FALSE(r.allowed());
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_TRUE(r.decisions[0].allowed) << "the wide policy alone would have passed";
+  EXPECT_FALSE(r.decisions[1].allowed);
+  EXPECT_EQ(peek(wide).decision, before) << "a denied check_all consumed from another policy";
+
+  clock_.advance(20s);
+  const auto ok = limiter_.check_all({{key_, &wide, 2}, {key_, &narrow, 1}});
+  EXPECT_EQ(ok.outcome, outcome::allowed);
+  EXPECT_EQ(peek(wide).decision.remaining, 3);
+  EXPECT_EQ(peek(narrow).decision.remaining, 0);
+}
+
+// Exact boundaries, one table per algorithm: each row is (time offset, cost) and the whole
+// expected decision. The tables are derived by hand from docs/algorithms.md.
+struct row {
+  std::int64_t at;  // ms after the (window-aligned) start
+  std::int64_t cost;
+  bool allowed;
+  std::int64_t remaining, reset_after, retry_after;
+};
+
+class boundary_suite : public ::testing::TestWithParam<backend_env*>, protected backend_test {
+ protected:
+  boundary_suite() : backend_test(GetParam()) {}
+
+  void run(const policy& p, const std::vector<row>& rows) {
+    const std::int64_t start = clock_.now();
+    for (const auto& r : rows) {
+      clock_.set(start + r.at);
+      const auto got = check(p, r.cost).decision;
+      const std::string where = std::string(to_string(p.algo())) + " at +" +
+                                std::to_string(r.at) + " cost " + std::to_string(r.cost);
+      EXPECT_EQ(got.allowed, r.allowed) << where;
+      EXPECT_EQ(got.limit, p.capacity()) << where;
+      EXPECT_EQ(got.remaining, r.remaining) << where;
+      EXPECT_EQ(got.reset_after.count(), r.reset_after) << where;
+      EXPECT_EQ(got.retry_after.count(), r.retry_after) << where;
+    }
+  }
+};
+
+TEST_P(boundary_suite, sliding_log) {
+  run(policy(unique_name("p"), algorithm::sliding_log, 3, 1s),
+      {{0, 1, true, 2, 1000, 0},
+       {100, 1, true, 1, 1000, 0},
+       {200, 1, true, 0, 1000, 0},
+       {300, 1, false, 0, 900, 700},  // the entry at 0 ages out at 1000
+       {999, 1, false, 0, 201, 1},
+       {1000, 1, true, 0, 1000, 0},  // t=0 is no longer live: live means t > now - window
+       {1000, 0, true, 0, 1000, 0},
+       {1100, 2, false, 1, 900, 100},  // needs the entry at 200 gone
+       {1200, 2, true, 0, 1000, 0}});
+}
+
+TEST_P(boundary_suite, fixed_window) {
+  run(policy(unique_name("p"), algorithm::fixed_window, 2, 1s),
+      {{0, 1, true, 1, 1000, 0},
+       {500, 1, true, 0, 500, 0},
+       {999, 1, false, 0, 1, 1},
+       {1000, 1, true, 1, 1000, 0},  // a new window
+       {1000, 2, false, 1, 1000, 1000},
+       {1999, 0, true, 1, 1, 0},
+       {2000, 0, true, 2, 0, 0},
+       {2000, 2, true, 0, 1000, 0}});
+}
+
+TEST_P(boundary_suite, sliding_window) {
+  run(policy(unique_name("p"), algorithm::sliding_window, 10, 1s),
+      {{0, 10, true, 0, 2000, 0},
+       {0, 1, false, 0, 2000, 1100},   // next window, at e where ceil(10 (W-e)/W) <= 9
+       {1099, 1, false, 0, 901, 1},    // ceil(10 * 901 / 1000) = 10
+       {1100, 1, true, 0, 1900, 0},    // ceil(10 * 900 / 1000) = 9
+       {1500, 1, true, 3, 1500, 0},    // 1 + ceil(10 * 500 / 1000) = 6 used before
+       {1500, 4, false, 3, 1500, 100},  // 2 + 5 + 4 > 10 until 2 + 4 + 4 fits
+       {1600, 4, true, 0, 1400, 0},
+       {3500, 0, true, 10, 0, 0}});
+}
+
+// token_bucket and gcra are one algorithm in two representations: same table.
+inline std::vector<row> bucket_rows() {
+  // 10 per second refills one token every 100 ms; burst 5.
+  return {{0, 5, true, 0, 500, 0},
+          {0, 1, false, 0, 500, 100},
+          {99, 1, false, 0, 401, 1},
+          {100, 1, true, 0, 500, 0},
+          {350, 2, true, 0, 450, 0},
+          {350, 1, false, 0, 450, 50},
+          {10000, 0, true, 5, 0, 0}};
+}
+
+TEST_P(boundary_suite, token_bucket) {
+  run(policy(unique_name("p"), algorithm::token_bucket, 10, 1s, 5), bucket_rows());
+}
+
+TEST_P(boundary_suite, gcra) {
+  run(policy(unique_name("p"), algorithm::gcra, 10, 1s, 5), bucket_rows());
+}
+
+TEST_P(boundary_suite, gcra_with_a_fractional_emission_interval) {
+  // 7 per minute: one every 8571.43 ms, kept exactly as whole ms + remainder / 7.
+  run(policy(unique_name("p"), algorithm::gcra, 7, 60s, 1),
+      {{0, 1, true, 0, 8572, 0},
+       {8571, 1, false, 0, 1, 1},   // TAT = 8571.43
+       {8572, 1, true, 0, 8572, 0},  // TAT = 8572 + 8571.43 = 17143.43
+       {17143, 1, false, 0, 1, 1},
+       {17144, 1, true, 0, 8572, 0},
+       {60000, 1, true, 0, 8572, 0}});
+}
+
+}  // namespace floodgate::test

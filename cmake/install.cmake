@@ -28,6 +28,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/floodgate-config.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/floodgate-config-version.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/floodgate)
 
+# Relocatable: the prefix is found from the .pc file's own place, so --prefix at install works.
+file(RELATIVE_PATH FLOODGATE_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/floodgate.pc.in
                ${CMAKE_CURRENT_BINARY_DIR}/floodgate.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/floodgate.pc

@@ -1,0 +1,227 @@
+#include "config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "duration.hpp"
+#include "floodgate/errors.hpp"
+
+namespace floodgate::service {
+namespace {
+
+constexpr std::string_view known_fields[] = {"name",  "algorithm",    "limit", "window",
+                                             "burst", "failure_mode", "key"};
+
+// RFC 9110 token characters: what a header name may hold.
+bool is_tchar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+class parser {
+ public:
+  explicit parser(std::string_view file) : file_(file) {}
+
+  config parse(std::string_view text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::ParserException& e) {
+      fail(e.mark.line + 1, "invalid YAML: " + e.msg);
+    }
+    if (!root.IsDefined() || root.IsNull()) fail(1, "the file is empty; expected 'rules:'");
+    if (!root.IsMap()) fail(line(root), "expected a map with 'rules:' at the top level");
+
+    // std::optional: assigning to a YAML::Node would overwrite the node it refers to.
+    std::optional<YAML::Node> found;
+    for (const auto& kv : root) {
+      const auto key = kv.first.Scalar();
+      if (key != "rules") fail(line(kv.first), "unknown top-level field '" + key + "'");
+      if (found) fail(line(kv.first), "duplicate field 'rules'");
+      found.emplace(kv.second);
+    }
+    if (!found) fail(line(root), "missing 'rules:'");
+    const YAML::Node& rules_node = *found;
+    if (!rules_node.IsSequence()) fail(line(rules_node), "'rules' must be a list of rules");
+    if (rules_node.size() == 0) fail(line(rules_node), "'rules' must hold at least one rule");
+
+    std::vector<rule> rules;
+    std::map<std::string, int, std::less<>> first_line;
+    std::size_t index = 0;
+    for (const auto& node : rules_node) {
+      ++index;
+      rule r = parse_rule(node, index);
+      const auto [it, fresh] = first_line.emplace(r.name(), line(node));
+      if (!fresh)
+        fail(line(node), "rule '" + r.name() + "': duplicate rule name (first defined at line " +
+                             std::to_string(it->second) + ")");
+      rules.push_back(std::move(r));
+    }
+    return config(std::move(rules));
+  }
+
+ private:
+  [[noreturn]] void fail(int at, const std::string& what) const {
+    throw config_error(file_ + ":" + std::to_string(at) + ": " + what);
+  }
+
+  static int line(const YAML::Node& n) { return n.Mark().line + 1; }
+
+  rule parse_rule(const YAML::Node& node, std::size_t index) {
+    if (!node.IsMap()) fail(line(node), "rule #" + std::to_string(index) + " must be a map");
+
+    // Fields by name, each with the line of its key (for messages about it).
+    std::map<std::string, std::pair<YAML::Node, int>, std::less<>> fields;
+    for (const auto& kv : node) {
+      const auto key = kv.first.Scalar();
+      const int at = line(kv.first);
+      if (fields.count(key)) fail(at, what_of(index, fields) + ": duplicate field '" + key + "'");
+      fields.emplace(key, std::pair{kv.second, at});
+    }
+
+    // The name first, so every later message can say which rule it is about.
+    std::string what = "rule #" + std::to_string(index);
+    const auto name_it = fields.find("name");
+    if (name_it == fields.end()) fail(line(node), what + ": missing field 'name'");
+    const std::string name = string_field(what, "name", name_it->second);
+    what = "rule '" + name + "'";
+
+    for (const auto& [key, value] : fields) {
+      bool known = false;
+      for (auto f : known_fields) known = known || f == key;
+      if (!known) fail(value.second, what + ": unknown field '" + key + "'");
+    }
+    auto required = [&](std::string_view field) -> const std::pair<YAML::Node, int>& {
+      const auto it = fields.find(field);
+      if (it == fields.end())
+        fail(line(node), what + ": missing field '" + std::string(field) + "'");
+      return it->second;
+    };
+
+    const auto& algo_field = required("algorithm");
+    const auto algo_text = string_field(what, "algorithm", algo_field);
+    const auto algo = parse_algorithm(algo_text);
+    if (!algo)
+      fail(algo_field.second, what + ": algorithm must be one of sliding_log, sliding_window, "
+                                     "fixed_window, token_bucket, gcra (got '" + algo_text + "')");
+
+    const auto limit = int_field(what, "limit", required("limit"));
+
+    const auto& window_field = required("window");
+    const auto window_text = string_field(what, "window", window_field);
+    const auto window = parse_duration(window_text);
+    if (!window)
+      fail(window_field.second, what + ": window must be a duration such as 500ms, 60s, 5m or 1h (got '" +
+                                    window_text + "')");
+
+    std::optional<std::int64_t> burst;
+    if (auto it = fields.find("burst"); it != fields.end())
+      burst = int_field(what, "burst", it->second);
+
+    auto on_failure = failure_mode::closed;
+    if (auto it = fields.find("failure_mode"); it != fields.end()) {
+      const auto text = string_field(what, "failure_mode", it->second);
+      const auto mode = parse_failure_mode(text);
+      if (!mode)
+        fail(it->second.second, what + ": failure_mode must be open or closed (got '" + text + "')");
+      on_failure = *mode;
+    }
+
+    key_source key;
+    if (auto it = fields.find("key"); it != fields.end()) {
+      const auto text = string_field(what, "key", it->second);
+      constexpr std::string_view prefix = "header:";
+      if (text == "remote_addr") {
+        key.from = key_source::kind::remote_addr;
+      } else if (text.starts_with(prefix) && text.size() > prefix.size()) {
+        key.from = key_source::kind::header;
+        key.header = text.substr(prefix.size());
+        for (char c : key.header)
+          if (!is_tchar(c))
+            fail(it->second.second, what + ": '" + key.header + "' is not a valid header name");
+      } else {
+        fail(it->second.second,
+             what + ": key must be remote_addr or header:NAME (got '" + text + "')");
+      }
+    }
+
+    try {
+      return rule{policy(name, *algo, limit, *window, burst, on_failure), std::move(key)};
+    } catch (const config_error& e) {
+      // policy's messages read "policy 'NAME': FIELD ...": blame that field's line.
+      std::string_view msg = e.what();
+      const std::string prefix = "policy '" + name + "': ";
+      if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
+      const auto field = msg.substr(0, msg.find_first_of(" ("));
+      const auto it = fields.find(field);
+      fail(it != fields.end() ? it->second.second : line(node), what + ": " + std::string(msg));
+    }
+  }
+
+  std::string string_field(const std::string& what, std::string_view field,
+                           const std::pair<YAML::Node, int>& value) const {
+    if (!value.first.IsScalar())
+      fail(value.second, what + ": " + std::string(field) + " must be a string");
+    return value.first.Scalar();
+  }
+
+  std::int64_t int_field(const std::string& what, std::string_view field,
+                         const std::pair<YAML::Node, int>& value) const {
+    const auto& n = value.first;
+    const std::string& text = n.IsScalar() ? n.Scalar() : std::string();
+    std::int64_t v = 0;
+    const char* last = text.data() + text.size();
+    // A quoted scalar ("100") has tag "!": it is a string, not an integer.
+    if (n.IsScalar() && n.Tag() != "!" && !text.empty()) {
+      auto [end, ec] = std::from_chars(text.data(), last, v);
+      if (ec == std::errc{} && end == last) return v;
+    }
+    fail(value.second, what + ": " + std::string(field) + " must be an integer" +
+                           (n.IsScalar() ? " (got '" + text + "')" : ""));
+  }
+
+  // "rule 'api'" once the name is known, else "rule #3".
+  template <class Fields>
+  static std::string what_of(std::size_t index, const Fields& fields) {
+    const auto it = fields.find("name");
+    if (it != fields.end() && it->second.first.IsScalar())
+      return "rule '" + it->second.first.Scalar() + "'";
+    return "rule #" + std::to_string(index);
+  }
+
+  std::string file_;
+};
+
+}  // namespace
+
+std::string key_source::describe() const {
+  return from == kind::header ? "header:" + header : "remote_addr";
+}
+
+const rule* config::find(std::string_view name) const noexcept {
+  for (const auto& r : rules_)
+    if (r.name() == name) return &r;
+  return nullptr;
+}
+
+config parse_config(std::string_view text, std::string_view file_name) {
+  return parser(file_name).parse(text);
+}
+
+config load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw config_error(path + ": cannot read: " + std::strerror(errno));
+  return parse_config(text.str(), path);
+}
+
+}  // namespace floodgate::service

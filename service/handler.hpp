@@ -1,0 +1,79 @@
+// The HTTP handler: a pure function of (request, decision) → response, in two halves so it is
+// tested without sockets or a backend.
+//
+//   auto routed = route(req, store.get());            // request → what to do
+//   if (auto* plan = std::get_if<check_plan>(&routed))
+//     limiter.async_check_all(plan->check_items(), [plan](multi_check_result r) {
+//       http_response res = render(*plan, r);          // decision → response
+//     });
+//
+// Endpoints (docs/service.md has the reference):
+//   POST /v1/check        {"rule","key","cost"} or {"rules":[...]}  → 200 / 429 (JSON)
+//   GET  /v1/auth/{rule}  key from the rule's key source           → 204 / 403 (nginx auth_request)
+//   GET  /healthz, /readyz, /metrics
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "config.hpp"
+#include "floodgate/backend.hpp"
+#include "floodgate/decision.hpp"
+#include "http_message.hpp"
+
+namespace floodgate::service {
+
+// Caps on what one request may ask (beyond each rule's own capacity).
+struct request_limits {
+  std::size_t max_key_size = 1024;  // bytes of one key
+  std::size_t max_items = 16;       // entries of one {"rules": [...]} check
+};
+
+// A check to run: which (rule, key, cost) items, and how to answer.
+struct check_plan {
+  enum class style {
+    json,        // POST /v1/check {"rule": ...}: 200/429 with a JSON body
+    json_multi,  // POST /v1/check {"rules": [...]}: all-or-nothing, 200/429 with per-rule results
+    auth,        // GET /v1/auth/{rule}: 204/403, no body
+  };
+  struct item {
+    const service::rule* rule;  // points into `rules`
+    std::string key;
+    std::int64_t cost = 1;
+  };
+
+  style kind = style::json;
+  std::shared_ptr<const config> rules;  // keeps every item's rule alive until rendered
+  std::vector<item> items;
+
+  // The items as the limiter takes them; valid while this plan lives.
+  std::vector<check_item> check_items() const;
+};
+
+enum class probe {
+  healthz,  // the process is up: always 200
+  readyz,   // the backend is healthy: 200, else 503
+  metrics,  // Prometheus text
+};
+
+// What a request asks for: a finished response (an error, usually), a check, or a probe.
+using route_result = std::variant<http_response, check_plan, probe>;
+
+route_result route(const http_request& req, std::shared_ptr<const config> rules,
+                   const request_limits& limits = {});
+
+// The answer to a check.
+http_response render(const check_plan& plan, const multi_check_result& result);
+
+http_response render_health();
+http_response render_ready(bool backend_healthy, std::string_view backend_kind);
+http_response render_metrics(std::string text);
+
+// {"error": message} with a JSON content type: 400, 404, 405, 408, 413, 431, 503...
+http_response error_response(int status, std::string_view message);
+
+}  // namespace floodgate::service

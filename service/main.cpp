@@ -1,0 +1,175 @@
+// floodgated: the rate-limit service. Start-up (flags, config, logging, backend) lives here;
+// serving lives in server.cpp.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config.hpp"
+#include "config_store.hpp"
+#include "floodgate/errors.hpp"
+#include "floodgate/limiter.hpp"
+#include "log_format.hpp"
+#include "metrics.hpp"
+#include "server.hpp"
+
+namespace {
+
+using namespace floodgate::service;
+
+constexpr const char* usage = R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--log-level LEVEL]
+
+floodgated answers "may this request pass?" over HTTP for the rules in FILE.
+
+  --config FILE        the rules (YAML; see examples/rules.yaml). Required. A bad file stops
+                       start-up with FILE:LINE and the problem. SIGHUP reloads it; a bad new
+                       file is logged and the old rules stay.
+  --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
+                       every floodgated using it. Without it, state lives in this process
+                       (memory://).
+  --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080; port 0 picks a free one,
+                       logged at start-up). IPv6: [::1]:8080.
+  --log-level LEVEL    trace, debug, info (default), warn, error, critical or off. Logs go to
+                       stderr, one logfmt line per event; decisions are logged at debug only.
+  --help               this text.
+
+Endpoints: POST /v1/check, GET /v1/auth/{rule}, GET /metrics, /healthz, /readyz
+(docs/service.md). SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
+)";
+
+struct flags {
+  std::string config_path;
+  std::string backend_url = "memory://";
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  spdlog::level::level_enum log_level = spdlog::level::info;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "floodgated: %s\n(see floodgated --help)\n", message.c_str());
+  std::exit(2);
+}
+
+std::optional<spdlog::level::level_enum> parse_level(std::string_view s) {
+  using spdlog::level::level_enum;
+  constexpr std::pair<std::string_view, level_enum> levels[] = {
+      {"trace", level_enum::trace}, {"debug", level_enum::debug},
+      {"info", level_enum::info},   {"warn", level_enum::warn},
+      {"error", level_enum::err},   {"critical", level_enum::critical},
+      {"off", level_enum::off}};
+  for (const auto& [name, level] : levels)
+    if (name == s) return level;
+  return std::nullopt;
+}
+
+void parse_listen(std::string_view s, flags& f) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) usage_error("--listen wants HOST:PORT");
+  auto host = s.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const auto port_text = s.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535)
+    usage_error("--listen: '" + std::string(port_text) + "' is not a port");
+  f.host = host;
+  f.port = static_cast<std::uint16_t>(port);
+}
+
+flags parse_flags(int argc, char** argv) {
+  flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::string_view value;
+    bool inline_value = false;
+    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      inline_value = true;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+    auto next = [&]() -> std::string_view {
+      if (inline_value) return value;
+      if (i + 1 >= argc) usage_error(std::string(arg) + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--config") {
+      f.config_path = next();
+    } else if (arg == "--redis") {
+      f.backend_url = next();
+    } else if (arg == "--listen") {
+      parse_listen(next(), f);
+    } else if (arg == "--log-level") {
+      const auto v = next();
+      const auto level = parse_level(v);
+      if (!level) usage_error("--log-level: unknown level '" + std::string(v) + "'");
+      f.log_level = *level;
+    } else {
+      usage_error("unknown argument '" + std::string(arg) + "'");
+    }
+  }
+  if (f.config_path.empty()) usage_error("--config FILE is required");
+  return f;
+}
+
+void setup_logging(spdlog::level::level_enum level) {
+  auto logger = spdlog::stderr_logger_mt("floodgated");
+  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::trace);  // a line per event, never lost in a buffer
+  spdlog::set_default_logger(std::move(logger));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const flags f = parse_flags(argc, argv);
+  setup_logging(f.log_level);
+  try {
+    auto rules = std::make_shared<const config>(load_config(f.config_path));
+    spdlog::info("msg=\"config loaded\" file={} rules={}", quote(f.config_path),
+                 rules->rules().size());
+
+    floodgate::limiter_options limiter_options;
+    server_options options;
+    options.host = f.host;
+    options.port = f.port;
+    limiter_options.max_key_size = options.limits.max_key_size;
+    limiter_options.max_items = options.limits.max_items;
+    auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
+                                                        limiter_options);
+
+    config_store store(std::move(rules));
+    metrics stats;
+    auto reload = [&store, &stats, path = f.config_path] {
+      try {
+        auto next = std::make_shared<const config>(load_config(path));
+        const auto n = next->rules().size();
+        store.set(std::move(next));
+        stats.record_reload(true);
+        spdlog::info("msg=\"config reloaded\" file={} rules={}", quote(path), n);
+      } catch (const std::exception& e) {
+        stats.record_reload(false);
+        spdlog::error("msg=\"config reload rejected; the old rules stay\" error={}",
+                      quote(e.what()));
+      }
+    };
+    server srv(std::move(options), std::move(limiter), store, stats, reload);
+    return srv.run();
+  } catch (const floodgate::config_error& e) {
+    spdlog::critical("msg=\"invalid configuration\" error={}", quote(e.what()));
+  } catch (const std::exception& e) {
+    spdlog::critical("msg=\"cannot start\" error={}", quote(e.what()));
+  }
+  return 1;
+}

@@ -1,0 +1,163 @@
+#include "metrics.hpp"
+
+#include <cstdio>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate::service {
+namespace {
+
+constexpr std::array<std::string_view, 8> error_kind_names = {
+    "timeout",  "not_connected",  "server_busy",   "out_of_memory",
+    "server_error", "protocol_error", "shutting_down", "other"};
+
+std::size_t error_kind(std::error_code ec) {
+  if (ec.category() == error_category()) {
+    const int first = static_cast<int>(errc::timeout);
+    const int v = ec.value();
+    if (v >= first && v <= static_cast<int>(errc::shutting_down))
+      return static_cast<std::size_t>(v - first);
+  }
+  return error_kind_names.size() - 1;
+}
+
+void append_double(std::string& out, double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  out += buf;
+}
+
+void header(std::string& out, std::string_view name, std::string_view type,
+            std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+}  // namespace
+
+std::string_view to_string(verdict v) noexcept {
+  constexpr std::array<std::string_view, verdict_count> names = {"allowed", "denied", "degraded",
+                                                                 "failed", "invalid"};
+  return names[static_cast<std::size_t>(v)];
+}
+
+verdict verdict_of(const multi_check_result& r) noexcept {
+  switch (r.outcome) {
+    case outcome::allowed: return verdict::allowed;
+    case outcome::over_limit: return verdict::denied;
+    case outcome::backend_error: return r.allowed() ? verdict::degraded : verdict::failed;
+    case outcome::invalid_request: break;
+  }
+  return verdict::invalid;
+}
+
+void metrics::record_decision(std::string_view rule, verdict v) {
+  const auto i = static_cast<std::size_t>(v);
+  {
+    std::shared_lock lock(decisions_mutex_);
+    if (auto it = decisions_.find(rule); it != decisions_.end()) {
+      it->second[i].fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  // Rules are few and never forgotten (counters must not go backwards across reloads).
+  std::unique_lock lock(decisions_mutex_);
+  decisions_.try_emplace(std::string(rule)).first->second[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics::record_backend_call(std::chrono::nanoseconds latency, std::error_code error) {
+  if (error) backend_errors_[error_kind(error)].fetch_add(1, std::memory_order_relaxed);
+  const double seconds = std::chrono::duration<double>(latency).count();
+  std::size_t bucket = 0;
+  while (bucket < latency_buckets.size() && seconds > latency_buckets[bucket]) ++bucket;
+  latency_counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  latency_sum_ns_.fetch_add(static_cast<std::uint64_t>(latency.count() > 0 ? latency.count() : 0),
+                            std::memory_order_relaxed);
+}
+
+void metrics::record_response(int status) noexcept {
+  std::size_t i = 0;
+  while (i + 1 < statuses.size() && statuses[i] != status) ++i;
+  responses_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics::record_reload(bool ok) noexcept {
+  (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics::add_collector(collector c) {
+  std::lock_guard lock(collectors_mutex_);
+  collectors_.push_back(std::move(c));
+}
+
+std::string metrics::render() const {
+  std::string out;
+  out.reserve(4096);
+
+  header(out, "floodgate_decisions_total", "counter",
+         "Checks decided, by rule and result (a multi-rule check counts once per rule, with the "
+         "combined result).");
+  {
+    std::shared_lock lock(decisions_mutex_);
+    for (const auto& [rule, counts] : decisions_)
+      for (std::size_t v = 0; v < verdict_count; ++v)
+        out.append("floodgate_decisions_total{rule=\"")
+            .append(rule)
+            .append("\",result=\"")
+            .append(to_string(static_cast<verdict>(v)))
+            .append("\"} ")
+            .append(std::to_string(counts[v].load(std::memory_order_relaxed)))
+            .append("\n");
+  }
+
+  header(out, "floodgate_backend_errors_total", "counter", "Backend calls that failed, by kind.");
+  for (std::size_t k = 0; k < error_kinds; ++k)
+    out.append("floodgate_backend_errors_total{kind=\"")
+        .append(error_kind_names[k])
+        .append("\"} ")
+        .append(std::to_string(backend_errors_[k].load(std::memory_order_relaxed)))
+        .append("\n");
+
+  header(out, "floodgate_backend_latency_seconds", "histogram",
+         "Time from asking the backend to its answer.");
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b <= latency_buckets.size(); ++b) {
+    cumulative += latency_counts_[b].load(std::memory_order_relaxed);
+    out.append("floodgate_backend_latency_seconds_bucket{le=\"");
+    if (b < latency_buckets.size()) append_double(out, latency_buckets[b]);
+    else out.append("+Inf");
+    out.append("\"} ").append(std::to_string(cumulative)).append("\n");
+  }
+  out.append("floodgate_backend_latency_seconds_sum ");
+  append_double(out, static_cast<double>(latency_sum_ns_.load(std::memory_order_relaxed)) / 1e9);
+  out.append("\nfloodgate_backend_latency_seconds_count ")
+      .append(std::to_string(cumulative))
+      .append("\n");
+
+  header(out, "floodgate_http_responses_total", "counter", "HTTP responses sent, by status code.");
+  for (std::size_t i = 0; i < statuses.size(); ++i)
+    out.append("floodgate_http_responses_total{code=\"")
+        .append(statuses[i] ? std::to_string(statuses[i]) : "other")
+        .append("\"} ")
+        .append(std::to_string(responses_[i].load(std::memory_order_relaxed)))
+        .append("\n");
+
+  header(out, "floodgate_open_connections", "gauge", "HTTP connections currently open.");
+  out.append("floodgate_open_connections ")
+      .append(std::to_string(open_connections_.load(std::memory_order_relaxed)))
+      .append("\n");
+
+  header(out, "floodgate_config_reloads_total", "counter",
+         "Configuration reloads (SIGHUP), by result; a failed reload keeps the old rules.");
+  out.append("floodgate_config_reloads_total{result=\"success\"} ")
+      .append(std::to_string(reloads_ok_.load(std::memory_order_relaxed)))
+      .append("\nfloodgate_config_reloads_total{result=\"failure\"} ")
+      .append(std::to_string(reloads_failed_.load(std::memory_order_relaxed)))
+      .append("\n");
+
+  std::lock_guard lock(collectors_mutex_);
+  for (const auto& c : collectors_) c(out);
+  return out;
+}
+
+}  // namespace floodgate::service

@@ -1,0 +1,88 @@
+// The service's counters, rendered as Prometheus text for GET /metrics.
+//
+//   metrics m;
+//   m.record_decision("api", verdict::denied);
+//   m.record_backend_call(latency, error);
+//   std::string text = m.render();
+//
+// Threading: every member may be called from any thread at once; counting is lock-free
+// except the first decision of a rule never seen before.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "floodgate/decision.hpp"
+
+namespace floodgate::service {
+
+// What a check ended as, for counting.
+enum class verdict {
+  allowed,   // admitted
+  denied,    // over the limit
+  degraded,  // backend failed, admitted (fail-open)
+  failed,    // backend failed, refused (fail-closed): a 503
+  invalid,   // the request was wrong: a 400
+};
+constexpr std::size_t verdict_count = 5;
+std::string_view to_string(verdict v) noexcept;
+
+// The verdict of a check_all (every item of it shares the combined verdict).
+verdict verdict_of(const multi_check_result& r) noexcept;
+
+class metrics {
+ public:
+  // Latency buckets of floodgate_backend_latency_seconds (upper bounds, seconds).
+  static constexpr std::array<double, 13> latency_buckets = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0};
+
+  void record_decision(std::string_view rule, verdict v);
+  // One call to the backend: its latency, and its error if it failed.
+  void record_backend_call(std::chrono::nanoseconds latency, std::error_code error);
+  void record_response(int status) noexcept;
+  void record_reload(bool ok) noexcept;
+  void connection_opened() noexcept { open_connections_.fetch_add(1, std::memory_order_relaxed); }
+  void connection_closed() noexcept { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
+  std::int64_t open_connections() const noexcept { return open_connections_.load(); }
+
+  // More families to append to the text, e.g. a backend's script reloads. A collector writes
+  // complete "# HELP / # TYPE / samples" blocks and must be thread-safe.
+  using collector = std::function<void(std::string& out)>;
+  void add_collector(collector c);
+
+  std::string render() const;
+
+ private:
+  using counter = std::atomic<std::uint64_t>;
+  // Backend error kinds: floodgate::errc's backend codes, then "other".
+  static constexpr std::size_t error_kinds = 8;
+  // Response status codes worth a series of their own, then "other".
+  static constexpr std::array<int, 13> statuses = {200, 204, 400, 403, 404, 405, 408,
+                                                   413, 429, 431, 500, 503, 0};
+
+  mutable std::shared_mutex decisions_mutex_;
+  std::map<std::string, std::array<counter, verdict_count>, std::less<>> decisions_;
+
+  std::array<counter, error_kinds> backend_errors_{};
+  std::array<counter, latency_buckets.size() + 1> latency_counts_{};  // per bucket, +Inf last
+  counter latency_sum_ns_{0};
+  std::array<counter, statuses.size()> responses_{};
+  counter reloads_ok_{0};
+  counter reloads_failed_{0};
+  std::atomic<std::int64_t> open_connections_{0};
+
+  mutable std::mutex collectors_mutex_;
+  std::vector<collector> collectors_;
+};
+
+}  // namespace floodgate::service

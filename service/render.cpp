@@ -1,0 +1,116 @@
+// Decision → response. No I/O, no backend, no Beast.
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include "handler.hpp"
+#include "ratelimit_headers.hpp"
+
+namespace floodgate::service {
+namespace {
+
+namespace json = boost::json;
+
+http_response json_response(int status, const json::value& body) {
+  http_response res;
+  res.status = status;
+  res.headers.emplace_back("Content-Type", "application/json");
+  res.body = json::serialize(body);
+  res.body += '\n';
+  return res;
+}
+
+void add_decision(json::object& o, const decision& d) {
+  o["allowed"] = d.allowed;
+  o["limit"] = d.limit;
+  o["remaining"] = d.remaining;
+  o["reset_after_ms"] = d.reset_after.count();
+  o["retry_after_ms"] = d.retry_after.count();
+}
+
+}  // namespace
+
+http_response error_response(int status, std::string_view message) {
+  json::object o;
+  o["error"] = message;
+  return json_response(status, o);
+}
+
+http_response render(const check_plan& plan, const multi_check_result& result) {
+  if (result.outcome == outcome::invalid_request) return error_response(400, result.error.message());
+  if (result.decisions.size() != plan.items.size())
+    return error_response(500, "internal error: the backend answered a different number of items");
+
+  const bool failed = result.outcome == outcome::backend_error;
+  const bool allowed = result.allowed();
+  const bool degraded = failed && allowed;
+
+  // Headers: every policy; live counters unless the backend failed (we know nothing then).
+  std::string policies;
+  std::string counters;
+  std::chrono::milliseconds retry_after{0};
+  for (std::size_t i = 0; i < plan.items.size(); ++i) {
+    const auto& p = plan.items[i].rule->policy;
+    const auto& d = result.decisions[i];
+    bool listed = false;
+    for (std::size_t j = 0; j < i; ++j) listed = listed || plan.items[j].rule == plan.items[i].rule;
+    if (!listed) policies += (policies.empty() ? "" : ", ") + policy_member(p);
+    counters += (counters.empty() ? "" : ", ") + ratelimit_member(p, d);
+    if (!d.allowed) retry_after = std::max(retry_after, d.retry_after);
+  }
+
+  http_response res;
+  if (failed && !allowed) {
+    res = error_response(503, "backend unavailable (" + result.error.message() +
+                                  ") and the rule fails closed");
+  } else if (plan.kind == check_plan::style::auth) {
+    res.status = allowed ? 204 : 403;
+  } else if (plan.kind == check_plan::style::json) {
+    json::object body;
+    add_decision(body, result.decisions.front());
+    if (degraded) body["degraded"] = true;
+    res = json_response(allowed ? 200 : 429, body);
+  } else {
+    json::object body;
+    body["allowed"] = allowed;
+    if (degraded) body["degraded"] = true;
+    body["retry_after_ms"] = allowed ? 0 : retry_after.count();
+    json::array results;
+    for (std::size_t i = 0; i < plan.items.size(); ++i) {
+      json::object o;
+      o["rule"] = plan.items[i].rule->name();
+      o["key"] = plan.items[i].key;
+      add_decision(o, result.decisions[i]);
+      results.push_back(std::move(o));
+    }
+    body["results"] = std::move(results);
+    res = json_response(allowed ? 200 : 429, body);
+  }
+
+  res.headers.emplace_back("RateLimit-Policy", policies);
+  if (!failed) res.headers.emplace_back("RateLimit", counters);
+  if (!allowed && !failed)
+    res.headers.emplace_back("Retry-After", std::to_string(ceil_seconds(retry_after)));
+  return res;
+}
+
+http_response render_health() {
+  json::object o;
+  o["status"] = "ok";
+  return json_response(200, o);
+}
+
+http_response render_ready(bool backend_healthy, std::string_view backend_kind) {
+  json::object o;
+  o["status"] = backend_healthy ? "ready" : "backend unavailable";
+  o["backend"] = backend_kind;
+  return json_response(backend_healthy ? 200 : 503, o);
+}
+
+http_response render_metrics(std::string text) {
+  http_response res;
+  res.headers.emplace_back("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+  res.body = std::move(text);
+  return res;
+}
+
+}  // namespace floodgate::service

@@ -1,0 +1,178 @@
+// Request → what to check (or an error response). No I/O, no backend, no Beast.
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "handler.hpp"
+
+namespace floodgate::service {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view auth_prefix = "/v1/auth/";
+
+// Caller-controlled text in messages, cut to something readable.
+std::string quoted(std::string_view s) {
+  constexpr std::size_t max = 64;
+  return "'" + std::string(s.substr(0, max)) + (s.size() > max ? "...'" : "'");
+}
+
+http_response bad_request(std::string_view message) { return error_response(400, message); }
+
+http_response method_not_allowed(std::string_view allow) {
+  auto res = error_response(405, "method not allowed; use " + std::string(allow));
+  res.headers.emplace_back("Allow", allow);
+  return res;
+}
+
+bool get_or_head(const http_request& req) { return req.method == "GET" || req.method == "HEAD"; }
+
+// One {"rule", "key", "cost"} object into `out`; an error message otherwise.
+std::optional<std::string> parse_item(const json::object& o, const config& rules,
+                                      const request_limits& limits, check_plan::item& out) {
+  const json::value* rule_v = nullptr;
+  const json::value* key_v = nullptr;
+  const json::value* cost_v = nullptr;
+  for (const auto& kv : o) {
+    if (kv.key() == "rule") rule_v = &kv.value();
+    else if (kv.key() == "key") key_v = &kv.value();
+    else if (kv.key() == "cost") cost_v = &kv.value();
+    else return "unknown field " + quoted(kv.key());
+  }
+  if (!rule_v) return std::string("missing field 'rule'");
+  if (!rule_v->is_string()) return std::string("'rule' must be a string");
+  const auto name = std::string_view(rule_v->get_string());
+  out.rule = rules.find(name);
+  if (!out.rule) return "unknown rule " + quoted(name);
+
+  if (!key_v) return std::string("missing field 'key'");
+  if (!key_v->is_string()) return std::string("'key' must be a string");
+  const auto key = std::string_view(key_v->get_string());
+  if (key.empty()) return std::string("'key' must not be empty");
+  if (key.size() > limits.max_key_size)
+    return "'key' is longer than " + std::to_string(limits.max_key_size) + " bytes";
+  out.key = key;
+
+  out.cost = 1;
+  if (cost_v) {
+    if (!cost_v->is_int64() && !cost_v->is_uint64())
+      return std::string("'cost' must be an integer (0 peeks without consuming)");
+    const auto capacity = out.rule->policy.capacity();
+    if (cost_v->is_int64() && cost_v->get_int64() < 0)
+      return std::string("'cost' must not be negative (0 peeks without consuming)");
+    if (cost_v->is_uint64() || cost_v->get_int64() > capacity)
+      return "'cost' exceeds the capacity of rule " + quoted(out.rule->name()) + " (" +
+             std::to_string(capacity) + "): it could never be admitted";
+    out.cost = cost_v->get_int64();
+  }
+  return std::nullopt;
+}
+
+route_result parse_check(const http_request& req, std::shared_ptr<const config> rules,
+                         const request_limits& limits) {
+  json::parse_options options;
+  options.max_depth = 4;  // {"rules": [{...}]} needs 3
+  std::error_code ec;
+  const json::value body = json::parse(req.body, ec, {}, options);
+  if (ec) return bad_request("malformed JSON: " + ec.message());
+  const auto* obj = body.if_object();
+  if (!obj) return bad_request("the body must be a JSON object");
+
+  check_plan plan;
+  plan.rules = std::move(rules);
+  if (const auto* list = obj->if_contains("rules")) {
+    if (obj->size() != 1)
+      return bad_request("give either 'rules' or 'rule', 'key' and 'cost', not both");
+    const auto* arr = list->if_array();
+    if (!arr) return bad_request("'rules' must be a list of {\"rule\", \"key\", \"cost\"} objects");
+    if (arr->empty()) return bad_request("'rules' must not be empty");
+    if (arr->size() > limits.max_items)
+      return bad_request("'rules' may hold at most " + std::to_string(limits.max_items) +
+                         " entries");
+    plan.kind = check_plan::style::json_multi;
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const std::string where = "rules[" + std::to_string(i) + "]: ";
+      const auto* item_obj = (*arr)[i].if_object();
+      if (!item_obj) return bad_request(where + "must be a {\"rule\", \"key\", \"cost\"} object");
+      check_plan::item item;
+      if (auto err = parse_item(*item_obj, *plan.rules, limits, item))
+        return bad_request(where + *err);
+      for (const auto& seen : plan.items)
+        if (seen.rule == item.rule && seen.key == item.key)
+          return bad_request(where + "rule " + quoted(item.rule->name()) +
+                             " with this key appears twice");
+      plan.items.push_back(std::move(item));
+    }
+    return plan;
+  }
+
+  check_plan::item item;
+  if (auto err = parse_item(*obj, *plan.rules, limits, item)) return bad_request(*err);
+  plan.kind = check_plan::style::json;
+  plan.items.push_back(std::move(item));
+  return plan;
+}
+
+route_result parse_auth(const http_request& req, std::string_view name,
+                        std::shared_ptr<const config> rules, const request_limits& limits) {
+  const rule* r = rules->find(name);
+  if (!r) return error_response(404, "unknown rule " + quoted(name));
+
+  std::string key;
+  if (r->key.from == key_source::kind::header) {
+    const auto value = req.header(r->key.header);
+    if (!value)
+      return bad_request("missing header " + r->key.header + " (rule '" + r->name() +
+                         "' takes its key from it)");
+    if (value->empty()) return bad_request("header " + r->key.header + " is empty");
+    key = *value;
+  } else {
+    // Behind a proxy the peer is the proxy: it must say who the client is. X-Real-IP, which
+    // nginx sets (and overwrites), not X-Forwarded-For, whose first entry the client writes.
+    const auto real_ip = req.header("X-Real-IP");
+    key = real_ip && !real_ip->empty() ? std::string(*real_ip) : req.peer_address;
+    if (key.empty()) return bad_request("no client address to use as the key");
+  }
+  if (key.size() > limits.max_key_size)
+    return bad_request("the key is longer than " + std::to_string(limits.max_key_size) + " bytes");
+
+  check_plan plan;
+  plan.kind = check_plan::style::auth;
+  plan.items.push_back({r, std::move(key), 1});
+  plan.rules = std::move(rules);
+  return plan;
+}
+
+}  // namespace
+
+std::vector<check_item> check_plan::check_items() const {
+  std::vector<check_item> out;
+  out.reserve(items.size());
+  for (const auto& i : items) out.push_back({i.key, &i.rule->policy, i.cost});
+  return out;
+}
+
+route_result route(const http_request& req, std::shared_ptr<const config> rules,
+                   const request_limits& limits) {
+  const std::string_view target = req.target;
+  const auto path = target.substr(0, target.find('?'));
+
+  if (path == "/v1/check") {
+    if (req.method != "POST") return method_not_allowed("POST");
+    return parse_check(req, std::move(rules), limits);
+  }
+  if (path.starts_with(auth_prefix)) {
+    if (!get_or_head(req)) return method_not_allowed("GET, HEAD");
+    return parse_auth(req, path.substr(auth_prefix.size()), std::move(rules), limits);
+  }
+  for (const auto& [name, p] : {std::pair{"/healthz", probe::healthz},
+                                std::pair{"/readyz", probe::readyz},
+                                std::pair{"/metrics", probe::metrics}}) {
+    if (path != name) continue;
+    if (!get_or_head(req)) return method_not_allowed("GET, HEAD");
+    return p;
+  }
+  return error_response(404, "not found");
+}
+
+}  // namespace floodgate::service

@@ -1,0 +1,407 @@
+// The pure handler: request → plan or error, (plan, decision) → response. No sockets.
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "floodgate/floodgate.hpp"
+#include "handler.hpp"
+#include "ratelimit_headers.hpp"
+
+namespace floodgate::service {
+namespace {
+
+using namespace std::chrono_literals;
+namespace json = boost::json;
+
+std::shared_ptr<const config> test_rules() {
+  std::vector<rule> rules;
+  rules.push_back({policy("api", algorithm::sliding_log, 100, 60s, std::nullopt, failure_mode::open),
+                   {key_source::kind::header, "X-Api-Key"}});
+  rules.push_back({policy("ip", algorithm::gcra, 10, 1s, 20, failure_mode::closed), {}});
+  rules.push_back({policy("fast", algorithm::fixed_window, 3, 500ms), {}});
+  return std::make_shared<const config>(std::move(rules));
+}
+
+http_request post_check(std::string body) {
+  return {"POST", "/v1/check", {{"Content-Type", "application/json"}}, std::move(body), "10.0.0.9"};
+}
+
+http_request get_auth(std::string rule, header_list headers = {}) {
+  return {"GET", "/v1/auth/" + rule, std::move(headers), "", "10.0.0.9"};
+}
+
+// The error response a request routes to; fails the test if it routes anywhere else.
+http_response routed_error(const http_request& req) {
+  auto r = route(req, test_rules());
+  if (auto* res = std::get_if<http_response>(&r)) return *res;
+  ADD_FAILURE() << "expected an error response for " << req.target << " " << req.body;
+  return {};
+}
+
+check_plan routed_plan(const http_request& req, std::shared_ptr<const config> rules = test_rules()) {
+  auto r = route(req, std::move(rules));
+  if (auto* plan = std::get_if<check_plan>(&r)) return std::move(*plan);
+  if (auto* res = std::get_if<http_response>(&r)) ADD_FAILURE() << res->status << " " << res->body;
+  else ADD_FAILURE() << "routed to a probe";
+  return {};
+}
+
+json::object body_of(const http_response& res) {
+  EXPECT_EQ(res.header("Content-Type").value_or(""), "application/json");
+  return json::parse(res.body).as_object();
+}
+
+std::string error_of(const http_response& res) {
+  auto o = body_of(res);
+  EXPECT_TRUE(o.contains("error")) << res.body;
+  return o.contains("error") ? std::string(o["error"].as_string()) : "";
+}
+
+decision make_decision(bool allowed, std::int64_t limit, std::int64_t remaining,
+                       std::chrono::milliseconds reset, std::chrono::milliseconds retry) {
+  return {allowed, limit, remaining, reset, retry};
+}
+
+multi_check_result result_of(outcome o, std::vector<decision> d, std::error_code ec = {}) {
+  return {o, std::move(d), ec};
+}
+
+// --- request parsing -------------------------------------------------------------------------
+
+TEST(route, single_check_defaults_cost_to_one) {
+  const auto plan = routed_plan(post_check(R"({"rule": "api", "key": "alice"})"));
+  EXPECT_EQ(plan.kind, check_plan::style::json);
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].rule->name(), "api");
+  EXPECT_EQ(plan.items[0].key, "alice");
+  EXPECT_EQ(plan.items[0].cost, 1);
+  const auto items = plan.check_items();
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].key, "alice");
+  EXPECT_EQ(items[0].policy, &plan.items[0].rule->policy);
+}
+
+TEST(route, cost_zero_peeks_and_cost_up_to_capacity_is_accepted) {
+  EXPECT_EQ(routed_plan(post_check(R"({"rule":"api","key":"a","cost":0})")).items[0].cost, 0);
+  EXPECT_EQ(routed_plan(post_check(R"({"rule":"api","key":"a","cost":100})")).items[0].cost, 100);
+  // gcra's capacity is its burst (20), not its limit (10).
+  EXPECT_EQ(routed_plan(post_check(R"({"rule":"ip","key":"a","cost":20})")).items[0].cost, 20);
+}
+
+TEST(route, malformed_and_mistyped_bodies_are_400_with_a_reason) {
+  struct bad {
+    std::string body;
+    std::string says;
+  };
+  const std::vector<bad> cases = {
+      {"", "malformed JSON"},
+      {"{\"rule\": \"api\",", "malformed JSON"},
+      {"not json", "malformed JSON"},
+      {"[1, 2]", "must be a JSON object"},
+      {"\"api\"", "must be a JSON object"},
+      {R"({"key": "a"})", "missing field 'rule'"},
+      {R"({"rule": "api"})", "missing field 'key'"},
+      {R"({"rule": 7, "key": "a"})", "'rule' must be a string"},
+      {R"({"rule": "nope", "key": "a"})", "unknown rule 'nope'"},
+      {R"({"rule": "api", "key": 42})", "'key' must be a string"},
+      {R"({"rule": "api", "key": null})", "'key' must be a string"},
+      {R"({"rule": "api", "key": ""})", "'key' must not be empty"},
+      {R"({"rule": "api", "key": "a", "cost": "1"})", "'cost' must be an integer"},
+      {R"({"rule": "api", "key": "a", "cost": 1.5})", "'cost' must be an integer"},
+      {R"({"rule": "api", "key": "a", "cost": true})", "'cost' must be an integer"},
+      {R"({"rule": "api", "key": "a", "cost": -1})", "must not be negative"},
+      {R"({"rule": "api", "key": "a", "cost": 101})", "exceeds the capacity of rule 'api' (100)"},
+      {R"({"rule": "ip", "key": "a", "cost": 21})", "exceeds the capacity of rule 'ip' (20)"},
+      {R"({"rule": "api", "key": "a", "cost": 18446744073709551615})", "exceeds the capacity"},
+      {R"({"rule": "api", "key": "a", "colour": "red"})", "unknown field 'colour'"},
+      {R"({"rule": "api", "key": "a", "rules": []})", "not both"},
+      {R"({"rules": {}})", "'rules' must be a list"},
+      {R"({"rules": []})", "'rules' must not be empty"},
+      {R"({"rules": [1]})", "rules[0]: must be a {"},
+      {R"({"rules": [{"rule": "api"}]})", "rules[0]: missing field 'key'"},
+      {R"({"rules": [{"rule": "api", "key": "a"}, {"rule": "api", "key": "a"}]})",
+       "rules[1]: rule 'api' with this key appears twice"},
+      {R"({"a": {"b": {"c": {"d": {"e": 1}}}}})", "malformed JSON"},  // too deep
+  };
+  for (const auto& c : cases) {
+    const auto res = routed_error(post_check(c.body));
+    EXPECT_EQ(res.status, 400) << c.body;
+    EXPECT_NE(error_of(res).find(c.says), std::string::npos)
+        << c.body << " → " << res.body << " (expected to mention: " << c.says << ")";
+  }
+}
+
+TEST(route, keys_have_a_length_cap) {
+  request_limits limits;
+  limits.max_key_size = 8;
+  auto ok = route(post_check(R"({"rule":"api","key":"12345678"})"), test_rules(), limits);
+  EXPECT_TRUE(std::holds_alternative<check_plan>(ok));
+  auto long_key = route(post_check(R"({"rule":"api","key":"123456789"})"), test_rules(), limits);
+  ASSERT_TRUE(std::holds_alternative<http_response>(long_key));
+  EXPECT_EQ(std::get<http_response>(long_key).status, 400);
+  EXPECT_NE(std::get<http_response>(long_key).body.find("longer than 8 bytes"), std::string::npos);
+}
+
+TEST(route, multi_check_has_an_item_cap) {
+  request_limits limits;
+  limits.max_items = 2;
+  const std::string three =
+      R"({"rules":[{"rule":"api","key":"a"},{"rule":"api","key":"b"},{"rule":"api","key":"c"}]})";
+  auto r = route(post_check(three), test_rules(), limits);
+  ASSERT_TRUE(std::holds_alternative<http_response>(r));
+  EXPECT_EQ(std::get<http_response>(r).status, 400);
+  EXPECT_NE(std::get<http_response>(r).body.find("at most 2"), std::string::npos);
+}
+
+TEST(route, multi_check_keeps_order_and_costs) {
+  const auto plan = routed_plan(post_check(
+      R"({"rules":[{"rule":"api","key":"alice","cost":2},{"rule":"ip","key":"10.1.1.1"}]})"));
+  EXPECT_EQ(plan.kind, check_plan::style::json_multi);
+  ASSERT_EQ(plan.items.size(), 2u);
+  EXPECT_EQ(plan.items[0].rule->name(), "api");
+  EXPECT_EQ(plan.items[0].cost, 2);
+  EXPECT_EQ(plan.items[1].rule->name(), "ip");
+  EXPECT_EQ(plan.items[1].key, "10.1.1.1");
+  EXPECT_EQ(plan.items[1].cost, 1);
+}
+
+TEST(route, auth_takes_the_key_from_the_rules_header) {
+  const auto plan = routed_plan(get_auth("api", {{"x-api-key", "k-123"}}));
+  EXPECT_EQ(plan.kind, check_plan::style::auth);
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].key, "k-123");
+  EXPECT_EQ(plan.items[0].cost, 1);
+  // The query string is not part of the rule name.
+  EXPECT_EQ(routed_plan(get_auth("api?from=nginx", {{"X-Api-Key", "k"}})).items[0].rule->name(),
+            "api");
+  auto head = get_auth("api", {{"X-Api-Key", "k"}});
+  head.method = "HEAD";
+  EXPECT_EQ(routed_plan(head).items[0].key, "k");
+}
+
+TEST(route, auth_without_the_key_header_is_400) {
+  const auto missing = routed_error(get_auth("api"));
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_NE(error_of(missing).find("missing header X-Api-Key"), std::string::npos);
+  const auto empty = routed_error(get_auth("api", {{"X-Api-Key", ""}}));
+  EXPECT_EQ(empty.status, 400);
+  EXPECT_NE(error_of(empty).find("is empty"), std::string::npos);
+}
+
+TEST(route, auth_remote_addr_prefers_x_real_ip_over_the_peer) {
+  EXPECT_EQ(routed_plan(get_auth("ip")).items[0].key, "10.0.0.9");
+  EXPECT_EQ(routed_plan(get_auth("ip", {{"X-Real-IP", "203.0.113.7"}})).items[0].key,
+            "203.0.113.7");
+  // X-Forwarded-For's first entry is whatever the client wrote: not trusted.
+  EXPECT_EQ(routed_plan(get_auth("ip", {{"X-Forwarded-For", "1.2.3.4, 10.0.0.1"}})).items[0].key,
+            "10.0.0.9");
+}
+
+TEST(route, auth_unknown_rule_is_404_and_wrong_method_405) {
+  EXPECT_EQ(routed_error(get_auth("nope")).status, 404);
+  EXPECT_EQ(routed_error(get_auth("")).status, 404);
+  auto post = get_auth("api", {{"X-Api-Key", "k"}});
+  post.method = "POST";
+  const auto res = routed_error(post);
+  EXPECT_EQ(res.status, 405);
+  EXPECT_EQ(res.header("Allow").value_or(""), "GET, HEAD");
+}
+
+TEST(route, check_wants_post) {
+  const auto res = routed_error({"GET", "/v1/check", {}, "", "1.1.1.1"});
+  EXPECT_EQ(res.status, 405);
+  EXPECT_EQ(res.header("Allow").value_or(""), "POST");
+}
+
+TEST(route, probes_and_unknown_paths) {
+  auto probe_of = [](std::string method, std::string target) {
+    return route({std::move(method), std::move(target), {}, "", "1.1.1.1"}, test_rules());
+  };
+  EXPECT_EQ(std::get<probe>(probe_of("GET", "/healthz")), probe::healthz);
+  EXPECT_EQ(std::get<probe>(probe_of("GET", "/readyz")), probe::readyz);
+  EXPECT_EQ(std::get<probe>(probe_of("HEAD", "/metrics")), probe::metrics);
+  EXPECT_EQ(std::get<http_response>(probe_of("POST", "/metrics")).status, 405);
+  EXPECT_EQ(std::get<http_response>(probe_of("GET", "/")).status, 404);
+  EXPECT_EQ(std::get<http_response>(probe_of("GET", "/v1/checks")).status, 404);
+  EXPECT_EQ(std::get<http_response>(probe_of("GET", "/v1/auth")).status, 404);
+}
+
+// --- rendering -------------------------------------------------------------------------------
+
+TEST(render, allowed_check_is_200_with_ratelimit_headers) {
+  const auto plan = routed_plan(post_check(R"({"rule":"api","key":"alice"})"));
+  const auto res =
+      render(plan, result_of(outcome::allowed, {make_decision(true, 100, 99, 60000ms, 0ms)}));
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(res.body,
+            R"({"allowed":true,"limit":100,"remaining":99,"reset_after_ms":60000,"retry_after_ms":0})"
+            "\n");
+  EXPECT_EQ(res.header("RateLimit-Policy").value_or(""), R"("api";q=100;w=60)");
+  EXPECT_EQ(res.header("RateLimit").value_or(""), R"("api";r=99;t=60)");
+  EXPECT_FALSE(res.header("Retry-After"));
+}
+
+TEST(render, denied_check_is_429_with_retry_after_rounded_up) {
+  const auto plan = routed_plan(post_check(R"({"rule":"api","key":"alice"})"));
+  const auto res = render(
+      plan, result_of(outcome::over_limit, {make_decision(false, 100, 0, 59001ms, 1001ms)}));
+  EXPECT_EQ(res.status, 429);
+  auto body = body_of(res);
+  EXPECT_EQ(body["allowed"].as_bool(), false);
+  EXPECT_EQ(body["remaining"].as_int64(), 0);
+  EXPECT_EQ(body["retry_after_ms"].as_int64(), 1001);
+  EXPECT_EQ(body["reset_after_ms"].as_int64(), 59001);
+  EXPECT_FALSE(body.contains("degraded"));
+  EXPECT_EQ(res.header("Retry-After").value_or(""), "2");
+  EXPECT_EQ(res.header("RateLimit").value_or(""), R"("api";r=0;t=60)");
+}
+
+TEST(render, fail_open_backend_error_is_200_degraded_without_live_counters) {
+  const auto plan = routed_plan(post_check(R"({"rule":"api","key":"alice"})"));
+  const auto res = render(plan, result_of(outcome::backend_error,
+                                          {make_decision(true, 100, 0, 0ms, 0ms)},
+                                          make_error_code(errc::timeout)));
+  EXPECT_EQ(res.status, 200);
+  auto body = body_of(res);
+  EXPECT_EQ(body["allowed"].as_bool(), true);
+  EXPECT_EQ(body["degraded"].as_bool(), true);
+  EXPECT_EQ(res.header("RateLimit-Policy").value_or(""), R"("api";q=100;w=60)");
+  EXPECT_FALSE(res.header("RateLimit")) << "we know nothing about the counters";
+  EXPECT_FALSE(res.header("Retry-After"));
+}
+
+TEST(render, fail_closed_backend_error_is_503) {
+  const auto plan = routed_plan(post_check(R"({"rule":"ip","key":"1.2.3.4"})"));
+  const auto res = render(plan, result_of(outcome::backend_error,
+                                          {make_decision(false, 20, 0, 0ms, 0ms)},
+                                          make_error_code(errc::not_connected)));
+  EXPECT_EQ(res.status, 503);
+  EXPECT_NE(error_of(res).find("backend unavailable"), std::string::npos);
+  EXPECT_FALSE(res.header("RateLimit"));
+  EXPECT_FALSE(res.header("Retry-After"));
+}
+
+TEST(render, invalid_request_result_is_400) {
+  const auto plan = routed_plan(post_check(R"({"rule":"api","key":"alice"})"));
+  const auto res =
+      render(plan, result_of(outcome::invalid_request, {}, make_error_code(errc::duplicate_item)));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_FALSE(error_of(res).empty());
+  EXPECT_FALSE(res.header("RateLimit-Policy"));
+}
+
+TEST(render, auth_answers_204_or_403_for_nginx) {
+  const auto plan = routed_plan(get_auth("ip", {{"X-Real-IP", "1.2.3.4"}}));
+  const auto ok = render(plan, result_of(outcome::allowed, {make_decision(true, 20, 19, 100ms, 0ms)}));
+  EXPECT_EQ(ok.status, 204);
+  EXPECT_TRUE(ok.body.empty());
+  EXPECT_EQ(ok.header("RateLimit-Policy").value_or(""), R"("ip";q=10;w=1)");
+  EXPECT_EQ(ok.header("RateLimit").value_or(""), R"("ip";r=19;t=1)");
+
+  const auto no = render(plan, result_of(outcome::over_limit, {make_decision(false, 20, 0, 2000ms, 100ms)}));
+  EXPECT_EQ(no.status, 403);
+  EXPECT_EQ(no.header("Retry-After").value_or(""), "1");
+  EXPECT_EQ(no.header("RateLimit").value_or(""), R"("ip";r=0;t=2)");
+
+  const auto down = render(plan, result_of(outcome::backend_error, {make_decision(false, 20, 0, 0ms, 0ms)},
+                                           make_error_code(errc::timeout)));
+  EXPECT_EQ(down.status, 503);
+}
+
+TEST(render, multi_check_reports_the_combined_verdict_and_each_rule) {
+  const auto plan = routed_plan(post_check(
+      R"({"rules":[{"rule":"api","key":"alice"},{"rule":"ip","key":"1.2.3.4","cost":2}]})"));
+  const auto denied =
+      render(plan, result_of(outcome::over_limit, {make_decision(true, 100, 50, 60000ms, 0ms),
+                                                   make_decision(false, 20, 1, 1900ms, 1200ms)}));
+  EXPECT_EQ(denied.status, 429);
+  auto body = body_of(denied);
+  EXPECT_EQ(body["allowed"].as_bool(), false);
+  EXPECT_EQ(body["retry_after_ms"].as_int64(), 1200);
+  auto& results = body["results"].as_array();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].as_object().at("rule").as_string(), "api");
+  EXPECT_EQ(results[0].as_object().at("key").as_string(), "alice");
+  EXPECT_EQ(results[0].as_object().at("allowed").as_bool(), true) << "allowed alone; nothing consumed";
+  EXPECT_EQ(results[1].as_object().at("allowed").as_bool(), false);
+  EXPECT_EQ(results[1].as_object().at("remaining").as_int64(), 1);
+  EXPECT_EQ(denied.header("RateLimit-Policy").value_or(""), R"("api";q=100;w=60, "ip";q=10;w=1)");
+  EXPECT_EQ(denied.header("RateLimit").value_or(""), R"("api";r=50;t=60, "ip";r=1;t=2)");
+  EXPECT_EQ(denied.header("Retry-After").value_or(""), "2");
+
+  const auto allowed =
+      render(plan, result_of(outcome::allowed, {make_decision(true, 100, 49, 60000ms, 0ms),
+                                                make_decision(true, 20, 17, 300ms, 0ms)}));
+  EXPECT_EQ(allowed.status, 200);
+  EXPECT_EQ(body_of(allowed)["retry_after_ms"].as_int64(), 0);
+  EXPECT_FALSE(allowed.header("Retry-After"));
+}
+
+TEST(render, multi_check_backend_error_fails_closed_if_any_rule_does) {
+  const auto plan = routed_plan(post_check(
+      R"({"rules":[{"rule":"api","key":"alice"},{"rule":"ip","key":"1.2.3.4"}]})"));
+  const auto res = render(plan, result_of(outcome::backend_error,
+                                          {make_decision(true, 100, 0, 0ms, 0ms),
+                                           make_decision(false, 20, 0, 0ms, 0ms)},
+                                          make_error_code(errc::timeout)));
+  EXPECT_EQ(res.status, 503);
+
+  const auto open_plan = routed_plan(post_check(
+      R"({"rules":[{"rule":"api","key":"alice"},{"rule":"api","key":"bob"}]})"));
+  const auto open = render(open_plan, result_of(outcome::backend_error,
+                                                {make_decision(true, 100, 0, 0ms, 0ms),
+                                                 make_decision(true, 100, 0, 0ms, 0ms)},
+                                                make_error_code(errc::timeout)));
+  EXPECT_EQ(open.status, 200);
+  EXPECT_EQ(body_of(open)["degraded"].as_bool(), true);
+  EXPECT_EQ(open.header("RateLimit-Policy").value_or(""), R"("api";q=100;w=60)")
+      << "one policy listed once";
+}
+
+TEST(render, probes) {
+  EXPECT_EQ(render_health().status, 200);
+  EXPECT_EQ(render_ready(true, "memory").status, 200);
+  const auto down = render_ready(false, "redis");
+  EXPECT_EQ(down.status, 503);
+  EXPECT_NE(down.body.find("redis"), std::string::npos);
+  const auto m = render_metrics("x 1\n");
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.body, "x 1\n");
+  EXPECT_EQ(m.header("content-type").value_or("").substr(0, 10), "text/plain");
+}
+
+TEST(ratelimit_headers, seconds_round_up_and_windows_are_at_least_one_second) {
+  EXPECT_EQ(ceil_seconds(0ms), 0);
+  EXPECT_EQ(ceil_seconds(1ms), 1);
+  EXPECT_EQ(ceil_seconds(1000ms), 1);
+  EXPECT_EQ(ceil_seconds(1001ms), 2);
+  EXPECT_GT(ceil_seconds(decision::never), 1'000'000'000'000);
+  EXPECT_EQ(policy_member(policy("p", algorithm::fixed_window, 3, 500ms)), R"("p";q=3;w=1)");
+  EXPECT_EQ(policy_member(policy("p", algorithm::fixed_window, 3, 1h)), R"("p";q=3;w=3600)");
+}
+
+// The two halves with a real (memory) limiter between them: a limit holds, then lifts.
+TEST(handler, route_limiter_render_end_to_end_without_sockets) {
+  limiter lim("memory://");
+  auto rules = test_rules();
+  const auto req = post_check(R"({"rule":"fast","key":")" +
+                              std::to_string(reinterpret_cast<std::uintptr_t>(&lim)) + "\"}");
+  int allowed = 0;
+  int denied = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto plan = routed_plan(req, rules);
+    const auto res = render(plan, lim.check_all(plan.check_items()));
+    (res.status == 200 ? allowed : denied)++;
+    if (res.status == 429) {
+      EXPECT_TRUE(res.header("Retry-After"));
+      EXPECT_LE(body_of(res)["retry_after_ms"].as_int64(), 500);
+    }
+  }
+  // fixed_window: at most 3 per aligned window; a window boundary may fall inside the loop.
+  EXPECT_GE(allowed, 3);
+  EXPECT_EQ(allowed + denied, 5);
+}
+
+}  // namespace
+}  // namespace floodgate::service

@@ -1,0 +1,124 @@
+#include "options.hpp"
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <vector>
+
+namespace floodgate::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+bench_options parse(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"floodgate-bench"};
+  argv.insert(argv.end(), args);
+  return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(options, durations) {
+  EXPECT_EQ(parse_duration("250ms"), 250ms);
+  EXPECT_EQ(parse_duration("5s"), 5000ms);
+  EXPECT_EQ(parse_duration("2m"), 120000ms);
+  EXPECT_EQ(parse_duration("1h"), 3600000ms);
+  EXPECT_EQ(parse_duration("1.5"), 1500ms);
+  EXPECT_EQ(parse_duration("0.5s"), 500ms);
+  EXPECT_FALSE(parse_duration("5 s"));
+  EXPECT_FALSE(parse_duration("-1s"));
+  EXPECT_FALSE(parse_duration("s"));
+  EXPECT_FALSE(parse_duration("fast"));
+}
+
+TEST(options, a_full_command_line) {
+  const auto o = parse({"--redis",
+                        "redis://127.0.0.1:6379",
+                        "--processes",
+                        "4",
+                        "--threads=8",
+                        "--keys",
+                        "1000",
+                        "--zipf",
+                        "1.1",
+                        "--duration",
+                        "10s",
+                        "--algorithm",
+                        "token_bucket",
+                        "--limit",
+                        "50",
+                        "--window",
+                        "1s",
+                        "--burst-size",
+                        "80",
+                        "--cost",
+                        "2",
+                        "--connections",
+                        "3",
+                        "--inflight",
+                        "16",
+                        "--json"});
+  EXPECT_EQ(o.target, target_kind::library);
+  EXPECT_EQ(o.processes, 4u);
+  EXPECT_EQ(o.threads, 8u);
+  EXPECT_EQ(o.keys, 1000u);
+  EXPECT_DOUBLE_EQ(o.zipf, 1.1);
+  EXPECT_EQ(o.duration, 10s);
+  EXPECT_EQ(o.algo, algorithm::token_bucket);
+  EXPECT_EQ(o.make_policy().burst(), 80);
+  EXPECT_EQ(o.cost, 2);
+  EXPECT_EQ(o.connections, 3u);
+  EXPECT_EQ(o.inflight, 16u);
+  EXPECT_TRUE(o.json);
+  EXPECT_FALSE(o.is_burst());
+}
+
+TEST(options, naive_is_a_fixed_window_on_redis) {
+  const auto o = parse({"--redis", "redis://127.0.0.1:1", "--naive", "--burst", "10"});
+  EXPECT_EQ(o.target, target_kind::naive);
+  EXPECT_EQ(o.algo, algorithm::fixed_window);
+  EXPECT_TRUE(o.is_burst());
+}
+
+TEST(options, bad_command_lines_say_why) {
+  auto message = [](std::initializer_list<const char*> args) -> std::string {
+    try {
+      parse(args);
+    } catch (const usage_error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(message({}).find("no target"), std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--bogus"}).find("unknown argument '--bogus'"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--threads"}).find("needs a value"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--threads", "0"}).find("--threads"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--processes", "2"}).find("--processes must be 1"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--naive"}).find("needs a real Redis"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "redis://h:1", "--naive", "--algorithm", "gcra"})
+                .find("fixed_window only"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--burst", "5", "--duration", "1s"}).find("not both"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--window", "soon"}).find("--window"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--algorithm", "leaky"}).find("--algorithm"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--algorithm", "sliding_log", "--burst-size", "5"})
+                .find("policy"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--limit", "5", "--cost", "6"}).find("capacity"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--http", "http://h:1"}).find("not both"),
+            std::string::npos);
+  EXPECT_NE(message({"--http", "ftp://h:1"}).find("--http"), std::string::npos);
+  EXPECT_NE(message({"--http", "http://h:1", "--inflight", "2"}).find("--inflight"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "postgres://h:1"}).find("--redis"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace floodgate::bench

@@ -1,0 +1,185 @@
+// floodgate-bench end to end: the real executable against a real redis-server, a few seconds.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "bench_process.hpp"
+#include "floodgate/errors.hpp"
+#include "floodgate/limiter.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::test {
+namespace {
+
+namespace json = boost::json;
+
+class bench_smoke : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { redis_ = std::make_unique<redis_server>(); }
+  static void TearDownTestSuite() { redis_.reset(); }
+  static std::unique_ptr<redis_server> redis_;
+
+  static json::object run_json(std::vector<std::string> args) {
+    args.push_back("--json");
+    const auto r = run_bench(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json::value v;
+    try {
+      v = json::parse(r.out);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not one JSON object: " << e.what() << "\n" << r.out;
+      return {};
+    }
+    EXPECT_TRUE(v.is_object()) << r.out;
+    return v.is_object() ? v.as_object() : json::object{};
+  }
+
+  static std::int64_t integer(const json::object& o, std::string_view field) {
+    const auto* v = o.if_contains(field);
+    if (!v || !v->is_number()) {
+      ADD_FAILURE() << "missing number field " << field << " in " << json::serialize(o);
+      return -1;
+    }
+    return v->to_number<std::int64_t>();
+  }
+
+  // The Redis backend may not be built yet; tests of it skip until it is.
+  static bool redis_backend_available() {
+    try {
+      make_backend(redis_->url());
+      return true;
+    } catch (const config_error&) {
+      return false;
+    }
+  }
+};
+
+std::unique_ptr<redis_server> bench_smoke::redis_;
+
+void expect_report_shape(const json::object& o) {
+  for (auto field :
+       {"decisions", "decisions_per_sec", "allowed", "denied", "errors", "over_admitted"})
+    EXPECT_TRUE(o.contains(field) && o.at(field).is_number()) << field;
+  ASSERT_TRUE(o.contains("latency_us") && o.at("latency_us").is_object());
+  const auto& lat = o.at("latency_us").as_object();
+  for (auto field : {"p50", "p90", "p99", "p999", "max"})
+    EXPECT_TRUE(lat.contains(field) && lat.at(field).is_number()) << field;
+  EXPECT_LE(lat.at("p50").to_number<double>(), lat.at("p99").to_number<double>());
+  EXPECT_LE(lat.at("p99").to_number<double>(), lat.at("max").to_number<double>());
+  ASSERT_TRUE(o.contains("accuracy") && o.at("accuracy").is_object());
+  EXPECT_EQ(o.at("decisions").to_number<std::int64_t>(),
+            o.at("allowed").to_number<std::int64_t>() + o.at("denied").to_number<std::int64_t>());
+}
+
+TEST_F(bench_smoke, json_report_on_a_duration_run) {
+  const auto o = run_json({"--redis", "memory://", "--duration", "500ms", "--threads", "2",
+                           "--keys", "8", "--zipf", "1.2", "--limit", "50", "--window", "100ms"});
+  expect_report_shape(o);
+  EXPECT_GT(integer(o, "decisions"), 0);
+  EXPECT_GT(o.at("decisions_per_sec").to_number<double>(), 0);
+  EXPECT_EQ(integer(o, "errors"), 0);
+  EXPECT_EQ(integer(o, "over_admitted"), 0);
+}
+
+TEST_F(bench_smoke, exact_algorithms_admit_exactly_the_capacity_of_a_burst) {
+  std::vector<std::string> urls{"memory://"};
+  if (redis_backend_available()) urls.push_back(redis_->url());
+  for (const auto& url : urls) {
+    for (auto algo : {"sliding_log", "fixed_window", "token_bucket", "gcra", "sliding_window"}) {
+      SCOPED_TRACE(url + " " + algo);
+      const std::string processes = url == "memory://" ? "1" : "3";
+      const auto o = run_json({"--redis", url, "--algorithm", algo, "--limit", "20", "--window",
+                               "60s", "--burst", "30", "--processes", processes, "--threads", "4"});
+      expect_report_shape(o);
+      EXPECT_EQ(integer(o, "over_admitted"), 0);
+      EXPECT_EQ(integer(o, "allowed"), 20);
+      EXPECT_EQ(integer(o, "errors"), 0);
+    }
+  }
+}
+
+TEST_F(bench_smoke, the_naive_limiter_over_admits_a_burst) {
+  // 4 processes x 4 threads x 25 requests on one key, limit 5: every worker's first GET races.
+  const auto o = run_json({"--redis", redis_->url(), "--naive", "--limit", "5", "--window", "60s",
+                           "--burst", "25", "--processes", "4", "--threads", "4"});
+  expect_report_shape(o);
+  EXPECT_EQ(integer(o, "decisions"), 400);
+  EXPECT_GT(integer(o, "allowed"), 5);
+  EXPECT_GT(integer(o, "over_admitted"), 0);
+  EXPECT_EQ(integer(o, "over_admitted"), integer(o, "allowed") - 5);
+}
+
+TEST_F(bench_smoke, bad_flags_exit_2_with_a_message) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {},
+           {"--redis", "memory://", "--threads", "lots"},
+           {"--redis", "memory://", "--nope"},
+           {"--redis", "memory://", "--limit", "3", "--cost", "4"}}) {
+    const auto r = run_bench(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("floodgate-bench: "), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  EXPECT_EQ(run_bench({"--help"}).exit_code, 0);
+}
+
+TEST_F(bench_smoke, an_unreachable_target_fails_clearly) {
+  const auto r = run_bench({"--redis", "redis://127.0.0.1:" + std::to_string(free_port()),
+                            "--naive", "--burst", "1", "--processes", "2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot reach the target"), std::string::npos) << r.err;
+}
+
+// Workers are started, then the parent is stopped; returns the workers' pids.
+std::vector<pid_t> workers_of(pid_t parent, std::size_t expected) {
+  std::vector<pid_t> kids;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (kids.size() < expected && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    kids = children_of(parent);
+  }
+  return kids;
+}
+
+bool all_gone(const std::vector<pid_t>& pids) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool any = false;
+    for (auto p : pids) any = any || process_exists(p);
+    if (!any) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+TEST_F(bench_smoke, workers_die_with_a_killed_parent) {
+  const pid_t pid = start_bench({"--redis", redis_->url(), "--naive", "--duration", "60s",
+                                 "--processes", "3", "--threads", "1", "--limit", "1000000"});
+  const auto kids = workers_of(pid, 3);
+  ASSERT_EQ(kids.size(), 3u);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(all_gone(kids));
+}
+
+TEST_F(bench_smoke, sigint_stops_the_run_and_reaps_the_workers) {
+  const pid_t pid = start_bench({"--redis", redis_->url(), "--naive", "--duration", "60s",
+                                 "--processes", "2", "--threads", "1", "--limit", "1000000"});
+  const auto kids = workers_of(pid, 2);
+  ASSERT_EQ(kids.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_TRUE(all_gone(kids));
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,275 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string_view>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate::bench {
+namespace {
+
+template <class T>
+T parse_integer(std::string_view flag, std::string_view text, T min, T max) {
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < min || value > max)
+    throw usage_error(std::string(flag) + ": expected an integer in [" + std::to_string(min) +
+                      ", " + std::to_string(max) + "], got '" + std::string(text) + "'");
+  return value;
+}
+
+std::chrono::milliseconds parse_duration_flag(std::string_view flag, std::string_view text) {
+  auto d = parse_duration(text);
+  if (!d || d->count() < 1)
+    throw usage_error(std::string(flag) + ": expected a duration such as 500ms, 5s or 2m, got '" +
+                      std::string(text) + "'");
+  return *d;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  static const std::pair<std::string_view, double> units[] = {
+      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}};
+  double scale = 1000;                      // a bare number is seconds
+  for (const auto& [suffix, ms] : units) {  // "ms" before "s": "5ms" is not 5 m-seconds
+    if (text.ends_with(suffix)) {
+      text.remove_suffix(suffix.size());
+      scale = ms;
+      break;
+    }
+  }
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || !(value >= 0) ||
+      value * scale > 1e12)
+    return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(value * scale)));
+}
+
+policy bench_options::make_policy() const {
+  try {
+    return policy(rule, algo, limit, window, burst_size, failure_mode::closed);
+  } catch (const config_error& e) {
+    throw usage_error(std::string("policy: ") + e.what());
+  }
+}
+
+bench_options parse_options(int argc, const char* const* argv) {
+  bench_options o;
+  bool naive = false, duration_given = false, algorithm_given = false;
+  std::optional<std::string> redis_url, http_url;
+
+  using setter = std::function<void(std::string_view)>;
+  const std::map<std::string_view, setter> with_value = {
+      {"--redis", [&](std::string_view v) { redis_url = std::string(v); }},
+      {"--http", [&](std::string_view v) { http_url = std::string(v); }},
+      {"--rule", [&](std::string_view v) { o.rule = std::string(v); }},
+      {"--processes",
+       [&](std::string_view v) {
+         o.processes = parse_integer<std::size_t>("--processes", v, 1, 256);
+       }},
+      {"--threads",
+       [&](std::string_view v) {
+         o.threads = parse_integer<std::size_t>("--threads", v, 1, 1024);
+       }},
+      {"--inflight",
+       [&](std::string_view v) {
+         o.inflight = parse_integer<std::size_t>("--inflight", v, 1, 4096);
+       }},
+      {"--keys",
+       [&](std::string_view v) {
+         o.keys = parse_integer<std::size_t>("--keys", v, 1, 10'000'000);
+       }},
+      {"--zipf",
+       [&](std::string_view v) {
+         double s = -1;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+         if (ec != std::errc{} || end != v.data() + v.size() || !(s > 0) || s > 10)
+           throw usage_error("--zipf: expected an exponent in (0, 10], got '" + std::string(v) +
+                             "'");
+         o.zipf = s;
+       }},
+      {"--duration",
+       [&](std::string_view v) {
+         o.duration = parse_duration_flag("--duration", v);
+         duration_given = true;
+       }},
+      {"--burst",
+       [&](std::string_view v) {
+         o.burst = parse_integer<std::uint64_t>("--burst", v, 1, 10'000'000);
+       }},
+      {"--seed",
+       [&](std::string_view v) {
+         o.seed = parse_integer<std::uint64_t>("--seed", v, 0, UINT64_MAX);
+       }},
+      {"--algorithm",
+       [&](std::string_view v) {
+         auto a = parse_algorithm(v);
+         if (!a)
+           throw usage_error(
+               "--algorithm: expected sliding_log, sliding_window, fixed_window, "
+               "token_bucket or gcra, got '" +
+               std::string(v) + "'");
+         o.algo = *a;
+         algorithm_given = true;
+       }},
+      {"--limit",
+       [&](std::string_view v) {
+         o.limit = parse_integer<std::int64_t>("--limit", v, 1, INT64_MAX);
+       }},
+      {"--window", [&](std::string_view v) { o.window = parse_duration_flag("--window", v); }},
+      {"--burst-size",
+       [&](std::string_view v) {
+         o.burst_size = parse_integer<std::int64_t>("--burst-size", v, 1, INT64_MAX);
+       }},
+      {"--cost",
+       [&](std::string_view v) {
+         o.cost = parse_integer<std::int64_t>("--cost", v, 1, INT64_MAX);
+       }},
+      {"--connections",
+       [&](std::string_view v) {
+         o.connections = parse_integer<std::size_t>("--connections", v, 1, 256);
+       }},
+      {"--timeout", [&](std::string_view v) { o.timeout = parse_duration_flag("--timeout", v); }},
+      {"--clock-tolerance",
+       [&](std::string_view v) {
+         auto d = parse_duration(v);
+         if (!d)
+           throw usage_error("--clock-tolerance: expected a duration such as 0ms or 5ms, got '" +
+                             std::string(v) + "'");
+         o.clock_tolerance = *d;
+       }},
+      {"--print-script",
+       [&](std::string_view v) {
+         auto a = parse_algorithm(v);
+         if (!a) throw usage_error("--print-script: unknown algorithm '" + std::string(v) + "'");
+         o.print_script = a;
+       }},
+  };
+
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::optional<std::string_view> inline_value;
+    if (auto eq = arg.find('='); starts_with(arg, "--") && eq != std::string_view::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+      continue;
+    }
+    if (arg == "--naive") {
+      naive = true;
+      continue;
+    }
+    if (arg == "--json") {
+      o.json = true;
+      continue;
+    }
+    if (arg == "--no-progress") {
+      o.progress = false;
+      continue;
+    }
+    auto it = with_value.find(arg);
+    if (it == with_value.end())
+      throw usage_error("unknown argument '" + std::string(argv[i]) + "' (see --help)");
+    if (!inline_value) {
+      if (i + 1 >= argc) throw usage_error(std::string(arg) + " needs a value (see --help)");
+      inline_value = argv[++i];
+    }
+    it->second(*inline_value);
+  }
+  if (o.help || o.print_script) return o;
+
+  if (redis_url && http_url)
+    throw usage_error("give one target: --redis URL or --http URL, not both");
+  if (!redis_url && !http_url)
+    throw usage_error("no target: give --redis URL (redis:// or memory://) or --http URL");
+  if (http_url) {
+    if (!starts_with(*http_url, "http://"))
+      throw usage_error("--http: expected http://HOST:PORT, got '" + *http_url + "'");
+    if (naive)
+      throw usage_error("--naive runs on Redis directly: use it with --redis URL, not --http");
+    o.target = target_kind::http;
+    o.url = *http_url;
+  } else {
+    o.url = *redis_url;
+    const bool memory = starts_with(o.url, "memory:") || o.url == "memory";
+    if (!memory && !starts_with(o.url, "redis://"))
+      throw usage_error("--redis: expected redis://HOST:PORT[/DB] or memory://, got '" + o.url +
+                        "'");
+    if (memory && o.processes > 1)
+      throw usage_error("--redis memory:// keeps state in one process: --processes must be 1");
+    if (naive) {
+      if (memory) throw usage_error("--naive needs a real Redis: give --redis redis://HOST:PORT");
+      if (algorithm_given && o.algo != algorithm::fixed_window)
+        throw usage_error(
+            "--naive implements fixed_window only (drop --algorithm or use fixed_window)");
+      o.algo = algorithm::fixed_window;
+      o.target = target_kind::naive;
+    }
+  }
+  if (o.inflight > 1 && o.target != target_kind::library)
+    throw usage_error("--inflight > 1 needs the library target (--redis without --naive)");
+  if (o.burst && duration_given) throw usage_error("give --duration or --burst, not both");
+  if (o.zipf > 0 && o.keys == 1) throw usage_error("--zipf needs --keys > 1");
+
+  const auto p = o.make_policy();  // validates limit, window, burst size
+  if (o.cost > p.capacity())
+    throw usage_error("--cost " + std::to_string(o.cost) + " exceeds the policy's capacity " +
+                      std::to_string(p.capacity()) + ": every request would be refused");
+  return o;
+}
+
+std::string usage() {
+  return R"(floodgate-bench: load and accuracy tool for floodgate
+
+Usage: floodgate-bench TARGET [LOAD] [POLICY] [OUTPUT]
+
+Target (one):
+  --redis URL            floodgate::limiter in-process on redis://HOST:PORT[/DB], or memory://
+  --redis URL --naive    a deliberately non-atomic GET-then-SET fixed window on that Redis,
+                         to watch the read-modify-write race over-admit (not floodgate)
+  --http URL             a running floodgated (POST /v1/check); --rule NAME picks its rule
+Load:
+  --processes P          separate OS processes, like app servers (default 1)
+  --threads T            threads per process (default 4)
+  --inflight N           calls in flight per thread, library target only (default 1)
+  --keys K               distinct keys (default 1)
+  --zipf S               skewed keys: P(key k) ∝ 1/(k+1)^S (default: uniform)
+  --duration D           run for D: 500ms, 5s, 2m (default 5s)
+  --burst N              instead: every thread fires N requests, all starting at one instant
+  --seed N               key choice seed (default 1)
+Policy (for --http, describe the service's rule: the accuracy check uses it):
+  --algorithm A          sliding_log, sliding_window, fixed_window, token_bucket, gcra
+                         (default gcra; fixed_window with --naive)
+  --limit L              requests per window (default 100)
+  --window W             default 1s
+  --burst-size B         token_bucket and gcra only (default: L)
+  --cost C               cost of each request (default 1)
+Backend (redis://):
+  --connections N        connections per process (redis_options::connections, default 2)
+  --timeout D            per-call deadline (default 1s)
+Output:
+  --json                 one JSON object on stdout, nothing else
+  --no-progress          no progress bar (it is shown only when stdout is a terminal)
+  --clock-tolerance D    clock difference allowed between this host and Redis (default 1ms)
+  --print-script ALGO    print the Lua script floodgate runs for ALGO, and exit
+  -h, --help
+
+over_admitted counts the admitted cost that the algorithm's definition (docs/algorithms.md)
+would have refused, judged from each admitted request's own [send, receive] time interval,
+widened by the clock tolerance; sliding_window is judged against the exact sliding bound,
+so its figure is the approximation's error.
+)";
+}
+
+}  // namespace floodgate::bench

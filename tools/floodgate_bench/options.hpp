@@ -1,0 +1,78 @@
+// floodgate-bench's command line: what to load, how hard, and with which policy.
+//
+//   auto opts = floodgate::bench::parse_options(argc, argv);   // throws usage_error
+//   if (opts.help) { std::cout << floodgate::bench::usage(); return 0; }
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "floodgate/policy.hpp"
+
+namespace floodgate::bench {
+
+// A bad command line: the message says which flag and why; main prints it and exits 2.
+class usage_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+enum class target_kind {
+  library,  // floodgate::limiter in-process, on --redis URL (redis:// or memory://)
+  naive,    // the non-atomic GET-then-SET fixed window on --redis URL (hiredis, not floodgate)
+  http,     // a running floodgated at --http URL
+};
+
+struct bench_options {
+  bool help = false;
+  std::optional<algorithm> print_script;  // --print-script ALGO: print the Lua source and exit
+
+  target_kind target = target_kind::library;
+  std::string url;             // --redis or --http
+  std::string rule = "bench";  // --rule: the floodgated rule (http), the policy name otherwise
+
+  // Load shape.
+  std::size_t processes = 1;
+  std::size_t threads = 4;   // per process
+  std::size_t inflight = 1;  // calls in flight per thread (library target only)
+  std::size_t keys = 1;
+  double zipf = 0;  // 0: uniform; else P(key k) ∝ 1/(k+1)^zipf
+  std::chrono::milliseconds duration{5000};
+  std::optional<std::uint64_t> burst;  // requests per thread, all started at one instant
+  std::uint64_t seed = 1;
+
+  // The policy (for --http it must describe the service's rule: the accuracy check uses it).
+  algorithm algo = algorithm::gcra;
+  std::int64_t limit = 100;
+  std::chrono::milliseconds window{1000};
+  std::optional<std::int64_t> burst_size;
+  std::int64_t cost = 1;
+
+  // Backend knobs (library target on redis://).
+  std::size_t connections = 2;
+  std::chrono::milliseconds timeout{1000};
+
+  // The clock difference allowed between this host and the one deciding (Redis's TIME).
+  std::chrono::milliseconds clock_tolerance{1};
+
+  bool json = false;
+  bool progress = true;  // also needs stdout to be a terminal
+
+  bool is_burst() const noexcept { return burst.has_value(); }
+  std::size_t workers() const noexcept { return processes * threads; }
+  // The policy every worker checks against; throws usage_error if the flags make none.
+  policy make_policy() const;
+};
+
+bench_options parse_options(int argc, const char* const* argv);
+std::string usage();
+
+// "250ms", "5s", "2m", "1h", or a bare number of seconds ("5", "0.5").
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+}  // namespace floodgate::bench

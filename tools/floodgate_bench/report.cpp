@@ -1,0 +1,149 @@
+#include "report.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace floodgate::bench {
+namespace {
+
+std::string quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + '"';
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+const char* target_name(target_kind k) {
+  switch (k) {
+    case target_kind::library:
+      return "library";
+    case target_kind::naive:
+      return "naive";
+    case target_kind::http:
+      return "http";
+  }
+  return "?";
+}
+
+}  // namespace
+
+double report::elapsed_s() const {
+  return result.finished_us > result.started_us
+             ? static_cast<double>(result.finished_us - result.started_us) / 1e6
+             : 0.0;
+}
+
+double report::decisions_per_sec() const {
+  const auto s = elapsed_s();
+  return s > 0 ? static_cast<double>(result.decisions()) / s : 0.0;
+}
+
+std::string report::json() const {
+  const auto& h = result.latency_us;
+  std::ostringstream o;
+  o << "{\"target\":" << quoted(target_name(opts.target)) << ",\"url\":" << quoted(opts.url)
+    << ",\"mode\":" << quoted(opts.is_burst() ? "burst" : "duration")
+    << ",\"algorithm\":" << quoted(to_string(rule.algo())) << ",\"limit\":" << rule.limit()
+    << ",\"window_ms\":" << rule.window().count() << ",\"burst_size\":" << rule.burst()
+    << ",\"cost\":" << opts.cost << ",\"processes\":" << opts.processes
+    << ",\"threads\":" << opts.threads << ",\"inflight\":" << opts.inflight
+    << ",\"connections\":" << opts.connections << ",\"keys\":" << opts.keys
+    << ",\"zipf\":" << opts.zipf;
+  if (opts.is_burst())
+    o << ",\"burst\":" << *opts.burst;
+  else
+    o << ",\"duration_ms\":" << opts.duration.count();
+  o << ",\"elapsed_s\":" << number(elapsed_s()) << ",\"decisions\":" << result.decisions()
+    << ",\"decisions_per_sec\":" << number(decisions_per_sec()) << ",\"allowed\":" << result.allowed
+    << ",\"denied\":" << result.denied << ",\"errors\":" << result.errors
+    << ",\"over_admitted\":" << accuracy.over_admitted
+    << ",\"accuracy\":{\"bound\":" << quoted(accuracy.bound)
+    << ",\"admitted\":" << accuracy.admitted << ",\"undetermined\":" << accuracy.undetermined
+    << ",\"clock_tolerance_ms\":" << opts.clock_tolerance.count();
+  if (accuracy.aligned_over_admitted)
+    o << ",\"aligned_over_admitted\":" << *accuracy.aligned_over_admitted;
+  o << "},\"latency_us\":{\"p50\":" << h.percentile(0.50) << ",\"p90\":" << h.percentile(0.90)
+    << ",\"p99\":" << h.percentile(0.99) << ",\"p999\":" << h.percentile(0.999)
+    << ",\"max\":" << h.max() << ",\"mean\":" << number(h.mean()) << "}";
+  if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
+  o << "}";
+  return o.str();
+}
+
+std::string report::text() const {
+  const auto& h = result.latency_us;
+  char line[512];
+  std::string out;
+  std::snprintf(line, sizeof line, "floodgate-bench  %s on %s\n", target_name(opts.target),
+                opts.url.c_str());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "policy      %s, limit %lld per %lld ms, burst %lld, cost %lld\n",
+                std::string(to_string(rule.algo())).c_str(), static_cast<long long>(rule.limit()),
+                static_cast<long long>(rule.window().count()), static_cast<long long>(rule.burst()),
+                static_cast<long long>(opts.cost));
+  out += line;
+  std::snprintf(line, sizeof line,
+                "load        %zu processes x %zu threads x %zu in flight, %zu keys%s, %s\n",
+                opts.processes, opts.threads, opts.inflight, opts.keys,
+                opts.zipf > 0 ? (" (zipf " + number(opts.zipf) + ")").c_str() : " (uniform)",
+                opts.is_burst()
+                    ? ("burst of " + std::to_string(*opts.burst) + " per thread").c_str()
+                    : (number(elapsed_s()) + " s").c_str());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "decisions   %llu in %.3f s = %.0f/s   allowed %llu   denied %llu   errors %llu\n",
+                static_cast<unsigned long long>(result.decisions()), elapsed_s(),
+                decisions_per_sec(), static_cast<unsigned long long>(result.allowed),
+                static_cast<unsigned long long>(result.denied),
+                static_cast<unsigned long long>(result.errors));
+  out += line;
+  std::snprintf(line, sizeof line,
+                "latency us  p50 %llu   p90 %llu   p99 %llu   p99.9 %llu   max %llu\n",
+                static_cast<unsigned long long>(h.percentile(0.5)),
+                static_cast<unsigned long long>(h.percentile(0.9)),
+                static_cast<unsigned long long>(h.percentile(0.99)),
+                static_cast<unsigned long long>(h.percentile(0.999)),
+                static_cast<unsigned long long>(h.max()));
+  out += line;
+  std::snprintf(line, sizeof line,
+                "accuracy    over-admitted %lld of %lld admitted (%s; clock tolerance %lld ms",
+                static_cast<long long>(accuracy.over_admitted),
+                static_cast<long long>(accuracy.admitted), accuracy.bound.c_str(),
+                static_cast<long long>(opts.clock_tolerance.count()));
+  out += line;
+  if (accuracy.undetermined) out += "; " + std::to_string(accuracy.undetermined) + " not placeable";
+  out += ")\n";
+  if (accuracy.aligned_over_admitted)
+    out += "            per aligned window: over-admitted " +
+           std::to_string(*accuracy.aligned_over_admitted) + "\n";
+  if (!result.first_error.empty()) out += "first error " + result.first_error + "\n";
+  return out;
+}
+
+}  // namespace floodgate::bench

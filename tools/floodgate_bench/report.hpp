@@ -1,0 +1,31 @@
+// The run's outcome for people (a short summary) and for programs (--json: one object).
+//
+// JSON fields: target, url, mode, algorithm, limit, window_ms, burst_size, cost, processes,
+// threads, inflight, connections, keys, zipf, duration_ms | burst, elapsed_s, decisions,
+// decisions_per_sec, allowed, denied, errors, over_admitted, accuracy {bound, admitted,
+// undetermined, clock_tolerance_ms[, aligned_over_admitted]}, latency_us {p50, p90, p99,
+// p999, max, mean}, first_error (only when there were errors).
+#pragma once
+
+#include <string>
+
+#include "accuracy.hpp"
+#include "floodgate/policy.hpp"
+#include "options.hpp"
+#include "run_result.hpp"
+
+namespace floodgate::bench {
+
+struct report {
+  const bench_options& opts;
+  const floodgate::policy& rule;  // the policy every request was checked against
+  const run_result& result;
+  const accuracy_report& accuracy;
+
+  double elapsed_s() const;
+  double decisions_per_sec() const;
+  std::string json() const;
+  std::string text() const;
+};
+
+}  // namespace floodgate::bench

@@ -1,0 +1,34 @@
+// What a run measured, per thread, per process, and in total: counts, the latency histogram
+// and the admission record. Results add up (merge), and travel from a worker process to the
+// parent as bytes (both ends are this same binary, so the layout is shared).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admission.hpp"
+#include "histogram.hpp"
+
+namespace floodgate::bench {
+
+struct run_result {
+  std::uint64_t allowed = 0;
+  std::uint64_t denied = 0;
+  std::uint64_t errors = 0;
+  histogram latency_us;  // send to answer, every decision and error
+  std::vector<admission> admissions;
+  std::int64_t started_us = 0;   // wall clock, µs since the epoch: the agreed start
+  std::int64_t finished_us = 0;  // the last answer
+  std::string first_error;       // one example, for the summary
+
+  std::uint64_t decisions() const noexcept { return allowed + denied; }
+  void merge(const run_result& other);
+
+  std::string serialize() const;
+  // Throws std::runtime_error on malformed bytes.
+  static run_result deserialize(std::string_view bytes);
+};
+
+}  // namespace floodgate::bench

@@ -1,0 +1,187 @@
+#include "worker.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <semaphore>
+#include <thread>
+#include <vector>
+
+#include "channel.hpp"
+#include "clock.hpp"
+#include "key_distribution.hpp"
+#include "run_result.hpp"
+#include "target.hpp"
+
+namespace floodgate::bench {
+namespace {
+
+using permits = std::counting_semaphore<4096>;  // --inflight's cap
+
+// What the threads of one process share.
+struct shared_plan {
+  const bench_options& opts;
+  std::vector<std::string> keys;
+  key_distribution distribution;
+  target_maker make_target;
+  std::int64_t tolerance_us;
+  std::latch ready;
+  std::atomic<std::int64_t> start_us{0};  // 0: not yet; < 0: abort
+  std::atomic<std::size_t> finished{0};
+};
+
+struct thread_state {
+  std::mutex mutex;  // answers may arrive on a backend thread
+  run_result result;
+  std::string setup_error;
+  std::atomic<std::uint64_t> answered{0};
+};
+
+void record(const shared_plan& plan, thread_state& st, std::uint32_t key, std::int64_t cost,
+            std::int64_t send_us, answer a) {
+  const auto receive_us = now_us();
+  {
+    std::lock_guard lock(st.mutex);
+    auto& r = st.result;
+    r.finished_us = std::max(r.finished_us, receive_us);
+    switch (a.result) {
+      case answer::verdict::allowed:
+        ++r.allowed;
+        r.admissions.push_back({(send_us - plan.tolerance_us) / 1000,
+                                (receive_us + plan.tolerance_us) / 1000, cost, key, 0});
+        break;
+      case answer::verdict::denied:
+        ++r.denied;
+        break;
+      case answer::verdict::error:
+        ++r.errors;
+        if (r.first_error.empty()) r.first_error = std::move(a.error);
+        break;
+    }
+    // Latency of decisions: an error's latency is mostly the deadline, counted apart.
+    if (a.result != answer::verdict::error)
+      r.latency_us.record(
+          static_cast<std::uint64_t>(std::max<std::int64_t>(0, receive_us - send_us)));
+  }
+  st.answered.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Connects and peeks (cost 0 consumes nothing), so the run measures decisions, not connects.
+std::unique_ptr<target> set_up(shared_plan& plan, thread_state& st) {
+  std::unique_ptr<target> t;
+  try {
+    t = plan.make_target();
+    std::binary_semaphore warmed{0};
+    answer warm;
+    t->async_check(plan.keys.front(), 0, [&](answer a) {
+      warm = std::move(a);
+      warmed.release();
+    });
+    warmed.acquire();
+    if (warm.result == answer::verdict::error)
+      st.setup_error = "cannot reach the target: " + warm.error;
+  } catch (const std::exception& e) {
+    st.setup_error = e.what();
+  }
+  return t;
+}
+
+void thread_main(shared_plan& plan, std::size_t process, std::size_t index, thread_state& st) {
+  auto t = set_up(plan, st);
+  plan.ready.count_down();
+  plan.start_us.wait(0);
+  const auto start = plan.start_us.load();
+  if (start > 0 && st.setup_error.empty()) {
+    std::mt19937_64 rng(plan.opts.seed * 1'000'003 + process * 10'007 + index);
+    permits inflight(static_cast<std::ptrdiff_t>(plan.opts.inflight));
+    const auto& opts = plan.opts;
+    const auto stop = start + std::chrono::microseconds(opts.duration).count();
+    st.result.started_us = start;
+    wait_until_us(start);
+    for (std::uint64_t n = 0; opts.is_burst() ? n < *opts.burst : now_us() < stop; ++n) {
+      inflight.acquire();
+      const auto key = static_cast<std::uint32_t>(plan.distribution.pick(rng));
+      const auto send_us = now_us();
+      t->async_check(plan.keys[key], opts.cost,
+                     [&plan, &st, &inflight, key, cost = opts.cost, send_us](answer a) {
+                       record(plan, st, key, cost, send_us, std::move(a));
+                       inflight.release();
+                     });
+    }
+    for (std::size_t i = 0; i < opts.inflight; ++i) inflight.acquire();
+  }
+  t.reset();
+  plan.finished.fetch_add(1);
+}
+
+}  // namespace
+
+std::string key_name(const std::string& run_id, std::size_t k) {
+  return "fgb-" + run_id + "-" + std::to_string(k);
+}
+
+int run_worker_process(const bench_options& opts, std::size_t index, const std::string& run_id,
+                       int up_fd, int down_fd) {
+  const auto p = opts.make_policy();  // outlives the plan: targets refer to it
+  std::unique_ptr<shared_plan> plan;
+  try {
+    std::vector<std::string> keys;
+    keys.reserve(opts.keys);
+    for (std::size_t k = 0; k < opts.keys; ++k) keys.push_back(key_name(run_id, k));
+    plan.reset(new shared_plan{opts, std::move(keys), key_distribution(opts.keys, opts.zipf),
+                               make_target_maker(opts, p),
+                               std::chrono::microseconds(opts.clock_tolerance).count(),
+                               std::latch(static_cast<std::ptrdiff_t>(opts.threads))});
+  } catch (const std::exception& e) {
+    write_frame(up_fd, frame_type::failure, e.what());
+    return 1;
+  }
+
+  std::vector<std::unique_ptr<thread_state>> states;
+  std::vector<std::jthread> threads;
+  for (std::size_t i = 0; i < opts.threads; ++i) {
+    states.push_back(std::make_unique<thread_state>());
+    threads.emplace_back(thread_main, std::ref(*plan), index, i, std::ref(*states.back()));
+  }
+  plan->ready.wait();
+
+  auto abort = [&](const std::string& why) {
+    plan->start_us.store(-1);
+    plan->start_us.notify_all();
+    threads.clear();  // joins
+    write_frame(up_fd, frame_type::failure, why);
+    return 1;
+  };
+  for (const auto& st : states)
+    if (!st->setup_error.empty()) return abort(st->setup_error);
+
+  write_frame(up_fd, frame_type::ready, {});
+  const auto start = read_frame(down_fd);
+  std::int64_t start_us = 0;
+  if (!start || start->type != frame_type::start || start->payload.size() != sizeof start_us)
+    return abort("no start instant from the parent");
+  std::memcpy(&start_us, start->payload.data(), sizeof start_us);
+  plan->start_us.store(start_us);
+  plan->start_us.notify_all();
+
+  while (plan->finished.load() < opts.threads) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::uint64_t answered = 0;
+    for (const auto& st : states) answered += st->answered.load(std::memory_order_relaxed);
+    write_frame(up_fd, frame_type::progress,
+                std::string_view(reinterpret_cast<const char*>(&answered), sizeof answered));
+  }
+  threads.clear();
+
+  run_result total;
+  for (const auto& st : states) total.merge(st->result);
+  plan.reset();  // the target (and its connections) go before the result is sent
+  return write_frame(up_fd, frame_type::result, total.serialize()) ? 0 : 1;
+}
+
+}  // namespace floodgate::bench

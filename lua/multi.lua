@@ -1,0 +1,40 @@
+-- Entry of the all-or-nothing script (docs/algorithms.md, "All-or-nothing").
+-- KEYS[1..n]; ARGV = {now_ms, then per item: algorithm, limit, window_ms, burst, cost}.
+-- Every item is decided against the state before the call; only if all are allowed are all
+-- written. Returns the five integers of each item, in order.
+local n = #KEYS
+if n < 1 or #ARGV ~= 1 + 5 * n then
+  return redis.error_reply('ERR floodgate: multi takes n >= 1 keys and 1 + 5n arguments, got ' ..
+                           n .. ' and ' .. #ARGV)
+end
+local now, err = read_now(ARGV[1])
+if now == nil then return redis.error_reply(err) end
+local items, seen = {}, {}
+for i = 1, n do
+  local at = 1 + 5 * (i - 1)
+  local decide = algorithms[ARGV[at + 1]]
+  if decide == nil then
+    return redis.error_reply(bad('item ' .. i .. ' algorithm', ARGV[at + 1],
+                                'sliding_log, sliding_window, fixed_window, token_bucket or gcra'))
+  end
+  -- Two items on one key would both be decided against the same state.
+  if seen[KEYS[i]] then
+    return redis.error_reply('ERR floodgate: item ' .. i .. ' repeats the key of an earlier item')
+  end
+  seen[KEYS[i]] = true
+  local p, cost = parse_item('item ' .. i .. ' ', ARGV[at + 2], ARGV[at + 3], ARGV[at + 4],
+                             ARGV[at + 5])
+  if p == nil then return redis.error_reply(cost) end
+  items[i] = {decide = decide, p = p, cost = cost}
+end
+local out, commits, all_allowed = {}, {}, true
+for i = 1, n do
+  local d, commit = items[i].decide(KEYS[i], now, items[i].p, items[i].cost)
+  for j = 1, 5 do out[#out + 1] = d[j] end
+  if d[1] == 0 then all_allowed = false end
+  if commit then commits[#commits + 1] = commit end
+end
+if all_allowed then
+  for _, commit in ipairs(commits) do commit() end
+end
+return out

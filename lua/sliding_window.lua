@@ -1,0 +1,44 @@
+-- sliding_window (docs/algorithms.md): hash {s = current window start, p = previous count,
+-- c = current count}.
+local function sliding_window(key, now, p, cost)
+  local l, w = p.limit, p.window
+  local ws = window_start(now, w)
+  local state = redis.call('HMGET', key, 's', 'p', 'c')
+  local s = tonumber(state[1])
+  local prev, cur = 0, 0
+  if s == ws then
+    prev, cur = tonumber(state[2]) or 0, tonumber(state[3]) or 0
+  elseif s == ws - w then
+    prev = tonumber(state[3]) or 0
+  end
+  local e = now - ws
+  local used = cur + ceil_div(prev * (w - e), w)
+  local allowed = cost <= l and used + cost <= l
+  local cur2 = cur + (allowed and cost or 0)
+  local reset = 0
+  if cur2 > 0 then
+    reset = ws + 2 * w - now
+  elseif prev > 0 then
+    reset = ws + w - now
+  end
+  local retry = 0
+  if cost > l then
+    retry = -1
+  elseif not allowed then
+    -- The earliest time used + cost <= limit: later in this window when the current count
+    -- alone leaves room (prev > 0 then), else in the next one (cur > 0 then).
+    local a = l - cur - cost
+    if a >= 0 then
+      retry = ws + w - floor_div(a * w, prev) - now
+    else
+      retry = ws + 2 * w - floor_div((l - cost) * w, cur) - now
+    end
+  end
+  local out = reply(allowed, l, l - used - (allowed and cost or 0), reset, retry)
+  if not allowed or cost == 0 then return out end
+  return out, function()
+    redis.call('HSET', key, 's', str(ws), 'p', str(prev), 'c', str(cur2))
+    redis.call('PEXPIRE', key, str(ws + 2 * w - now))
+  end
+end
+algorithms.sliding_window = sliding_window

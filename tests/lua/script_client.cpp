@@ -1,0 +1,157 @@
+#include "script_client.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <stdexcept>
+
+#include "redis/scripts.hpp"
+
+namespace floodgate::test {
+namespace {
+
+reply flatten(const redisReply* r) {
+  reply out;
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+      out.kind = reply::string;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.kind = reply::status;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.kind = reply::error;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.kind = reply::number;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.kind = reply::array;
+      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(flatten(r->element[i]));
+      break;
+    default:
+      out.kind = reply::nil;
+      break;
+  }
+  return out;
+}
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+}  // namespace
+
+ints5 as_ints(const decision& d) {
+  return {d.allowed ? 1 : 0, d.limit, d.remaining, d.reset_after.count(),
+          d.retry_after == decision::never ? -1 : d.retry_after.count()};
+}
+
+std::string to_string(const ints5& v) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "}";
+}
+
+std::string algorithm_name(const ::testing::TestParamInfo<algorithm>& info) {
+  return std::string(floodgate::to_string(info.param));
+}
+
+std::optional<ints5> ints_of(const reply& r, std::size_t item) {
+  if (r.kind != reply::array || r.elements.size() < 5 * (item + 1)) return std::nullopt;
+  ints5 out{};
+  for (std::size_t i = 0; i < 5; ++i) {
+    const reply& e = r.elements[5 * item + i];
+    if (e.kind != reply::number) return std::nullopt;
+    out[i] = e.integer;
+  }
+  return out;
+}
+
+script_client::script_client(std::uint16_t port) {
+  timeval tv{10, 0};
+  context_ = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (!context_ || context_->err) {
+    const std::string err = context_ ? context_->errstr : "allocation failed";
+    if (context_) redisFree(context_);
+    throw std::runtime_error("script_client: connect: " + err);
+  }
+  redisSetTimeout(context_, tv);
+  std::vector<const redis::script*> all = {&redis::multi_script()};
+  for (auto a : {algorithm::sliding_log, algorithm::sliding_window, algorithm::fixed_window,
+                 algorithm::token_bucket, algorithm::gcra})
+    all.push_back(&redis::script_for(a));
+  for (const auto* s : all) {
+    const reply r = run({"SCRIPT", "LOAD", std::string(s->source)});
+    if (r.kind != reply::string || r.str != s->sha1)
+      throw std::runtime_error("script_client: SCRIPT LOAD of '" + std::string(s->name) +
+                               "' gave '" + r.str + "', embedded SHA1 is " + std::string(s->sha1));
+  }
+}
+
+script_client::~script_client() {
+  if (context_) redisFree(context_);
+}
+
+void script_client::append(const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(context_, static_cast<int>(args.size()), argv.data(), lens.data()) !=
+      REDIS_OK)
+    throw std::runtime_error(std::string("script_client: append: ") + context_->errstr);
+}
+
+reply script_client::read() {
+  void* raw = nullptr;
+  if (redisGetReply(context_, &raw) != REDIS_OK || !raw)
+    throw std::runtime_error(std::string("script_client: read: ") + context_->errstr);
+  auto* r = static_cast<redisReply*>(raw);
+  reply out = flatten(r);
+  freeReplyObject(r);
+  return out;
+}
+
+std::vector<std::string> script_client::eval(algorithm a, const std::string& key,
+                                             const core::params& p, std::int64_t cost,
+                                             std::optional<std::int64_t> now) {
+  return eval_raw(a, {key},
+                  {str(p.limit), str(p.window), str(p.burst), str(cost), now ? str(*now) : ""});
+}
+
+std::vector<std::string> script_client::eval_raw(algorithm a, std::vector<std::string> keys,
+                                                 std::vector<std::string> argv) {
+  std::vector<std::string> out = {"EVALSHA", std::string(redis::script_for(a).sha1),
+                                  str(static_cast<std::int64_t>(keys.size()))};
+  out.insert(out.end(), keys.begin(), keys.end());
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+std::vector<std::string> script_client::eval_multi(const std::vector<item>& items,
+                                                   std::optional<std::int64_t> now) {
+  std::vector<std::string> keys, argv = {now ? str(*now) : ""};
+  for (const auto& i : items) {
+    keys.push_back(i.key);
+    argv.insert(argv.end(), {std::string(floodgate::to_string(i.algo)), str(i.p.limit),
+                             str(i.p.window), str(i.p.burst), str(i.cost)});
+  }
+  return eval_multi_raw(std::move(keys), std::move(argv));
+}
+
+std::vector<std::string> script_client::eval_multi_raw(std::vector<std::string> keys,
+                                                       std::vector<std::string> argv) {
+  std::vector<std::string> out = {"EVALSHA", std::string(redis::multi_script().sha1),
+                                  str(static_cast<std::int64_t>(keys.size()))};
+  out.insert(out.end(), keys.begin(), keys.end());
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+}  // namespace floodgate::test

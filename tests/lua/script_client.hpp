@@ -1,0 +1,100 @@
+// What the Lua tests share: a pipelining hiredis connection to the fixture's redis-server,
+// the scripts loaded on it, and the C++ step functions as the model the scripts must match.
+//
+//   redis_server server;
+//   script_client redis{server.port()};          // loads every script, checks its SHA1
+//   auto r = redis.run(redis.eval(algorithm::gcra, "k", {10, 1000, 10}, 1, now));
+//   model_key m{algorithm::gcra};
+//   auto expected = as_ints(m.decide(now, p, 1));
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/step.hpp"
+#include "floodgate/policy.hpp"
+#include "redis_server.hpp"
+
+struct redisContext;
+
+namespace floodgate::test {
+
+// The five integers a script returns per item: allowed, limit, remaining, reset_after,
+// retry_after (-1: never).
+using ints5 = std::array<long long, 5>;
+
+ints5 as_ints(const decision& d);
+std::string to_string(const ints5& v);
+// Test names for suites parameterized by algorithm.
+std::string algorithm_name(const ::testing::TestParamInfo<algorithm>& info);
+// The first five integers of an array reply at `offset` items, or nullopt if it is not one.
+std::optional<ints5> ints_of(const reply& r, std::size_t item = 0);
+
+class script_client {
+ public:
+  explicit script_client(std::uint16_t port);  // connects, SCRIPT LOADs every script
+  ~script_client();
+  script_client(const script_client&) = delete;
+  script_client& operator=(const script_client&) = delete;
+
+  // Pipelining: append any number of commands, then read their replies in order.
+  void append(const std::vector<std::string>& args);
+  reply read();
+  reply run(const std::vector<std::string>& args) {
+    append(args);
+    return read();
+  }
+
+  // EVALSHA of an algorithm's script; now = nullopt sends "" (Redis's TIME).
+  static std::vector<std::string> eval(algorithm a, const std::string& key, const core::params& p,
+                                       std::int64_t cost, std::optional<std::int64_t> now);
+  // The same with every argument as given, for malformed requests.
+  static std::vector<std::string> eval_raw(algorithm a, std::vector<std::string> keys,
+                                           std::vector<std::string> argv);
+
+  struct item {
+    algorithm algo;
+    std::string key;
+    core::params p;
+    std::int64_t cost;
+  };
+  static std::vector<std::string> eval_multi(const std::vector<item>& items,
+                                             std::optional<std::int64_t> now);
+  static std::vector<std::string> eval_multi_raw(std::vector<std::string> keys,
+                                                 std::vector<std::string> argv);
+
+ private:
+  redisContext* context_ = nullptr;
+};
+
+// One key as the C++ step functions see it, plus what its last write told Redis.
+struct model_key {
+  explicit model_key(algorithm a) : state(core::empty_state(a)), empty(core::empty_state(a)) {}
+
+  core::any_state state;
+  core::any_state empty;
+  bool written = false;
+  std::int64_t written_at = 0;  // now of the last write
+  std::int64_t expiry = 0;      // its PEXPIRE
+
+  decision decide(std::int64_t now, const core::params& p, std::int64_t cost) const {
+    return core::decide(state, now, p, cost);
+  }
+  // Applies an allowed request; returns the expiry to expect on the Redis key.
+  std::int64_t commit(std::int64_t now, const core::params& p, std::int64_t cost) {
+    core::commit(state, now, p, cost);
+    written = true;
+    written_at = now;
+    expiry = core::expiry(state, now, p);
+    return expiry;
+  }
+  // True once the state has outlived its expiry: it must then decide like the empty state.
+  bool expired(std::int64_t now) const { return written && now >= written_at + expiry; }
+};
+
+}  // namespace floodgate::test

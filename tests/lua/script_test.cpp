@@ -1,0 +1,340 @@
+// The scripts' contract beyond the differential test: embedding, same-millisecond bursts,
+// denials and bad arguments that write nothing, TTLs on every key, all-or-nothing.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "redis/scripts.hpp"
+#include "script_client.hpp"
+
+namespace floodgate::test {
+namespace {
+
+constexpr std::int64_t now_ms = 1'800'000'000'000;  // a multiple of every window used here
+
+constexpr std::array<algorithm, 5> all_algorithms = {
+    algorithm::sliding_log, algorithm::sliding_window, algorithm::fixed_window,
+    algorithm::token_bucket, algorithm::gcra};
+
+// A policy whose capacity is 5 for every algorithm; the bucket ones refill 1 per second.
+core::params policy_of(algorithm a) {
+  return takes_burst(a) ? core::params{1, 1000, 5} : core::params{5, 60'000, 5};
+}
+
+class scripts : public ::testing::TestWithParam<algorithm> {
+ protected:
+  scripts() : redis_(server_.port()) {}
+
+  ints5 check(const std::string& key, std::int64_t cost, std::int64_t now = now_ms) {
+    const reply r = redis_.run(script_client::eval(algo(), key, policy_of(algo()), cost, now));
+    const auto out = ints_of(r);
+    EXPECT_TRUE(out) << "reply: " << r.str;
+    return out.value_or(ints5{});
+  }
+  // The key's whole state, to compare before and after (empty when there is no key).
+  std::string dump(const std::string& key) { return redis_.run({"DUMP", key}).str; }
+  long long pttl(const std::string& key) { return redis_.run({"PTTL", key}).integer; }
+  algorithm algo() const { return GetParam(); }
+
+  redis_server server_;
+  script_client redis_;
+};
+
+TEST(embedding, sources_are_shebang_scripts_named_after_their_algorithm) {
+  for (auto a : all_algorithms) {
+    const auto& s = redis::script_for(a);
+    EXPECT_EQ(s.name, to_string(a));
+    EXPECT_TRUE(s.source.starts_with("#!lua\n")) << s.name;
+    EXPECT_EQ(s.sha1.size(), 40u);
+  }
+  EXPECT_EQ(redis::multi_script().name, "multi");
+  EXPECT_TRUE(redis::multi_script().source.starts_with("#!lua\n"));
+}
+
+TEST(embedding, sha1_is_what_redis_computes) {
+  redis_server server;
+  script_client redis{server.port()};  // SCRIPT LOADs each and compares the SHA1s
+  // Without the script cached, EVALSHA answers NOSCRIPT: what the client reloads on.
+  redis.run({"SCRIPT", "FLUSH"});
+  const reply r = redis.run(script_client::eval(algorithm::gcra, "k", {1, 1000, 1}, 1, now_ms));
+  EXPECT_EQ(r.kind, reply::error);
+  EXPECT_TRUE(r.str.starts_with("NOSCRIPT")) << r.str;
+}
+
+// Many calls in one millisecond are many requests: exactly the capacity is admitted.
+TEST_P(scripts, same_millisecond_burst_admits_exactly_the_capacity) {
+  int admitted = 0;
+  for (int i = 0; i < 50; ++i) admitted += static_cast<int>(check("burst", 1)[0]);
+  EXPECT_EQ(admitted, 5);
+  if (algo() == algorithm::sliding_log) {
+    EXPECT_EQ(redis_.run({"ZCARD", "burst"}).integer, 5);
+  }
+}
+
+TEST(sliding_log, same_millisecond_burst_of_a_large_limit) {
+  redis_server server;
+  script_client redis{server.port()};
+  const core::params p{1000, 1000, 1000};
+  for (int i = 0; i < 1500; ++i)
+    redis.append(script_client::eval(algorithm::sliding_log, "k", p, 1, now_ms));
+  int admitted = 0;
+  for (int i = 0; i < 1500; ++i) admitted += static_cast<int>(ints_of(redis.read())->at(0));
+  EXPECT_EQ(admitted, 1000);
+  EXPECT_EQ(redis.run({"ZCARD", "k"}).integer, 1000);
+}
+
+TEST_P(scripts, denied_and_peeking_requests_write_nothing) {
+  // On a fresh key: no key appears.
+  EXPECT_EQ(check("fresh", 0)[0], 1);
+  EXPECT_EQ(check("fresh", 6), (ints5{0, 5, 5, 0, -1}));
+  EXPECT_EQ(redis_.run({"EXISTS", "fresh"}).integer, 0);
+
+  // On a full key, half a window later: the state and its TTL stay as they were.
+  EXPECT_EQ(check("full", 5)[0], 1);
+  const std::int64_t later = now_ms + policy_of(algo()).window / 2;
+  const std::string before = dump("full");
+  const long long ttl_before = pttl("full");
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(check("full", 1, later)[0], 0);
+  EXPECT_EQ(check("full", 6, later)[4], -1);
+  EXPECT_EQ(check("full", 0, later)[0], 1);
+  EXPECT_EQ(dump("full"), before);
+  EXPECT_LE(pttl("full"), ttl_before);
+}
+
+// A denial must not even trim the aged-out entries.
+TEST(sliding_log, denial_does_not_trim) {
+  redis_server server;
+  script_client redis{server.port()};
+  const core::params p{3, 1000, 3};
+  auto check = [&](std::int64_t cost, std::int64_t now) {
+    return *ints_of(redis.run(script_client::eval(algorithm::sliding_log, "k", p, cost, now)));
+  };
+  EXPECT_EQ(check(2, now_ms)[0], 1);
+  EXPECT_EQ(check(1, now_ms + 500)[0], 1);
+  // At +1000 the first two have aged out: one live entry, room for 2.
+  EXPECT_EQ(check(3, now_ms + 1000), (ints5{0, 3, 2, 500, 500}));
+  EXPECT_EQ(redis.run({"ZCARD", "k"}).integer, 3);
+  EXPECT_EQ(check(2, now_ms + 1000)[0], 1);
+  EXPECT_EQ(redis.run({"ZCARD", "k"}).integer, 3);  // trimmed 2, added 2
+}
+
+TEST_P(scripts, bad_arguments_are_error_replies_and_write_nothing) {
+  EXPECT_EQ(check("k", 1)[0], 1);
+  const std::string before = dump("k");
+  const core::params p = policy_of(algo());
+  const std::string l = std::to_string(p.limit), w = std::to_string(p.window),
+                    b = std::to_string(p.burst), now = std::to_string(now_ms);
+  const std::vector<std::vector<std::string>> bad = {
+      {l, w, b, "nan", now},
+      {l, w, b, "-1", now},
+      {l, w, b, "1e300", now},
+      {l, w, b, "abc", now},
+      {l, w, b, "1.5", now},
+      {l, w, b, "inf", now},
+      {l, w, b, "0x10", now},
+      {l, w, b, " 1", now},
+      {l, w, b, "", now},
+      {l, w, b, "1000000000000001", now},
+      {l, w, b, "99999999999999999999", now},
+      {"0", w, b, "1", now},
+      {"-5", w, b, "1", now},
+      {"1.5", w, b, "1", now},
+      {l, "0", b, "1", now},
+      {l, "abc", b, "1", now},
+      {l, w, "0", "1", now},
+      {"1000000", "1000000001", b, "1", now},
+      {l, "1000000000", "1000001", "1", now},
+      {l, w, b, "1", "x"},
+      {l, w, b, "1", "1.5"},
+      {l, w, b, "1", "1e3"},
+      {l, w, b, "1"},
+      {l, w, b, "1", now, "extra"},
+  };
+  for (const auto& argv : bad) {
+    for (const std::string key : {"k", "other"}) {
+      const reply r = redis_.run(script_client::eval_raw(algo(), {key}, argv));
+      std::string args;
+      for (const auto& a : argv) args += "'" + a + "' ";
+      EXPECT_EQ(r.kind, reply::error) << args;
+      EXPECT_NE(r.str.find("floodgate"), std::string::npos) << args << "-> " << r.str;
+    }
+  }
+  EXPECT_EQ(redis_.run(script_client::eval_raw(algo(), {}, {l, w, b, "1", now})).kind,
+            reply::error);
+  EXPECT_EQ(dump("k"), before);
+  EXPECT_EQ(redis_.run({"DBSIZE"}).integer, 1);
+}
+
+TEST_P(scripts, redis_time_is_the_clock_without_a_test_clock) {
+  // fixed_window's reset_after pins down the now it used: ws + W - now.
+  auto time_ms = [&] {
+    const reply t = redis_.run({"TIME"});
+    return std::stoll(t.elements[0].str) * 1000 + std::stoll(t.elements[1].str) / 1000;
+  };
+  const core::params p{5, 60'000, 5};
+  const std::int64_t before = time_ms();
+  const auto d =
+      ints_of(redis_.run(script_client::eval(algorithm::fixed_window, "t", p, 1, std::nullopt)));
+  const std::int64_t after = time_ms();
+  ASSERT_TRUE(d);
+  bool consistent = false;
+  for (std::int64_t n = before; n <= after; ++n)
+    consistent = consistent || (*d)[3] == core::window_start(n, p.window) + p.window - n;
+  EXPECT_TRUE(consistent) << "reset_after " << (*d)[3] << " for TIME in " << before << ".."
+                          << after;
+  // And every algorithm runs on Redis's clock and sets a TTL.
+  EXPECT_EQ(
+      ints_of(redis_.run(script_client::eval(algo(), "u", policy_of(algo()), 1, std::nullopt)))
+          ->at(0),
+      1);
+  EXPECT_GT(pttl("u"), 0);
+}
+
+// A random workload on many keys, on Redis's clock and on test clocks (so also big clock steps
+// both ways): afterwards no key is without a TTL.
+TEST(ttl, every_key_written_has_one) {
+  redis_server server;
+  script_client redis{server.port()};
+  std::mt19937_64 rng(7);
+  std::int64_t now = now_ms;
+  int sent = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const algorithm a = all_algorithms[rng() % 5];
+    const core::params p = policy_of(a);
+    const std::string key = std::string(to_string(a)) + ":" + std::to_string(rng() % 40);
+    now += static_cast<std::int64_t>(rng() % 300);
+    const std::int64_t cost = static_cast<std::int64_t>(rng() % 7);
+    if (rng() % 4 == 0) {
+      redis.append(script_client::eval_multi({{a, key, p, cost}, {a, key + "b", p, 1}},
+                                             rng() % 2 ? std::optional(now) : std::nullopt));
+    } else {
+      redis.append(
+          script_client::eval(a, key, p, cost, rng() % 2 ? std::optional(now) : std::nullopt));
+    }
+    ++sent;
+  }
+  for (int i = 0; i < sent; ++i) ASSERT_EQ(redis.read().kind, reply::array);
+  std::string cursor = "0";
+  long long keys = 0;
+  do {
+    const reply r = redis.run({"SCAN", cursor, "COUNT", "100"});
+    cursor = r.elements[0].str;
+    for (const auto& k : r.elements[1].elements) {
+      ++keys;
+      // -2: expired since SCAN listed it (a fixed window can end any millisecond).
+      EXPECT_NE(redis.run({"PTTL", k.str}).integer, -1) << k.str;
+    }
+  } while (cursor != "0");
+  EXPECT_GT(keys, 100);
+}
+
+// Members are '<now>:<n>'; even a member already in the way (written by someone else) is never
+// overwritten: every admitted unit gets its own entry.
+TEST(sliding_log, a_member_in_the_way_is_not_overwritten) {
+  redis_server server;
+  script_client redis{server.port()};
+  const std::string now = std::to_string(now_ms);
+  redis.run({"ZADD", "k", std::to_string(now_ms - 10), now + ":2"});
+  const core::params p{10, 1000, 10};
+  EXPECT_EQ(
+      ints_of(redis.run(script_client::eval(algorithm::sliding_log, "k", p, 3, now_ms)))->at(2), 6);
+  EXPECT_EQ(redis.run({"ZCARD", "k"}).integer, 4);
+  EXPECT_EQ(redis.run({"ZCOUNT", "k", now, now}).integer, 3);
+  EXPECT_EQ(redis.run({"ZSCORE", "k", now + ":2"}).str, std::to_string(now_ms - 10));
+}
+
+// After the clock steps back onto a millisecond that already has entries, the new ones are
+// numbered after them.
+TEST(sliding_log, clock_step_back_onto_a_used_millisecond) {
+  redis_server server;
+  script_client redis{server.port()};
+  const core::params p{10, 1000, 10};
+  auto check = [&](std::int64_t cost, std::int64_t now) {
+    return ints_of(redis.run(script_client::eval(algorithm::sliding_log, "k", p, cost, now)))
+        ->at(0);
+  };
+  EXPECT_EQ(check(2, now_ms), 1);
+  EXPECT_EQ(check(2, now_ms + 5), 1);
+  EXPECT_EQ(check(3, now_ms), 1);
+  EXPECT_EQ(redis.run({"ZCOUNT", "k", std::to_string(now_ms), std::to_string(now_ms)}).integer, 5);
+  EXPECT_EQ(redis.run({"ZCARD", "k"}).integer, 7);
+}
+
+// More units than one ZADD call takes: one member per unit all the same.
+TEST(sliding_log, a_large_cost_adds_one_member_per_unit) {
+  redis_server server;
+  script_client redis{server.port()};
+  const core::params p{5000, 1000, 5000};
+  EXPECT_EQ(
+      ints_of(redis.run(script_client::eval(algorithm::sliding_log, "k", p, 2500, now_ms)))->at(2),
+      2500);
+  EXPECT_EQ(
+      ints_of(redis.run(script_client::eval(algorithm::sliding_log, "k", p, 2500, now_ms)))->at(2),
+      0);
+  EXPECT_EQ(redis.run({"ZCARD", "k"}).integer, 5000);
+}
+
+INSTANTIATE_TEST_SUITE_P(lua, scripts, ::testing::ValuesIn(all_algorithms), algorithm_name);
+
+TEST(multi, one_denied_item_writes_nothing_for_any) {
+  redis_server server;
+  script_client redis{server.port()};
+  const core::params gp = policy_of(algorithm::gcra), sp = policy_of(algorithm::sliding_log);
+  // Fill the sliding_log key, then ask for both: gcra alone would pass.
+  ASSERT_EQ(ints_of(redis.run(script_client::eval(algorithm::sliding_log, "{u}:s", sp, 5, now_ms)))
+                ->at(0),
+            1);
+  const std::string before = redis.run({"DUMP", "{u}:s"}).str;
+  const reply r = redis.run(script_client::eval_multi(
+      {{algorithm::gcra, "{u}:g", gp, 1}, {algorithm::sliding_log, "{u}:s", sp, 1}}, now_ms));
+  ASSERT_EQ(r.elements.size(), 10u);
+  EXPECT_EQ(*ints_of(r, 0), (ints5{1, 5, 4, 1000, 0}));
+  EXPECT_EQ(*ints_of(r, 1), (ints5{0, 5, 0, 60'000, 60'000}));
+  EXPECT_EQ(redis.run({"EXISTS", "{u}:g"}).integer, 0);
+  EXPECT_EQ(redis.run({"DUMP", "{u}:s"}).str, before);
+  // All allowed: all written.
+  const reply ok = redis.run(script_client::eval_multi(
+      {{algorithm::gcra, "{u}:g", gp, 1}, {algorithm::fixed_window, "{u}:f", sp, 2}}, now_ms));
+  EXPECT_EQ(*ints_of(ok, 0), (ints5{1, 5, 4, 1000, 0}));
+  EXPECT_EQ(*ints_of(ok, 1), (ints5{1, 5, 3, 60'000, 0}));
+  EXPECT_GT(redis.run({"PTTL", "{u}:g"}).integer, 0);
+  EXPECT_GT(redis.run({"PTTL", "{u}:f"}).integer, 0);
+}
+
+TEST(multi, bad_requests_are_error_replies_and_write_nothing) {
+  redis_server server;
+  script_client redis{server.port()};
+  const std::string now = std::to_string(now_ms);
+  const std::vector<std::string> good = {"gcra", "5", "1000", "5", "1"};
+  auto argv = [&](std::vector<std::string> first, std::vector<std::string> second) {
+    std::vector<std::string> out = {now};
+    out.insert(out.end(), first.begin(), first.end());
+    out.insert(out.end(), second.begin(), second.end());
+    return out;
+  };
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> bad = {
+      {{"a", "b"}, argv(good, {"leaky", "5", "1000", "5", "1"})},   // unknown algorithm
+      {{"a", "a"}, argv(good, good)},                               // duplicate key
+      {{"a", "b"}, argv(good, {"gcra", "5", "1000", "5", "nan"})},  // bad cost in item 2
+      {{"a", "b"}, argv(good, {"gcra", "0", "1000", "5", "1"})},    // bad limit in item 2
+      {{"a", "b"}, argv(good, {"gcra", "5", "1000", "5"})},         // too few arguments
+      {{"a"}, argv(good, {"x"})},                                   // too many
+      {{}, {now}},                                                  // no items
+      {{"a", "b"},
+       [&] {
+         auto v = argv(good, good);
+         v[0] = "soon";
+         return v;
+       }()},  // now_ms
+  };
+  for (const auto& [keys, args] : bad) {
+    const reply r = redis.run(script_client::eval_multi_raw(keys, args));
+    EXPECT_EQ(r.kind, reply::error) << args.size();
+    EXPECT_NE(r.str.find("floodgate"), std::string::npos) << r.str;
+  }
+  EXPECT_EQ(redis.run({"DBSIZE"}).integer, 0);
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,175 @@
+#include "redis/client.hpp"
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "floodgate/errors.hpp"
+#include "redis/connection.hpp"
+
+namespace floodgate::redis {
+
+namespace asio = boost::asio;
+
+std::error_code error_for(const reply& r) noexcept {
+  const auto code = r.error_code();
+  if (code == "BUSY") return errc::server_busy;
+  if (code == "OOM") return errc::out_of_memory;
+  return errc::server_error;
+}
+
+namespace {
+
+void validate(const redis_options& o) {
+  auto fail = [](const char* what) { throw config_error(std::string("redis_options: ") + what); };
+  if (o.connections < 1 || o.connections > 1024) fail("connections must be from 1 to 1024");
+  if (o.timeout.count() < 1) fail("timeout must be at least 1 ms");
+  if (o.connect_timeout.count() < 1) fail("connect_timeout must be at least 1 ms");
+  if (o.reconnect_backoff_min.count() < 1) fail("reconnect_backoff_min must be at least 1 ms");
+  if (o.reconnect_backoff_max < o.reconnect_backoff_min)
+    fail("reconnect_backoff_max must not be below reconnect_backoff_min");
+  if (o.max_reply_size < 64) fail("max_reply_size must be at least 64 bytes");
+  if (o.max_pending_per_connection < 1) fail("max_pending_per_connection must be at least 1");
+}
+
+}  // namespace
+
+// The pool: owns the io_context, its thread and the connections. Calls cross from callers'
+// threads through `incoming_` (one lock, held only to push or swap); everything else is
+// touched on the io thread alone.
+class client::impl final : public connection_owner, public std::enable_shared_from_this<impl> {
+ public:
+  impl(redis_endpoint endpoint, const redis_options& options, std::vector<const script*> scripts)
+      : config_{std::move(endpoint), options, std::move(scripts)}, work_(io_.get_executor()) {
+    connections_.reserve(options.connections);
+    for (std::size_t i = 0; i < options.connections; ++i)
+      connections_.push_back(std::make_unique<connection>(io_, config_, *this));
+  }
+
+  void start() {
+    for (auto& c : connections_) asio::post(io_, [c = c.get()] { c->start(); });
+    // The thread keeps the pool alive, so it can outlive a client destroyed on this thread.
+    thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
+  }
+
+  void submit(request_ptr r) {
+    bool post = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (!stopping_) {
+        incoming_.push_back(std::move(r));
+        post = !std::exchange(drain_posted_, true);
+      }
+    }
+    if (r) return r->complete(errc::shutting_down, nullptr);
+    if (post) asio::post(io_, [this] { drain(); });
+  }
+
+  void shutdown() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      // Destroyed from one of our own completions: we cannot join ourselves. Tear down once
+      // this completion returns; the thread then exits and releases the pool.
+      asio::post(io_, [self = shared_from_this()] { self->teardown(); });
+      thread_.detach();
+      return;
+    }
+    asio::post(io_, [this] { teardown(); });
+    thread_.join();
+  }
+
+  bool healthy() const noexcept { return ready_.load(std::memory_order_relaxed) > 0; }
+
+  void readiness_changed(connection&, bool ready) override {
+    ready_.fetch_add(ready ? 1 : -1, std::memory_order_relaxed);
+  }
+
+  void redispatch(std::vector<request_ptr> requests) override {
+    for (auto& r : requests) dispatch(std::move(r));
+    flush_all();
+  }
+
+ private:
+  void drain() {
+    {
+      std::lock_guard lock(mutex_);
+      draining_.swap(incoming_);
+      drain_posted_ = false;
+    }
+    for (auto& r : draining_) dispatch(std::move(r));
+    draining_.clear();
+    flush_all();
+  }
+
+  // To the ready connection holding the fewest calls; failing that, to one that is
+  // connecting (it may be ready before the call's deadline); failing that, not_connected now.
+  void dispatch(request_ptr r) {
+    connection* best = nullptr;
+    bool best_ready = false;
+    for (auto& c : connections_) {
+      const auto state = c->current_state();
+      if (state != connection::state::ready && state != connection::state::connecting) continue;
+      if (c->pending() >= config_.options.max_pending_per_connection) continue;
+      const bool ready = state == connection::state::ready;
+      if (best == nullptr || (ready && !best_ready) ||
+          (ready == best_ready && c->pending() < best->pending())) {
+        best = c.get();
+        best_ready = ready;
+      }
+    }
+    if (best == nullptr) return r->complete(errc::not_connected, nullptr);
+    best->enqueue(std::move(r));
+  }
+
+  void flush_all() {
+    for (auto& c : connections_) c->flush();
+  }
+
+  void teardown() {
+    std::vector<request_ptr> all;
+    {
+      std::lock_guard lock(mutex_);
+      all = std::move(incoming_);
+    }
+    for (auto& c : connections_) c->stop(all);
+    ready_.store(0, std::memory_order_relaxed);
+    work_.reset();
+    io_.stop();
+    for (auto& r : all) r->complete(errc::shutting_down, nullptr);
+  }
+
+  const connection_config config_;  // before the connections, which refer to it
+  asio::io_context io_{1};           // before the connections: destroyed after them
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::vector<std::unique_ptr<connection>> connections_;
+  std::atomic<int> ready_{0};
+
+  std::mutex mutex_;
+  std::vector<request_ptr> incoming_;  // guarded by mutex_
+  bool drain_posted_ = false;          // guarded by mutex_
+  bool stopping_ = false;              // guarded by mutex_
+  std::vector<request_ptr> draining_;  // io thread
+
+  std::thread thread_;
+};
+
+client::client(redis_endpoint endpoint, const redis_options& options,
+               std::vector<const script*> scripts_to_load) {
+  validate(options);
+  impl_ = std::make_shared<impl>(std::move(endpoint), options, std::move(scripts_to_load));
+  impl_->start();
+}
+
+client::~client() { impl_->shutdown(); }
+
+void client::submit(std::unique_ptr<request> r) { impl_->submit(std::move(r)); }
+
+bool client::healthy() const noexcept { return impl_->healthy(); }
+
+}  // namespace floodgate::redis

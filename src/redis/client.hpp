@@ -1,0 +1,60 @@
+// A client for one Redis server: a few connections, pipelined, driven by one background
+// thread. Requests from any thread are queued to the least loaded ready connection; each
+// connection coalesces everything queued into one write and matches replies in order.
+//
+//   client c{parse_redis_url(url), options, {&script_for(algorithm::gcra)}};
+//   auto r = std::make_unique<my_request>(...);   // command, deadline, complete()
+//   c.submit(std::move(r));                       // completes exactly once, on c's thread
+//
+// What it guarantees:
+// - Every request completes exactly once: with the reply, an error reply mapped to an errc,
+//   errc::timeout at its deadline, errc::not_connected when no connection can take it or its
+//   connection is lost, or errc::shutting_down when the client is destroyed first.
+// - A connection on which a request timed out in flight is dropped, never reused, so a late
+//   reply can never be taken for the next request's. Requests not yet written move on.
+// - EVALSHA that meets NOSCRIPT (the script did not run) is retried after SCRIPT LOAD on the
+//   same connection, invisibly to the caller. Every connection loads the scripts it is given
+//   when it connects, after AUTH and SELECT.
+// - Lost connections are re-established at once, then with capped, jittered exponential
+//   backoff while attempts fail; while every connection is backing off, requests fail fast
+//   with not_connected instead of waiting for their deadlines.
+//
+// Threading: submit() and healthy() may be called from any thread. Completions run on the
+// client's thread (or inline in submit() once shutting down), never under its locks, and
+// must not block. The destructor completes whatever is pending with shutting_down and joins
+// the thread; when it runs on the client's own thread (the last owner released inside a
+// completion), that happens right after it returns, and the thread exits by itself.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "floodgate/options.hpp"
+#include "redis/request.hpp"
+#include "redis/scripts.hpp"
+#include "redis/url.hpp"
+
+namespace floodgate::redis {
+
+class client {
+ public:
+  // Throws config_error for options that cannot work (no connections, a zero timeout, ...).
+  // Connecting starts in the background: the constructor does not wait for the server.
+  client(redis_endpoint endpoint, const redis_options& options,
+         std::vector<const script*> scripts_to_load);
+  ~client();
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  void submit(std::unique_ptr<request> r);
+
+  // True while at least one connection is ready.
+  bool healthy() const noexcept;
+
+  class impl;
+
+ private:
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace floodgate::redis

@@ -1,0 +1,373 @@
+#include "redis/connection.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+
+#include "floodgate/errors.hpp"
+#include "redis/resp_writer.hpp"
+
+namespace floodgate::redis {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+connection::connection(asio::io_context& io, const connection_config& config, connection_owner& owner)
+    : io_(io),
+      config_(config),
+      owner_(owner),
+      state_timer_(io),
+      deadline_timer_(io),
+      backoff_(config.options.reconnect_backoff_min),
+      jitter_(std::random_device{}()) {}
+
+void connection::start() { connect(); }
+
+// --- connecting -------------------------------------------------------------------------
+
+void connection::connect() {
+  close_session();
+  state_ = state::connecting;
+  auto s = std::make_shared<session>(io_, config_.options.max_reply_size);
+  session_ = s;
+
+  const auto generation = ++state_timer_generation_;
+  state_timer_.expires_after(config_.options.connect_timeout);
+  state_timer_.async_wait([this, generation](const error_code& ec) {
+    if (ec || generation != state_timer_generation_ || state_ != state::connecting) return;
+    connect_failed("no connection and handshake within connect_timeout");
+  });
+
+  const auto& ep = config_.endpoint;
+  error_code ec;
+  const auto address = asio::ip::make_address(ep.host, ec);
+  if (!ec) {
+    s->socket.async_connect(tcp::endpoint(address, ep.port), [this, s](const error_code& e) {
+      if (s != session_) return;
+      if (e) return connect_failed("connect to " + config_.endpoint.host + ": " + e.message());
+      on_connected(s);
+    });
+    return;
+  }
+  s->resolver.async_resolve(
+      ep.host, std::to_string(ep.port),
+      [this, s](const error_code& e, const tcp::resolver::results_type& results) {
+        if (s != session_) return;
+        if (e) return connect_failed("resolve " + config_.endpoint.host + ": " + e.message());
+        asio::async_connect(s->socket, results, [this, s](const error_code& e2, const tcp::endpoint&) {
+          if (s != session_) return;
+          if (e2) return connect_failed("connect to " + config_.endpoint.host + ": " + e2.message());
+          on_connected(s);
+        });
+      });
+}
+
+// The handshake is pipelined in one write: AUTH, SELECT, then SCRIPT LOAD of every script, so
+// a ready connection never meets NOSCRIPT unless the scripts are flushed later. Calls wait
+// until every reply is in: a connection is ready only when it is fully usable.
+void connection::on_connected(const session_ptr& s) {
+  error_code ignored;
+  s->socket.set_option(tcp::no_delay(true), ignored);
+  const auto& ep = config_.endpoint;
+  std::string& out = s->write_buffer;
+  out.clear();
+  std::size_t commands = 0;
+  if (ep.password) {
+    if (ep.user.empty())
+      append_command(out, {"AUTH", *ep.password});
+    else
+      append_command(out, {"AUTH", ep.user, *ep.password});
+    ++commands;
+  }
+  if (ep.db != 0) {
+    append_command(out, {"SELECT", std::to_string(ep.db)});
+    ++commands;
+  }
+  for (const script* sc : config_.scripts) {
+    append_command(out, {"SCRIPT", "LOAD", sc->source});
+    ++commands;
+  }
+  start_read(s);
+  if (commands == 0) return become_ready();
+  handshake_left_ = commands;
+  for (std::size_t i = 0; i < commands; ++i) in_flight_.push_back({in_flight::kind::handshake, nullptr, nullptr});
+  writing_ = true;
+  asio::async_write(s->socket, asio::buffer(out), [this, s](const error_code& ec, std::size_t) {
+    if (s != session_) return;
+    writing_ = false;
+    if (ec) return connect_failed("write: " + ec.message());
+    flush();
+  });
+}
+
+void connection::become_ready() {
+  ++state_timer_generation_;
+  state_timer_.cancel();
+  state_ = state::ready;
+  backoff_ = config_.options.reconnect_backoff_min;
+  owner_.readiness_changed(*this, true);
+  flush();
+}
+
+void connection::connect_failed(std::string why) {
+  last_error_ = std::move(why);
+  close_session();
+  in_flight_.clear();  // only handshake entries: calls are written once ready
+  in_flight_calls_ = 0;
+  loads_.clear();
+  loading_.clear();
+  state_ = state::backoff;
+  schedule_reconnect();
+  // Nothing will be written here for a while: let another connection take them, or fail
+  // them now rather than at their deadlines.
+  std::vector<request_ptr> waiting;
+  for (auto* q : {&retries_, &unsent_})
+    for (auto& r : *q) waiting.push_back(std::move(r));
+  retries_.clear();
+  unsent_.clear();
+  owner_.redispatch(std::move(waiting));
+}
+
+void connection::schedule_reconnect() {
+  const auto base = backoff_;
+  backoff_ = std::min(backoff_ * 2, config_.options.reconnect_backoff_max);
+  // ±50% jitter, so clients that lost Redis together do not all come back at once.
+  std::uniform_int_distribution<std::int64_t> spread(base.count() / 2, base.count() + base.count() / 2);
+  const auto wait = std::chrono::milliseconds(std::max<std::int64_t>(1, spread(jitter_)));
+  const auto generation = ++state_timer_generation_;
+  state_timer_.expires_after(wait);
+  state_timer_.async_wait([this, generation](const error_code& ec) {
+    if (ec || generation != state_timer_generation_ || state_ != state::backoff) return;
+    connect();
+  });
+}
+
+// A ready connection lost: what was in flight may or may not have run, so it fails; what
+// was not written yet moves on. Reconnecting starts at once (backoff if that fails).
+void connection::drop(std::string why, std::error_code for_in_flight) {
+  last_error_ = std::move(why);
+  const bool was_ready = state_ == state::ready;
+  close_session();
+  auto flight = std::move(in_flight_);
+  in_flight_.clear();
+  in_flight_calls_ = 0;
+  loads_.clear();
+  loading_.clear();
+  std::vector<request_ptr> waiting;
+  for (auto* q : {&retries_, &unsent_})
+    for (auto& r : *q) waiting.push_back(std::move(r));
+  retries_.clear();
+  unsent_.clear();
+  if (was_ready) owner_.readiness_changed(*this, false);
+  connect();
+  for (auto& f : flight)
+    if (f.call) f.call->complete(for_in_flight, nullptr);
+  owner_.redispatch(std::move(waiting));
+}
+
+void connection::close_session() {
+  if (!session_) return;
+  error_code ignored;
+  session_->resolver.cancel();
+  session_->socket.close(ignored);
+  session_.reset();
+  writing_ = false;
+  handshake_left_ = 0;
+}
+
+void connection::stop(std::vector<request_ptr>& out) {
+  state_ = state::stopped;
+  ++state_timer_generation_;
+  state_timer_.cancel();
+  ++deadline_generation_;
+  deadline_timer_.cancel();
+  close_session();
+  for (auto& f : in_flight_)
+    if (f.call) out.push_back(std::move(f.call));
+  for (auto* q : {&retries_, &unsent_})
+    for (auto& r : *q) out.push_back(std::move(r));
+  in_flight_.clear();
+  in_flight_calls_ = 0;
+  retries_.clear();
+  unsent_.clear();
+}
+
+// --- requests ----------------------------------------------------------------------------
+
+void connection::enqueue(request_ptr r) {
+  arm_deadline(r->deadline);
+  unsent_.push_back(std::move(r));
+}
+
+void connection::append_call(std::string& out, const request& r) {
+  if (r.script != nullptr && r.noscript_replies >= 2) {
+    // The script was flushed again between our SCRIPT LOAD and the retry: EVAL carries the
+    // source itself, so this attempt cannot meet NOSCRIPT.
+    append_array_header(out, r.argument_count);
+    append_bulk(out, "EVAL");
+    append_bulk(out, r.script->source);
+    out.append(r.command, r.body_offset);
+    return;
+  }
+  out.append(r.command);
+}
+
+void connection::flush() {
+  if (state_ != state::ready || writing_ || !session_) return;
+  if (loads_.empty() && retries_.empty() && unsent_.empty()) return;
+  std::string& out = session_->write_buffer;
+  out.clear();
+  for (const script* s : loads_) {
+    append_command(out, {"SCRIPT", "LOAD", s->source});
+    in_flight_.push_back({in_flight::kind::load, nullptr, s});
+    loading_.push_back(s);
+  }
+  loads_.clear();
+  // A call already past its deadline is not sent: once in flight it could only time out
+  // there, and that would cost the connection.
+  const auto now = request::clock::now();
+  std::vector<request_ptr> expired;
+  for (auto* q : {&retries_, &unsent_}) {
+    for (auto& r : *q) {
+      if (r->deadline <= now) {
+        expired.push_back(std::move(r));
+        continue;
+      }
+      append_call(out, *r);
+      in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr});
+      ++in_flight_calls_;
+    }
+    q->clear();
+  }
+  if (!out.empty()) {
+    writing_ = true;
+    auto s = session_;
+    asio::async_write(s->socket, asio::buffer(out), [this, s](const error_code& ec, std::size_t) {
+      if (s != session_) return;
+      writing_ = false;
+      if (ec) return drop("write: " + ec.message(), errc::not_connected);
+      flush();
+    });
+  }
+  for (auto& r : expired) r->complete(errc::timeout, nullptr);
+}
+
+void connection::start_read(const session_ptr& s) {
+  s->socket.async_read_some(
+      asio::buffer(s->read_buffer), [this, s](const error_code& ec, std::size_t n) {
+        if (s != session_) return;
+        auto lost = [&](std::string why, errc for_in_flight) {
+          if (state_ == state::connecting) return connect_failed(std::move(why));
+          drop(std::move(why), for_in_flight);
+        };
+        if (ec)
+          return lost(ec == asio::error::eof ? "server closed the connection" : "read: " + ec.message(),
+                      errc::not_connected);
+        s->reader.feed(std::string_view(s->read_buffer.data(), n));
+        reply r;
+        for (;;) {
+          const auto result = s->reader.next(r);
+          if (result == resp_reader::result::need_more) break;
+          if (result == resp_reader::result::error)
+            return lost("protocol error: " + s->reader.error_message(), errc::protocol_error);
+          if (in_flight_.empty()) return lost("a reply nobody asked for", errc::protocol_error);
+          on_reply(r);
+          if (s != session_) return;  // that reply cost the connection (a failed handshake)
+        }
+        start_read(s);
+        flush();  // NOSCRIPT retries, and anything queued while the write was busy
+      });
+}
+
+void connection::on_reply(reply& r) {
+  in_flight f = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  switch (f.what) {
+    case in_flight::kind::handshake:
+      if (r.is_error()) return connect_failed("handshake: " + r.str);
+      if (--handshake_left_ == 0) become_ready();
+      return;
+    case in_flight::kind::load:
+      // An error here shows up again as NOSCRIPT on the retry, which then falls back to EVAL.
+      if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
+        loading_.erase(it);
+      return;
+    case in_flight::kind::call:
+      --in_flight_calls_;
+      return on_call_reply(std::move(f.call), r);
+  }
+}
+
+void connection::on_call_reply(request_ptr call, reply& r) {
+  if (!r.is_error()) return call->complete({}, &r);
+  // NOSCRIPT means the script did not run, so sending the call again cannot count it twice.
+  if (call->script != nullptr && call->noscript_replies < 2 && r.error_code() == "NOSCRIPT") {
+    ++call->noscript_replies;
+    const script* s = call->script;
+    if (std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
+        std::find(loading_.begin(), loading_.end(), s) == loading_.end())
+      loads_.push_back(s);
+    if (call->deadline <= request::clock::now()) return call->complete(errc::timeout, nullptr);
+    retries_.push_back(std::move(call));  // written after the SCRIPT LOAD, by the next flush
+    return;
+  }
+  call->complete(error_for(r), nullptr);
+}
+
+// --- deadlines ---------------------------------------------------------------------------
+
+// One timer per connection, set to the earliest deadline it holds. It is not moved when calls
+// complete: firing early for a call already answered costs one scan, and calls are far more
+// frequent than deadlines.
+void connection::arm_deadline(request::clock::time_point t) {
+  if (deadline_armed_ && deadline_armed_for_ <= t) return;
+  deadline_armed_ = true;
+  deadline_armed_for_ = t;
+  const auto generation = ++deadline_generation_;
+  deadline_timer_.expires_at(t);
+  deadline_timer_.async_wait([this, generation](const error_code&) {
+    if (generation != deadline_generation_) return;
+    deadline_armed_ = false;
+    on_deadline();
+  });
+}
+
+void connection::on_deadline() {
+  const auto now = request::clock::now();
+  std::vector<request_ptr> expired;
+  for (auto* q : {&retries_, &unsent_}) {
+    for (auto it = q->begin(); it != q->end();) {
+      if ((*it)->deadline <= now) {
+        expired.push_back(std::move(*it));
+        it = q->erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  bool lost_in_flight = false;
+  for (auto& f : in_flight_) {
+    if (f.call && f.call->deadline <= now) {
+      expired.push_back(std::move(f.call));
+      --in_flight_calls_;
+      lost_in_flight = true;
+    }
+  }
+  // Its reply may still come, and would then be taken for the next call's: the connection
+  // goes, and the calls still in flight on it fail with not_connected.
+  if (lost_in_flight) drop("a call timed out in flight", errc::not_connected);
+
+  auto earliest = request::clock::time_point::max();
+  for (const auto& f : in_flight_)
+    if (f.call) earliest = std::min(earliest, f.call->deadline);
+  for (auto* q : {&retries_, &unsent_})
+    for (const auto& r : *q) earliest = std::min(earliest, r->deadline);
+  if (earliest != request::clock::time_point::max()) arm_deadline(earliest);
+
+  for (auto& r : expired) r->complete(errc::timeout, nullptr);
+}
+
+}  // namespace floodgate::redis

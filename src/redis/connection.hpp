@@ -1,0 +1,145 @@
+// One connection of a client (client.hpp): connect, handshake, pipelined writes, replies
+// matched in order, deadlines, NOSCRIPT reloads, reconnect with backoff.
+//
+// Internal to the client and Asio-based, so only the client's sources include it. Everything
+// here runs on the client's one thread: no locks. Each attempt to connect makes a new
+// session (socket, reader, write buffer); handlers hold the session they belong to and ignore
+// their completion once it is no longer current, so nothing from a dropped socket can reach
+// the next one.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "floodgate/options.hpp"
+#include "redis/request.hpp"
+#include "redis/resp_reader.hpp"
+#include "redis/url.hpp"
+
+namespace floodgate::redis {
+
+using request_ptr = std::unique_ptr<request>;
+
+// What every connection of a client shares.
+struct connection_config {
+  redis_endpoint endpoint;
+  redis_options options;
+  std::vector<const script*> scripts;  // loaded on connect
+};
+
+class connection;
+
+// The client's side of a connection.
+class connection_owner {
+ public:
+  // The connection became ready or stopped being ready.
+  virtual void readiness_changed(connection& c, bool ready) = 0;
+  // Requests the connection held but never wrote, when it lost its socket: to be placed on
+  // another connection (or this one, reconnecting), or failed.
+  virtual void redispatch(std::vector<request_ptr> requests) = 0;
+
+ protected:
+  ~connection_owner() = default;
+};
+
+class connection {
+ public:
+  enum class state {
+    idle,        // not started
+    connecting,  // resolving, connecting or in the handshake: requests queue
+    ready,       // requests are written as they come
+    backoff,     // the last attempt failed; waiting to try again: takes no requests
+    stopped,
+  };
+
+  connection(boost::asio::io_context& io, const connection_config& config, connection_owner& owner);
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  void start();
+  // Queues a request (state connecting or ready). Sent by the next flush().
+  void enqueue(request_ptr r);
+  // Starts a write of everything queued, unless one is in progress (its completion does it).
+  void flush();
+  // Closes the socket, cancels timers, and hands back every request it holds.
+  void stop(std::vector<request_ptr>& out);
+
+  state current_state() const noexcept { return state_; }
+  // Requests held: queued, waiting to be retried, or in flight.
+  std::size_t pending() const noexcept { return unsent_.size() + retries_.size() + in_flight_calls_; }
+  // Why the last attempt to connect failed, or the connection was lost (diagnostics).
+  const std::string& last_error() const noexcept { return last_error_; }
+
+ private:
+  struct session {
+    session(boost::asio::io_context& io, std::size_t max_reply_size)
+        : socket(io), resolver(io), reader(max_reply_size) {}
+    boost::asio::ip::tcp::socket socket;
+    boost::asio::ip::tcp::resolver resolver;
+    resp_reader reader;
+    std::string write_buffer;
+    std::array<char, 16 * 1024> read_buffer;
+  };
+  using session_ptr = std::shared_ptr<session>;
+
+  // What a reply in flight answers.
+  struct in_flight {
+    enum class kind { handshake, load, call } what;
+    request_ptr call;                // kind::call
+    const script* loaded = nullptr;  // kind::load
+  };
+
+  void connect();
+  void on_connected(const session_ptr& s);
+  void become_ready();
+  void connect_failed(std::string why);
+  void drop(std::string why, std::error_code for_in_flight);
+  void close_session();
+  void schedule_reconnect();
+
+  void start_read(const session_ptr& s);
+  void on_reply(reply& r);
+  void on_call_reply(request_ptr call, reply& r);
+  void append_call(std::string& out, const request& r);
+
+  void arm_deadline(request::clock::time_point t);
+  void on_deadline();
+
+  boost::asio::io_context& io_;
+  const connection_config& config_;
+  connection_owner& owner_;
+
+  state state_ = state::idle;
+  session_ptr session_;
+  bool writing_ = false;
+  std::size_t handshake_left_ = 0;
+
+  std::vector<const script*> loads_;        // SCRIPT LOADs to send before the next calls
+  std::vector<const script*> loading_;      // SCRIPT LOADs in flight
+  std::deque<request_ptr> retries_;         // calls to send again (after NOSCRIPT)
+  std::deque<request_ptr> unsent_;          // calls not written yet
+  std::deque<in_flight> in_flight_;         // written, awaiting replies, in order
+  std::size_t in_flight_calls_ = 0;
+
+  boost::asio::steady_timer state_timer_;     // connect timeout, or backoff
+  std::uint64_t state_timer_generation_ = 0;  // so a stale expiry is ignored
+  boost::asio::steady_timer deadline_timer_;  // the earliest request deadline
+  std::uint64_t deadline_generation_ = 0;
+  bool deadline_armed_ = false;
+  request::clock::time_point deadline_armed_for_{};
+
+  std::chrono::milliseconds backoff_;
+  std::minstd_rand jitter_;
+  std::string last_error_;
+};
+
+}  // namespace floodgate::redis

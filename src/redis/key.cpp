@@ -1,0 +1,40 @@
+#include "redis/key.hpp"
+
+#include "redis/sha256.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+constexpr std::size_t hashed_size = 1 + 64;  // '#' and 64 hex digits
+
+}  // namespace
+
+bool stored_as_hash(std::string_view caller_key, std::size_t max_plain_key_size) noexcept {
+  return caller_key.size() > max_plain_key_size || caller_key.starts_with('#') ||
+         caller_key.find_first_of("{}") != std::string_view::npos;
+}
+
+std::size_t state_key_size(const key_format& f, const policy& p, std::string_view caller_key) noexcept {
+  const std::size_t tag =
+      stored_as_hash(caller_key, f.max_plain_key_size) ? hashed_size : caller_key.size();
+  return f.prefix.size() + p.name().size() + 1 + to_string(p.algo()).size() + 1 + 1 + tag + 1;
+}
+
+void append_state_key(std::string& out, const key_format& f, const policy& p,
+                      std::string_view caller_key) {
+  out.append(f.prefix).append(p.name()).append(":").append(to_string(p.algo())).append(":{");
+  if (stored_as_hash(caller_key, f.max_plain_key_size))
+    out.append("#").append(sha256_hex(caller_key));
+  else
+    out.append(caller_key);
+  out.append("}");
+}
+
+std::string state_key(const key_format& f, const policy& p, std::string_view caller_key) {
+  std::string out;
+  out.reserve(state_key_size(f, p, caller_key));
+  append_state_key(out, f, p, caller_key);
+  return out;
+}
+
+}  // namespace floodgate::redis

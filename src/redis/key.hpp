@@ -1,0 +1,35 @@
+// Where a (policy, caller key) pair lives in Redis (docs/algorithms.md, "Redis
+// representation"):
+//
+//   <prefix><policy name>:<algorithm>:{<caller key>}      e.g. floodgate:api:gcra:{alice}
+//
+// The braces are the Redis Cluster hash tag. A caller key that is longer than
+// max_plain_key_size bytes, contains '{' or '}', or starts with '#' is stored as '#' followed
+// by the hex SHA-256 of the key instead: the tag stays well-formed and short, and no plain
+// key can collide with a hashed one (plain keys never start with '#'). Any bytes are fine
+// otherwise (CR, LF, NUL, invalid UTF-8): keys are sent binary-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "floodgate/policy.hpp"
+
+namespace floodgate::redis {
+
+struct key_format {
+  std::string_view prefix;
+  std::size_t max_plain_key_size;
+};
+
+bool stored_as_hash(std::string_view caller_key, std::size_t max_plain_key_size) noexcept;
+
+// The key's size in bytes, without building it.
+std::size_t state_key_size(const key_format& f, const policy& p, std::string_view caller_key) noexcept;
+// Appends the key to `out`.
+void append_state_key(std::string& out, const key_format& f, const policy& p,
+                      std::string_view caller_key);
+std::string state_key(const key_format& f, const policy& p, std::string_view caller_key);
+
+}  // namespace floodgate::redis

@@ -1,0 +1,47 @@
+// One call travelling through the client: an encoded command, its deadline, and what to do
+// with the outcome. The client owns it from submit() until it completes it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+
+#include "redis/reply.hpp"
+#include "redis/scripts.hpp"
+
+namespace floodgate::redis {
+
+class request {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  virtual ~request() = default;
+
+  // Called exactly once, then the request is destroyed. `ec` is empty on a reply that is not
+  // an error (error replies are mapped to codes by the client, see error_for); `r` is null
+  // otherwise. Runs on the client's thread, or inline in submit() once the client is shutting
+  // down; never under the client's locks. Must not throw.
+  virtual void complete(std::error_code ec, reply* r) noexcept = 0;
+
+  // The command, RESP-encoded.
+  std::string command;
+  // For EVALSHA commands: the script, so that a NOSCRIPT reply (the script did not run) can
+  // be answered by loading it and sending the command again. Null for other commands.
+  const redis::script* script = nullptr;
+  // For EVALSHA commands: the number of arguments, and where the argument after the SHA1
+  // (numkeys) starts in `command`, so the command can be re-sent as EVAL with the source.
+  std::size_t argument_count = 0;
+  std::size_t body_offset = 0;
+  // Past it, the call fails with errc::timeout (and a connection it is in flight on is dropped).
+  clock::time_point deadline;
+  // NOSCRIPT replies seen so far.
+  std::uint8_t noscript_replies = 0;
+};
+
+// The error code for an error reply: BUSY → server_busy, OOM → out_of_memory, others →
+// server_error.
+std::error_code error_for(const reply& r) noexcept;
+
+}  // namespace floodgate::redis

@@ -1,0 +1,142 @@
+#include "redis/url.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <optional>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+bool iequals_prefix(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding; nullopt for a malformed escape.
+std::optional<std::string> decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    const int hi = i + 1 < s.size() ? hex_value(s[i + 1]) : -1;
+    const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+bool is_host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '-' || c == '_';
+}
+
+template <class T>
+std::optional<T> parse_number(std::string_view s) {
+  T v{};
+  if (s.empty()) return std::nullopt;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::string redact_url(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const std::size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  const auto at = url.find('@', start);
+  if (at == std::string_view::npos) return std::string(url);
+  const auto colon = url.find(':', start);
+  if (colon == std::string_view::npos || colon > at) return std::string(url);
+  return std::string(url.substr(0, colon + 1)) + "***" + std::string(url.substr(at));
+}
+
+redis_endpoint parse_redis_url(std::string_view url) {
+  auto fail = [&](const std::string& why) -> redis_endpoint {
+    throw config_error("redis URL '" + redact_url(url) + "': " + why);
+  };
+  if (iequals_prefix(url, "rediss://"))
+    return fail("TLS (rediss://) is not supported yet; use redis://");
+  if (!iequals_prefix(url, "redis://"))
+    return fail("expected redis://[user:password@]host[:port][/db]");
+  std::string_view rest = url.substr(8);
+  if (rest.find_first_of("?#") != std::string_view::npos)
+    return fail("query strings and fragments are not supported");
+
+  redis_endpoint ep;
+  // userinfo: everything before the last '@' (passwords may contain '@' when encoded as %40,
+  // but an unencoded one still has to end at the last '@' before the host).
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    const std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    const auto colon = userinfo.find(':');
+    if (colon == std::string_view::npos)
+      return fail("userinfo must be 'user:password' or ':password'");
+    auto user = decode(userinfo.substr(0, colon));
+    auto password = decode(userinfo.substr(colon + 1));
+    if (!user || !password) return fail("malformed %-escape in userinfo");
+    ep.user = std::move(*user);
+    ep.password = std::move(*password);
+  }
+
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  const std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
+
+  std::string_view port_text;
+  bool has_port = false;
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return fail("unterminated '[' in IPv6 host");
+    ep.host = std::string(authority.substr(1, close - 1));
+    const auto after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return fail("expected ':port' after ']'");
+      port_text = after.substr(1);
+      has_port = true;
+    }
+    if (ep.host.empty() || ep.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+      return fail("malformed IPv6 host");
+  } else {
+    const auto colon = authority.find(':');
+    ep.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      has_port = true;
+    }
+    if (ep.host.empty()) return fail("missing host");
+    for (char c : ep.host)
+      if (!is_host_char(c)) return fail("invalid character in host '" + ep.host + "'");
+  }
+  if (has_port) {
+    const auto port = parse_number<std::uint32_t>(port_text);
+    if (!port || *port == 0 || *port > 65535)
+      return fail("port must be a number from 1 to 65535, got '" + std::string(port_text) + "'");
+    ep.port = static_cast<std::uint16_t>(*port);
+  }
+  if (!path.empty()) {
+    const auto db = parse_number<std::int64_t>(path);
+    if (!db || *db < 0 || *db > 0x7fffffff)
+      return fail("database must be a non-negative number, got '" + std::string(path) + "'");
+    ep.db = *db;
+  }
+  return ep;
+}
+
+}  // namespace floodgate::redis

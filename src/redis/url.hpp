@@ -1,0 +1,34 @@
+// Parses redis://[user:password@]host[:port][/db] into what a connection needs.
+//
+//   auto ep = floodgate::redis::parse_redis_url("redis://app:s3cret@127.0.0.1:6379/2");
+//   // ep.host "127.0.0.1", ep.port 6379, ep.user "app", ep.password "s3cret", ep.db 2
+//
+// userinfo "user:password" authenticates as an ACL user (AUTH user password), ":password"
+// with the password alone (AUTH password); both may be percent-encoded. The port defaults to
+// 6379 and the database to 0. IPv6 hosts go in brackets: redis://[::1]:6379.
+// Throws config_error naming the problem (with any password masked) for anything else.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace floodgate::redis {
+
+struct redis_endpoint {
+  std::string host;
+  std::uint16_t port = 6379;
+  std::string user;                     // empty: AUTH with the password alone (if any)
+  std::optional<std::string> password;  // none: no AUTH
+  std::int64_t db = 0;                  // SELECT it when not 0
+
+  friend bool operator==(const redis_endpoint&, const redis_endpoint&) = default;
+};
+
+redis_endpoint parse_redis_url(std::string_view url);
+
+// The URL with its password replaced by "***", for messages and logs.
+std::string redact_url(std::string_view url);
+
+}  // namespace floodgate::redis

@@ -1,0 +1,99 @@
+// redis:// URLs: what each part means, and a clear config_error for everything else.
+#include <gtest/gtest.h>
+
+#include "floodgate/errors.hpp"
+#include "floodgate/limiter.hpp"
+#include "redis/url.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+redis_endpoint endpoint(std::string host, std::uint16_t port, std::string user = "",
+                        std::optional<std::string> password = std::nullopt, std::int64_t db = 0) {
+  return {std::move(host), port, std::move(user), std::move(password), db};
+}
+
+TEST(redis_url, good_urls) {
+  EXPECT_EQ(parse_redis_url("redis://127.0.0.1:6379"), endpoint("127.0.0.1", 6379));
+  EXPECT_EQ(parse_redis_url("redis://localhost"), endpoint("localhost", 6379));
+  EXPECT_EQ(parse_redis_url("redis://localhost/"), endpoint("localhost", 6379));
+  EXPECT_EQ(parse_redis_url("REDIS://Cache-1.internal_x:7000/15"),
+            endpoint("Cache-1.internal_x", 7000, "", std::nullopt, 15));
+  EXPECT_EQ(parse_redis_url("redis://:s3cret@127.0.0.1:6380/2"),
+            endpoint("127.0.0.1", 6380, "", "s3cret", 2));
+  EXPECT_EQ(parse_redis_url("redis://alice:p%40ss%3Aw0rd@h:1/0"),
+            endpoint("h", 1, "alice", "p@ss:w0rd", 0));
+  EXPECT_EQ(parse_redis_url("redis://alice:@h:65535"), endpoint("h", 65535, "alice", ""));
+  EXPECT_EQ(parse_redis_url("redis://[::1]:7001/3"), endpoint("::1", 7001, "", std::nullopt, 3));
+  EXPECT_EQ(parse_redis_url("redis://[::1]"), endpoint("::1", 6379));
+  // An unencoded '@' in the password: the host starts after the last one.
+  EXPECT_EQ(parse_redis_url("redis://u:a@b@h:1"), endpoint("h", 1, "u", "a@b"));
+}
+
+TEST(redis_url, bad_urls_throw_config_error_naming_the_problem) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "expected redis://"},
+      {"http://h:1", "expected redis://"},
+      {"redis:/h:1", "expected redis://"},
+      {"rediss://h:6379", "TLS"},
+      {"redis://", "missing host"},
+      {"redis://:6379", "missing host"},
+      {"redis://h:", "port"},
+      {"redis://h:0", "port"},
+      {"redis://h:65536", "port"},
+      {"redis://h:63x9", "port"},
+      {"redis://h:-1", "port"},
+      {"redis://h:1/x", "database"},
+      {"redis://h:1/-1", "database"},
+      {"redis://h:1/1/2", "database"},
+      {"redis://h:1/99999999999", "database"},
+      {"redis://h:1?timeout=5", "query"},
+      {"redis://h:1#frag", "query"},
+      {"redis://alice@h:1", "userinfo"},
+      {"redis://a:b%zz@h:1", "escape"},
+      {"redis://a:b%4@h:1", "escape"},
+      {"redis://ho st:1", "invalid character"},
+      {"redis://[::1:1", "IPv6"},
+      {"redis://[::1]x", "':port'"},
+      {"redis://[zz]:1", "IPv6"},
+  };
+  for (const auto& [url, why] : cases) {
+    try {
+      parse_redis_url(url);
+      ADD_FAILURE() << url << " was accepted";
+    } catch (const config_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << url << ": " << e.what();
+    }
+  }
+}
+
+TEST(redis_url, messages_never_show_the_password) {
+  try {
+    parse_redis_url("redis://alice:topsecret@h:notaport");
+    FAIL();
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("topsecret"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("alice:***@h"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(redact_url("redis://:pw@h:1"), "redis://:***@h:1");
+  EXPECT_EQ(redact_url("redis://h:1"), "redis://h:1");
+}
+
+TEST(redis_url, make_backend_rejects_bad_urls_at_construction) {
+  EXPECT_THROW(make_backend("redis://h:notaport"), config_error);
+  EXPECT_THROW(make_backend("rediss://127.0.0.1:6379"), config_error);
+  EXPECT_THROW(make_backend("redis+cluster://127.0.0.1:7000"), config_error);
+  EXPECT_THROW(make_backend("mysql://h"), config_error);
+  backend_options bad;
+  bad.redis.connections = 0;
+  EXPECT_THROW(make_backend("redis://127.0.0.1:1", bad), config_error);
+  bad = {};
+  bad.redis.key_prefix = "{tag}";
+  EXPECT_THROW(make_backend("redis://127.0.0.1:1", bad), config_error);
+  bad = {};
+  bad.redis.reconnect_backoff_max = std::chrono::milliseconds(1);
+  EXPECT_THROW(make_backend("redis://127.0.0.1:1", bad), config_error);
+}
+
+}  // namespace
+}  // namespace floodgate::redis

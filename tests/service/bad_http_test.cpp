@@ -1,0 +1,153 @@
+// Hostile and broken HTTP against the real floodgated: each gets the right 4xx or a closed
+// connection within the read deadline, and the server keeps serving everyone else.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "floodgated_process.hpp"
+#include "http_client.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* const rules = "rules:\n  - {name: api, algorithm: sliding_log, limit: 100, window: 1m}\n";
+
+// Every test ends by checking the server still serves a fresh client.
+void expect_still_serving(const floodgated_process& fg) {
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", R"({"rule":"api","key":"ok"})").status,
+            200);
+}
+
+TEST(bad_http, malformed_json_and_wrong_types_are_400_and_the_connection_stays_usable) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  for (const char* body : {"{", "nonsense", R"({"rule":"api","key":1})",
+                           R"({"rule":"api","key":"k","cost":-1})",
+                           R"({"rule":"api","key":"k","cost":101})", R"({"rule":"x","key":"k"})"}) {
+    const auto r = c.request("POST", "/v1/check", body);
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_NE(r.body.find("\"error\""), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(c.request("POST", "/v1/check", R"({"rule":"api","key":"k"})").status, 200);
+  const auto long_key = c.request("POST", "/v1/check",
+                                  R"({"rule":"api","key":")" + std::string(1025, 'k') + "\"}");
+  EXPECT_EQ(long_key.status, 400);
+  EXPECT_EQ(c.request("GET", "/v1/check").status, 405);
+  EXPECT_EQ(c.request("GET", "/nowhere").status, 404);
+}
+
+TEST(bad_http, oversized_body_is_413_and_closed) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  const std::string body(1 << 20, 'x');
+  const auto r = c.request("POST", "/v1/check", body);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(r.header("Connection").value_or(""), "close");
+  EXPECT_TRUE(c.closed_by_peer(3s));
+  expect_still_serving(fg);
+}
+
+TEST(bad_http, oversized_body_announced_with_expect_continue_is_413_without_sending_it) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  ASSERT_TRUE(c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n"
+                         "Expect: 100-continue\r\n\r\n"));
+  EXPECT_EQ(c.read_reply().status, 413);
+  expect_still_serving(fg);
+}
+
+TEST(bad_http, expect_continue_within_limits_works) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  const std::string body = R"({"rule":"api","key":"k"})";
+  ASSERT_TRUE(c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\nExpect: 100-continue\r\n\r\n"));
+  // The 100 comes first (read_reply skips it); only then do we send the body.
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(c.send_raw(body));
+  EXPECT_EQ(c.read_reply().status, 200);
+}
+
+TEST(bad_http, oversized_headers_are_431) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  const auto r = c.request("GET", "/healthz", {}, {{"X-Junk", std::string(20000, 'j')}});
+  EXPECT_EQ(r.status, 431);
+  EXPECT_TRUE(c.closed_by_peer(3s));
+  expect_still_serving(fg);
+}
+
+TEST(bad_http, content_length_with_transfer_encoding_is_400_and_closed) {
+  floodgated_process fg(rules);
+  for (const char* request :
+       {"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "0\r\n\r\n",
+        "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
+        "0\r\n\r\n"}) {
+    http_connection c(fg.port());
+    ASSERT_TRUE(c.send_raw(request));
+    EXPECT_EQ(c.read_reply().status, 400) << request;
+    EXPECT_TRUE(c.closed_by_peer(3s));
+  }
+  expect_still_serving(fg);
+}
+
+TEST(bad_http, chunked_bodies_are_fine) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  const std::string body = R"({"rule":"api","key":"k"})";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  ASSERT_TRUE(c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                         std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n"));
+  EXPECT_EQ(c.read_reply().status, 200);
+}
+
+TEST(bad_http, garbage_is_400_and_closed) {
+  floodgated_process fg(rules);
+  for (const char* request : {"HELLO THERE\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
+                              "GET /healthz HTTP/1.1\r\nBad Header Line\r\n\r\n"}) {
+    http_connection c(fg.port());
+    ASSERT_TRUE(c.send_raw(request));
+    EXPECT_EQ(c.read_reply().status, 400) << request;
+    EXPECT_TRUE(c.closed_by_peer(3s));
+  }
+  expect_still_serving(fg);
+}
+
+TEST(bad_http, pipelined_requests_are_answered_in_order) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  ASSERT_TRUE(c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                         "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
+                         "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(c.read_reply().status, 200);
+  EXPECT_EQ(c.read_reply().status, 404);
+  EXPECT_EQ(c.read_reply().status, 200);
+}
+
+// A slow client (slowloris) that never finishes its headers is cut off at the header deadline
+// (5 s); a client that connects and sends nothing likewise; others are served meanwhile.
+TEST(bad_http, slow_clients_are_closed_at_the_header_deadline_while_others_are_served) {
+  floodgated_process fg(rules);
+  http_connection slow(fg.port());
+  http_connection silent(fg.port());
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(slow.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\n"));
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(250ms);
+    slow.send_raw("X-Drip: " + std::to_string(i) + "\r\n");  // bytes, but never the end
+    expect_still_serving(fg);
+  }
+  EXPECT_TRUE(slow.closed_by_peer(5s));
+  EXPECT_TRUE(silent.closed_by_peer(1s));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 4500ms);
+  EXPECT_LT(took, 7s);
+  expect_still_serving(fg);
+}
+
+}  // namespace
+}  // namespace floodgate::test

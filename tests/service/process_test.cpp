@@ -1,0 +1,312 @@
+// The real floodgated over loopback: exact limits under concurrent clients from several
+// processes, headers, honest retry_after, reloads, shutdown, start-up errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <thread>
+
+#include "floodgated_process.hpp"
+#include "http_client.hpp"
+
+namespace floodgate::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+json::object json_of(const http_reply& r) { return json::parse(r.body).as_object(); }
+
+std::string check_body(const std::string& rule, const std::string& key, int cost = 1) {
+  return R"({"rule":")" + rule + R"(","key":")" + key + R"(","cost":)" + std::to_string(cost) + "}";
+}
+
+TEST(floodgated, help_names_every_flag) {
+  const auto r = run_floodgated({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--config", "--redis", "--listen", "--log-level", "SIGHUP", "SIGTERM"})
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag << "\n" << r.output;
+}
+
+TEST(floodgated, usage_errors_exit_2) {
+  EXPECT_EQ(run_floodgated({}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config"}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--bogus"}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--log-level", "loud"}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--listen", "localhost"}).exit_code, 2);
+}
+
+TEST(floodgated, a_bad_config_stops_start_up_naming_file_and_line) {
+  char dir[] = "/tmp/floodgated-bad-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/rules.yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs("rules:\n  - name: api\n    algorithm: sliding_log\n    limit: 0\n    window: 60s\n", f);
+    std::fclose(f);
+  }
+  const auto r = run_floodgated({"--config", path, "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(path + ":4: rule 'api': limit must be at least 1 (got 0)"),
+            std::string::npos)
+      << r.output;
+  const auto missing = run_floodgated({"--config", path + ".nope", "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.output.find("cannot open"), std::string::npos) << missing.output;
+  std::remove(path.c_str());
+  ::rmdir(dir);
+}
+
+TEST(floodgated, a_busy_port_stops_start_up) {
+  floodgated_process first("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
+  char dir[] = "/tmp/floodgated-busy-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/rules.yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n", f);
+    std::fclose(f);
+  }
+  const auto r = run_floodgated(
+      {"--config", path, "--listen", "127.0.0.1:" + std::to_string(first.port())});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot listen"), std::string::npos) << r.output;
+  std::remove(path.c_str());
+  ::rmdir(dir);
+}
+
+TEST(floodgated, probes_answer) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
+  EXPECT_EQ(http_request_once(fg.port(), "GET", "/healthz").status, 200);
+  const auto ready = http_request_once(fg.port(), "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_NE(ready.body.find("memory"), std::string::npos);
+  const auto m = http_request_once(fg.port(), "GET", "/metrics");
+  EXPECT_EQ(m.status, 200);
+  // At least this one (earlier ones may not have been noticed closing yet).
+  const auto gauge = m.body.find("\nfloodgate_open_connections ");
+  ASSERT_NE(gauge, std::string::npos) << m.body;
+  EXPECT_GE(std::stoi(m.body.substr(gauge + 28)), 1);
+  EXPECT_EQ(m.header("Content-Type").value_or("").substr(0, 10), "text/plain");
+  http_connection c(fg.port());
+  const auto head = c.request("HEAD", "/healthz");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_EQ(c.request("GET", "/healthz").status, 200) << "HEAD left the connection usable";
+}
+
+TEST(floodgated, check_headers_and_an_honest_retry_after) {
+  floodgated_process fg(R"(rules:
+  - {name: short, algorithm: sliding_log, limit: 2, window: 400ms}
+  - {name: paced, algorithm: gcra, limit: 5, window: 1s, burst: 1}
+)");
+  http_connection c(fg.port());
+  for (int i = 0; i < 2; ++i) {
+    const auto r = c.request("POST", "/v1/check", check_body("short", "k"));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.header("RateLimit-Policy").value_or(""), R"("short";q=2;w=1)");
+    EXPECT_EQ(r.header("RateLimit").value_or(""), "\"short\";r=" + std::to_string(1 - i) + ";t=1");
+    EXPECT_FALSE(r.header("Retry-After"));
+  }
+  const auto denied = c.request("POST", "/v1/check", check_body("short", "k"));
+  ASSERT_EQ(denied.status, 429);
+  EXPECT_EQ(denied.header("Retry-After").value_or(""), "1");
+  auto body = json_of(denied);
+  EXPECT_FALSE(body["allowed"].as_bool());
+  const auto retry_ms = body["retry_after_ms"].as_int64();
+  EXPECT_GT(retry_ms, 0);
+  EXPECT_LE(retry_ms, 400);
+  // Peeking (cost 0) consumes nothing and is always allowed.
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("short", "k", 0)).status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(retry_ms));
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("short", "k")).status, 200)
+      << "a retry after retry_after_ms succeeds";
+
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("paced", "k")).status, 200);
+  const auto paced = c.request("POST", "/v1/check", check_body("paced", "k"));
+  ASSERT_EQ(paced.status, 429);
+  const auto paced_ms = json_of(paced)["retry_after_ms"].as_int64();
+  EXPECT_GT(paced_ms, 0);
+  EXPECT_LE(paced_ms, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(paced_ms));
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("paced", "k")).status, 200);
+}
+
+TEST(floodgated, auth_endpoint_for_nginx) {
+  floodgated_process fg(R"(rules:
+  - {name: api, algorithm: fixed_window, limit: 2, window: 1h, key: "header:X-Api-Key"}
+  - {name: ip, algorithm: sliding_log, limit: 1, window: 1h}
+)");
+  http_connection c(fg.port());
+  const std::vector<std::pair<std::string, std::string>> key = {{"X-Api-Key", "alice"}};
+  EXPECT_EQ(c.request("GET", "/v1/auth/api", {}, key).status, 204);
+  const auto second = c.request("GET", "/v1/auth/api", {}, key);
+  EXPECT_EQ(second.status, 204);
+  EXPECT_EQ(second.header("RateLimit").value_or("").substr(0, 12), R"("api";r=0;t=)");
+  const auto denied = c.request("GET", "/v1/auth/api", {}, key);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_TRUE(denied.header("Retry-After"));
+  EXPECT_EQ(denied.header("RateLimit-Policy").value_or(""), R"("api";q=2;w=3600)");
+  EXPECT_EQ(c.request("GET", "/v1/auth/api", {}, {{"X-Api-Key", "bob"}}).status, 204);
+  EXPECT_EQ(c.request("GET", "/v1/auth/api").status, 400) << "no key header";
+  EXPECT_EQ(c.request("GET", "/v1/auth/nope").status, 404);
+  // remote_addr: X-Real-IP when given, else the peer.
+  EXPECT_EQ(c.request("GET", "/v1/auth/ip", {}, {{"X-Real-IP", "192.0.2.1"}}).status, 204);
+  EXPECT_EQ(c.request("GET", "/v1/auth/ip", {}, {{"X-Real-IP", "192.0.2.1"}}).status, 403);
+  EXPECT_EQ(c.request("GET", "/v1/auth/ip").status, 204) << "127.0.0.1 is another key";
+  EXPECT_EQ(c.request("GET", "/v1/auth/ip").status, 403);
+}
+
+TEST(floodgated, multi_rule_check_is_all_or_nothing) {
+  floodgated_process fg(R"(rules:
+  - {name: user, algorithm: sliding_log, limit: 5, window: 1h}
+  - {name: global, algorithm: sliding_log, limit: 3, window: 1h}
+)");
+  http_connection c(fg.port());
+  auto both = [&](const std::string& user) {
+    return c.request("POST", "/v1/check",
+                     R"({"rules":[{"rule":"user","key":")" + user +
+                         R"("},{"rule":"global","key":"all"}]})");
+  };
+  EXPECT_EQ(both("a").status, 200);
+  EXPECT_EQ(both("b").status, 200);
+  EXPECT_EQ(both("a").status, 200);
+  const auto denied = both("a");
+  EXPECT_EQ(denied.status, 429);
+  auto body = json_of(denied);
+  EXPECT_FALSE(body["allowed"].as_bool());
+  auto& results = body["results"].as_array();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].as_object().at("allowed").as_bool());
+  EXPECT_EQ(results[0].as_object().at("remaining").as_int64(), 2)
+      << "user a used 2 of 5; alone, this request would leave 2";
+  EXPECT_FALSE(results[1].as_object().at("allowed").as_bool());
+  // The denied request consumed nothing from the user rule.
+  const auto peek = c.request("POST", "/v1/check", R"({"rule":"user","key":"a","cost":0})");
+  EXPECT_EQ(json_of(peek)["remaining"].as_int64(), 3);
+}
+
+// Several client processes, each with several keep-alive connections, hammer one key: an
+// exact algorithm admits exactly its limit.
+TEST(floodgated, limits_hold_exactly_under_concurrent_clients_from_several_processes) {
+  constexpr int limit = 60;
+  floodgated_process fg(R"(rules:
+  - {name: log, algorithm: sliding_log, limit: 60, window: 1h}
+  - {name: fixed, algorithm: fixed_window, limit: 60, window: 24h}
+  - {name: bucket, algorithm: token_bucket, limit: 60, window: 24h}
+  - {name: gcra, algorithm: gcra, limit: 60, window: 24h}
+)");
+  constexpr int processes = 4;
+  constexpr int connections = 3;
+  constexpr int requests = 15;  // per connection: 180 per rule in all, 3x the limit
+  const std::vector<std::string> rules = {"log", "fixed", "bucket", "gcra"};
+
+  int pipes[processes][2];
+  pid_t children[processes];
+  for (int p = 0; p < processes; ++p) {
+    ASSERT_EQ(::pipe(pipes[p]), 0);
+    children[p] = ::fork();
+    ASSERT_GE(children[p], 0);
+    if (children[p] == 0) {
+      ::close(pipes[p][0]);
+      std::vector<int> admitted(rules.size() + 1, 0);
+      std::vector<std::thread> threads;
+      std::vector<std::vector<int>> per_thread(connections, std::vector<int>(rules.size() + 1, 0));
+      for (int t = 0; t < connections; ++t)
+        threads.emplace_back([&, t] {
+          try {
+            http_connection c(fg.port());
+            for (int i = 0; i < requests; ++i)
+              for (std::size_t r = 0; r < rules.size(); ++r) {
+                const auto reply = c.request("POST", "/v1/check", check_body(rules[r], "shared"));
+                if (reply.status == 200) ++per_thread[t][r];
+                else if (reply.status != 429) ++per_thread[t][rules.size()];  // anything else
+              }
+          } catch (...) {
+            ++per_thread[t][rules.size()];
+          }
+        });
+      for (auto& th : threads) th.join();
+      for (const auto& counts : per_thread)
+        for (std::size_t r = 0; r <= rules.size(); ++r) admitted[r] += counts[r];
+      const auto bytes = static_cast<ssize_t>(admitted.size() * sizeof(int));
+      ::_exit(::write(pipes[p][1], admitted.data(), admitted.size() * sizeof(int)) == bytes ? 0 : 1);
+    }
+    ::close(pipes[p][1]);
+  }
+  std::vector<int> total(rules.size() + 1, 0);
+  for (int p = 0; p < processes; ++p) {
+    std::vector<int> counts(rules.size() + 1, 0);
+    const auto n = ::read(pipes[p][0], counts.data(), counts.size() * sizeof(int));
+    ::close(pipes[p][0]);
+    int status = 0;
+    ::waitpid(children[p], &status, 0);
+    ASSERT_EQ(n, static_cast<ssize_t>(counts.size() * sizeof(int)));
+    for (std::size_t r = 0; r < counts.size(); ++r) total[r] += counts[r];
+  }
+  for (std::size_t r = 0; r < rules.size(); ++r) EXPECT_EQ(total[r], limit) << rules[r];
+  EXPECT_EQ(total[rules.size()], 0) << "responses other than 200/429, or failed connections";
+
+  const auto m = http_request_once(fg.port(), "GET", "/metrics").body;
+  EXPECT_NE(m.find(R"(floodgate_decisions_total{rule="log",result="allowed"} 60)"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find(R"(floodgate_decisions_total{rule="log",result="denied"} 120)"),
+            std::string::npos);
+}
+
+TEST(floodgated, sighup_reloads_a_good_file_and_keeps_the_old_rules_for_a_bad_one) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: sliding_log, limit: 1, window: 1h}\n");
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body("b", "k")).status, 400);
+
+  fg.write_rules(R"(rules:
+  - {name: a, algorithm: sliding_log, limit: 1, window: 1h}
+  - {name: b, algorithm: sliding_log, limit: 5, window: 1h}
+)");
+  fg.signal(SIGHUP);
+  ASSERT_TRUE(fg.wait_for_log("msg=\"config reloaded\"")) << fg.log();
+  const auto b = http_request_once(fg.port(), "POST", "/v1/check", check_body("b", "k"));
+  EXPECT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(json_of(b)["limit"].as_int64(), 5);
+
+  const auto before = fg.log().size();
+  fg.write_rules("rules:\n  - name: b\n    algorithm: sliding_log\n    limit: -3\n    window: 1h\n");
+  fg.signal(SIGHUP);
+  ASSERT_TRUE(fg.wait_for_log("reload rejected", 5s, before)) << fg.log();
+  EXPECT_NE(fg.log().find(fg.rules_path() + ":4: rule 'b': limit must be at least 1 (got -3)",
+                          before),
+            std::string::npos)
+      << fg.log();
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body("b", "k")).status, 200)
+      << "the old rules stay";
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body("a", "k")).status, 200);
+
+  const auto m = http_request_once(fg.port(), "GET", "/metrics").body;
+  EXPECT_NE(m.find(R"(floodgate_config_reloads_total{result="success"} 1)"), std::string::npos);
+  EXPECT_NE(m.find(R"(floodgate_config_reloads_total{result="failure"} 1)"), std::string::npos);
+}
+
+TEST(floodgated, sigterm_closes_idle_connections_and_exits_0) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
+  http_connection idle(fg.port());
+  EXPECT_EQ(idle.request("GET", "/healthz").status, 200);  // now idle, kept alive
+  http_connection fresh(fg.port());                          // connected, nothing sent
+  const auto start = std::chrono::steady_clock::now();
+  fg.signal(SIGTERM);
+  EXPECT_EQ(fg.wait_exit(5s), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_TRUE(idle.closed_by_peer(1s));
+  EXPECT_TRUE(fresh.closed_by_peer(1s));
+  EXPECT_NE(fg.log().find("msg=\"stopped\""), std::string::npos);
+}
+
+TEST(floodgated, sigterm_with_no_connections_exits_0) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
+  fg.signal(SIGTERM);
+  EXPECT_EQ(fg.wait_exit(5s), 0);
+}
+
+}  // namespace
+}  // namespace floodgate::test

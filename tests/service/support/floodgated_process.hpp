@@ -1,0 +1,64 @@
+// The real floodgated binary, started for a test: a temp dir with its rules file, a free port
+// (it listens on port 0 and we read the port from its "listening" log line), stderr captured.
+//
+//   floodgated_process fg(R"(rules: [...])");      // waits until it serves
+//   http_request_once(fg.port(), "GET", "/healthz");
+//   fg.write_rules("..."); fg.signal(SIGHUP); fg.wait_for_log("config reloaded");
+//   fg.signal(SIGTERM); EXPECT_EQ(fg.wait_exit(), 0);
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace floodgate::test {
+
+class floodgated_process {
+ public:
+  struct options {
+    std::vector<std::string> extra_args;  // e.g. {"--redis", url}
+    std::string log_level = "info";
+    bool wait_until_serving = true;
+  };
+
+  explicit floodgated_process(const std::string& rules_yaml) : floodgated_process(rules_yaml, options{}) {}
+  floodgated_process(const std::string& rules_yaml, options opts);
+  ~floodgated_process();  // SIGKILL if still running, then removes the temp dir
+  floodgated_process(const floodgated_process&) = delete;
+  floodgated_process& operator=(const floodgated_process&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& rules_path() const { return rules_path_; }
+
+  void write_rules(const std::string& yaml) const;
+  void signal(int signo) const;
+  // The exit code, or nullopt if it is still running after `within` (killed by a signal: 128+n).
+  std::optional<int> wait_exit(std::chrono::milliseconds within = std::chrono::seconds(10));
+  std::string log() const;
+  // Waits until the log holds `text` (after position `from`); true if it appeared.
+  bool wait_for_log(const std::string& text, std::chrono::milliseconds within = std::chrono::seconds(5),
+                    std::size_t from = 0) const;
+
+ private:
+  std::string dir_;
+  std::string rules_path_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// Runs floodgated with `args` to completion (for --help, bad flags, bad configs): exit code and
+// everything it wrote to stdout and stderr.
+struct run_result {
+  int exit_code = -1;
+  std::string output;
+};
+run_result run_floodgated(const std::vector<std::string>& args,
+                          std::chrono::milliseconds within = std::chrono::seconds(10));
+
+}  // namespace floodgate::test

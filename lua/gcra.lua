@@ -29,7 +29,7 @@ local function gcra(key, now, p, cost)
   local x = r + cost * w
   local q = floor_div(x, l)
   local na, nr = a + q, x - q * l  -- new = base + cost * W / L, remainder carried
-  if not gcra_fits(na, nr, now, l, bw) then
+  if cost > 0 and not gcra_fits(na, nr, now, l, bw) then  -- a peek is always allowed
     return reply(false, b, room, reset, na - now + ceil_div(nr - bw, l))
   end
   local out = reply(true, b, gcra_room(na, nr, now, l, w, bw), gcra_ceil_ahead(na, nr, now, l), 0)

@@ -39,7 +39,7 @@ decision decide(const gcra_state& s, std::int64_t now, const params& p, std::int
   if (cost > p.burst)
     return make_decision(false, p.burst, room(base, now, p), ceil_ahead(base, now, p), -1);
   const tat next = advance(base, cost, p);
-  if (!fits(next, now, p)) {
+  if (cost > 0 && !fits(next, now, p)) {  // a peek is always allowed, even far behind
     // ceil((d - B*W) / L), split like ceil_ahead
     const std::int64_t retry = next.whole - now + ceil_div(next.rem - p.burst * p.window, p.limit);
     return make_decision(false, p.burst, room(base, now, p), ceil_ahead(base, now, p), retry);

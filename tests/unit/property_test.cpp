@@ -145,3 +145,25 @@ TEST(property, exact_algorithms_admit_something_eventually) {
 
 }  // namespace
 }  // namespace floodgate::core
+
+namespace floodgate::core {
+namespace {
+
+TEST(clock_steps_back, a_peek_is_still_allowed_and_a_retry_still_exact) {
+  const params p{5, 1000, 5};  // capacity 5 for every algorithm
+  for (auto algo : {algorithm::token_bucket, algorithm::gcra, algorithm::sliding_log}) {
+    any_state s = empty_state(algo);
+    const std::int64_t t = 1'700'000'000'000;
+    commit(s, t, p, 5);
+    const std::int64_t back = t - 3'600'000;  // the clock steps back an hour
+    const decision peek = decide(s, back, p, 0);
+    EXPECT_TRUE(peek.allowed) << to_string(algo);
+    const decision denied = decide(s, back, p, 1);
+    ASSERT_FALSE(denied.allowed) << to_string(algo) << ": a step back must not refill";
+    EXPECT_FALSE(decide(s, back + denied.retry_after.count() - 1, p, 1).allowed) << to_string(algo);
+    EXPECT_TRUE(decide(s, back + denied.retry_after.count(), p, 1).allowed) << to_string(algo);
+  }
+}
+
+}  // namespace
+}  // namespace floodgate::core

@@ -3,6 +3,9 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <exception>
@@ -122,6 +125,16 @@ flags parse_flags(int argc, char** argv) {
   return f;
 }
 
+// Connections beyond what the file-descriptor limit allows would fail in accept() (and take
+// the descriptors the backend needs): cap them below it, keeping some for everything else.
+std::size_t connection_budget(std::size_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+  const auto fds = static_cast<std::size_t>(limit.rlim_cur);
+  const std::size_t reserve = std::min<std::size_t>(64, fds / 2);
+  return std::max<std::size_t>(1, std::min(wanted, fds - reserve));
+}
+
 void setup_logging(spdlog::level::level_enum level) {
   auto logger = spdlog::stderr_logger_mt("floodgated");
   logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
@@ -144,6 +157,7 @@ int main(int argc, char** argv) {
     server_options options;
     options.host = f.host;
     options.port = f.port;
+    options.max_connections = connection_budget(options.max_connections);
     limiter_options.max_key_size = options.limits.max_key_size;
     limiter_options.max_items = options.limits.max_items;
     auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},

@@ -482,9 +482,9 @@ int server::run() {
   std::size_t threads = s.options.threads;
   if (threads == 0) threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8);
   const auto bound = s.acceptor.local_endpoint();
-  spdlog::info("msg=\"listening\" address={} port={} threads={} backend={}",
+  spdlog::info("msg=\"listening\" address={} port={} threads={} max_connections={} backend={}",
                quote(bound.address().to_string()), bound.port(), threads,
-               quote(s.limiter->get_backend().kind()));
+               s.options.max_connections, quote(s.limiter->get_backend().kind()));
 
   auto work = [&s] {
     for (;;) {

@@ -2,7 +2,9 @@
 // connection within the read deadline, and the server keeps serving everyone else.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
@@ -147,6 +149,35 @@ TEST(bad_http, slow_clients_are_closed_at_the_header_deadline_while_others_are_s
   EXPECT_GE(took, 4500ms);
   EXPECT_LT(took, 7s);
   expect_still_serving(fg);
+}
+
+// Connections are capped (below the descriptor limit: 100 here, so 50): one more gets a 503 and
+// is closed; once one closes, a new one is served.
+TEST(bad_http, connections_over_the_cap_get_503_and_are_closed) {
+  floodgated_process::options opts;
+  opts.max_open_files = 100;
+  floodgated_process fg(rules, opts);
+  ASSERT_NE(fg.log().find("max_connections=50"), std::string::npos) << fg.log();
+  std::vector<std::unique_ptr<http_connection>> open;
+  for (int i = 0; i < 50; ++i) {
+    open.push_back(std::make_unique<http_connection>(fg.port()));
+    ASSERT_EQ(open.back()->request("GET", "/healthz").status, 200) << i;
+  }
+  http_connection extra(fg.port());
+  const auto r = extra.read_reply();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("too many open connections"), std::string::npos);
+  EXPECT_TRUE(extra.closed_by_peer(2s));
+  // The served ones are unaffected.
+  EXPECT_EQ(open.front()->request("GET", "/healthz").status, 200);
+  open.pop_back();
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  int status = 0;
+  while (status != 200 && std::chrono::steady_clock::now() < deadline) {
+    status = http_request_once(fg.port(), "GET", "/healthz").status;
+    if (status != 200) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(status, 200) << "a freed slot is used again";
 }
 
 }  // namespace

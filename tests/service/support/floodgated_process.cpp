@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +29,8 @@ std::string make_temp_dir() {
 }
 
 // Forks and execs floodgated with stdout and stderr going to `log_path`.
-pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
+pid_t spawn(const std::vector<std::string>& args, const std::string& log_path,
+            int max_open_files = 0) {
   std::vector<std::string> argv_s = {FLOODGATED_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   const pid_t pid = ::fork();
@@ -38,6 +40,10 @@ pid_t spawn(const std::vector<std::string>& args, const std::string& log_path) {
     if (fd >= 0) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
+    }
+    if (max_open_files > 0) {
+      const rlimit limit{static_cast<rlim_t>(max_open_files), static_cast<rlim_t>(max_open_files)};
+      ::setrlimit(RLIMIT_NOFILE, &limit);
     }
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
@@ -70,7 +76,7 @@ floodgated_process::floodgated_process(const std::string& rules_yaml, options op
   std::vector<std::string> args = {"--config", rules_path_, "--listen", "127.0.0.1:0",
                                    "--log-level", opts.log_level};
   args.insert(args.end(), opts.extra_args.begin(), opts.extra_args.end());
-  pid_ = spawn(args, log_path_);
+  pid_ = spawn(args, log_path_, opts.max_open_files);
   if (!opts.wait_until_serving) return;
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

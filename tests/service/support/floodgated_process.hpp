@@ -23,6 +23,7 @@ class floodgated_process {
     std::vector<std::string> extra_args;  // e.g. {"--redis", url}
     std::string log_level = "info";
     bool wait_until_serving = true;
+    int max_open_files = 0;  // RLIMIT_NOFILE for the process; 0 leaves it alone
   };
 
   explicit floodgated_process(const std::string& rules_yaml) : floodgated_process(rules_yaml, options{}) {}

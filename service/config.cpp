@@ -109,8 +109,10 @@ class parser {
     const auto algo_text = string_field(what, "algorithm", algo_field);
     const auto algo = parse_algorithm(algo_text);
     if (!algo)
-      fail(algo_field.second, what + ": algorithm must be one of sliding_log, sliding_window, "
-                                     "fixed_window, token_bucket, gcra (got '" + algo_text + "')");
+      fail(algo_field.second, what +
+                                  ": algorithm must be one of sliding_log, sliding_window, "
+                                  "fixed_window, token_bucket, gcra (got '" +
+                                  algo_text + "')");
 
     const auto limit = int_field(what, "limit", required("limit"));
 
@@ -118,8 +120,9 @@ class parser {
     const auto window_text = string_field(what, "window", window_field);
     const auto window = parse_duration(window_text);
     if (!window)
-      fail(window_field.second, what + ": window must be a duration such as 500ms, 60s, 5m or 1h (got '" +
-                                    window_text + "')");
+      fail(window_field.second,
+           what + ": window must be a duration such as 500ms, 60s, 5m or 1h (got '" + window_text +
+               "')");
 
     std::optional<std::int64_t> burst;
     if (auto it = fields.find("burst"); it != fields.end())
@@ -130,7 +133,8 @@ class parser {
       const auto text = string_field(what, "failure_mode", it->second);
       const auto mode = parse_failure_mode(text);
       if (!mode)
-        fail(it->second.second, what + ": failure_mode must be open or closed (got '" + text + "')");
+        fail(it->second.second,
+             what + ": failure_mode must be open or closed (got '" + text + "')");
       on_failure = *mode;
     }
 

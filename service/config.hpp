@@ -2,12 +2,12 @@
 //
 //   rules:
 //     - name: api
-//       algorithm: sliding_log      # sliding_log | sliding_window | fixed_window | token_bucket | gcra
+//       algorithm: sliding_log   # or sliding_window, fixed_window, token_bucket, gcra
 //       limit: 100
-//       window: 60s                 # ms, s, m, h
-//       burst: 20                   # token_bucket and gcra only
-//       failure_mode: open          # open | closed (default: closed)
-//       key: header:X-Api-Key       # for /v1/auth: header:NAME or remote_addr (default)
+//       window: 60s              # ms, s, m, h
+//       burst: 20                # token_bucket and gcra only
+//       failure_mode: open       # open | closed (default: closed)
+//       key: header:X-Api-Key    # for /v1/auth: header:NAME or remote_addr (default)
 //
 //   auto cfg = floodgate::service::load_config("rules.yaml");  // throws config_error
 //   if (const rule* r = cfg.find("api")) ...

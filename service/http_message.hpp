@@ -3,7 +3,7 @@
 // The server converts Beast's messages to and from these, so the handler, its tests and
 // everything else here build without Beast (one TU with Beast costs ~20 s of compile time).
 //
-//   http_request req{"POST", "/v1/check", {{"Content-Type", "application/json"}}, body, "10.0.0.1"};
+//   http_request req{"POST", "/v1/check", {{"Content-Type", "application/json"}}, body, ip};
 //   http_response res = ...;
 //   res.header("Retry-After");  // case-insensitive, first match
 #pragma once
@@ -22,9 +22,9 @@ using header_list = std::vector<std::pair<std::string, std::string>>;
 std::optional<std::string_view> find_header(const header_list& headers, std::string_view name);
 
 struct http_request {
-  std::string method;        // "GET", "POST", ... as received
-  std::string target;        // origin-form: path and optional "?query"
-  header_list headers;       // as received, in order
+  std::string method;   // "GET", "POST", ... as received
+  std::string target;   // origin-form: path and optional "?query"
+  header_list headers;  // as received, in order
   std::string body;
   std::string peer_address;  // the TCP peer, e.g. "127.0.0.1"
 

@@ -2,7 +2,6 @@
 // serving lives in server.cpp.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
-
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -26,7 +25,8 @@ namespace {
 
 using namespace floodgate::service;
 
-constexpr const char* usage = R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--log-level LEVEL]
+constexpr const char* usage =
+    R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--log-level LEVEL]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 

@@ -8,7 +8,7 @@ namespace floodgate::service {
 namespace {
 
 constexpr std::array<std::string_view, 8> error_kind_names = {
-    "timeout",  "not_connected",  "server_busy",   "out_of_memory",
+    "timeout",      "not_connected",  "server_busy",   "out_of_memory",
     "server_error", "protocol_error", "shutting_down", "other"};
 
 std::size_t error_kind(std::error_code ec) {
@@ -27,8 +27,7 @@ void append_double(std::string& out, double v) {
   out += buf;
 }
 
-void header(std::string& out, std::string_view name, std::string_view type,
-            std::string_view help) {
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
   out.append("# HELP ").append(name).append(" ").append(help).append("\n");
   out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
@@ -43,10 +42,14 @@ std::string_view to_string(verdict v) noexcept {
 
 verdict verdict_of(const multi_check_result& r) noexcept {
   switch (r.outcome) {
-    case outcome::allowed: return verdict::allowed;
-    case outcome::over_limit: return verdict::denied;
-    case outcome::backend_error: return r.allowed() ? verdict::degraded : verdict::failed;
-    case outcome::invalid_request: break;
+    case outcome::allowed:
+      return verdict::allowed;
+    case outcome::over_limit:
+      return verdict::denied;
+    case outcome::backend_error:
+      return r.allowed() ? verdict::degraded : verdict::failed;
+    case outcome::invalid_request:
+      break;
   }
   return verdict::invalid;
 }
@@ -62,7 +65,9 @@ void metrics::record_decision(std::string_view rule, verdict v) {
   }
   // Rules are few and never forgotten (counters must not go backwards across reloads).
   std::unique_lock lock(decisions_mutex_);
-  decisions_.try_emplace(std::string(rule)).first->second[i].fetch_add(1, std::memory_order_relaxed);
+  decisions_.try_emplace(std::string(rule))
+      .first->second[i]
+      .fetch_add(1, std::memory_order_relaxed);
 }
 
 void metrics::record_backend_call(std::chrono::nanoseconds latency, std::error_code error) {
@@ -124,8 +129,10 @@ std::string metrics::render() const {
   for (std::size_t b = 0; b <= latency_buckets.size(); ++b) {
     cumulative += latency_counts_[b].load(std::memory_order_relaxed);
     out.append("floodgate_backend_latency_seconds_bucket{le=\"");
-    if (b < latency_buckets.size()) append_double(out, latency_buckets[b]);
-    else out.append("+Inf");
+    if (b < latency_buckets.size())
+      append_double(out, latency_buckets[b]);
+    else
+      out.append("+Inf");
     out.append("\"} ").append(std::to_string(cumulative)).append("\n");
   }
   out.append("floodgate_backend_latency_seconds_sum ");

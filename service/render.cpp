@@ -36,7 +36,8 @@ http_response error_response(int status, std::string_view message) {
 }
 
 http_response render(const check_plan& plan, const multi_check_result& result) {
-  if (result.outcome == outcome::invalid_request) return error_response(400, result.error.message());
+  if (result.outcome == outcome::invalid_request)
+    return error_response(400, result.error.message());
   if (result.decisions.size() != plan.items.size())
     return error_response(500, "internal error: the backend answered a different number of items");
 
@@ -60,8 +61,8 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
 
   http_response res;
   if (failed && !allowed) {
-    res = error_response(503, "backend unavailable (" + result.error.message() +
-                                  ") and the rule fails closed");
+    res = error_response(
+        503, "backend unavailable (" + result.error.message() + ") and the rule fails closed");
   } else if (plan.kind == check_plan::style::auth) {
     res.status = allowed ? 204 : 403;
   } else if (plan.kind == check_plan::style::json) {

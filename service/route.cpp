@@ -17,7 +17,9 @@ std::string quoted(std::string_view s) {
   return "'" + std::string(s.substr(0, max)) + (s.size() > max ? "...'" : "'");
 }
 
-http_response bad_request(std::string_view message) { return error_response(400, message); }
+http_response bad_request(std::string_view message) {
+  return error_response(400, message);
+}
 
 http_response method_not_allowed(std::string_view allow) {
   auto res = error_response(405, "method not allowed; use " + std::string(allow));
@@ -25,7 +27,9 @@ http_response method_not_allowed(std::string_view allow) {
   return res;
 }
 
-bool get_or_head(const http_request& req) { return req.method == "GET" || req.method == "HEAD"; }
+bool get_or_head(const http_request& req) {
+  return req.method == "GET" || req.method == "HEAD";
+}
 
 // One {"rule", "key", "cost"} object into `out`; an error message otherwise.
 std::optional<std::string> parse_item(const json::object& o, const config& rules,
@@ -34,10 +38,14 @@ std::optional<std::string> parse_item(const json::object& o, const config& rules
   const json::value* key_v = nullptr;
   const json::value* cost_v = nullptr;
   for (const auto& kv : o) {
-    if (kv.key() == "rule") rule_v = &kv.value();
-    else if (kv.key() == "key") key_v = &kv.value();
-    else if (kv.key() == "cost") cost_v = &kv.value();
-    else return "unknown field " + quoted(kv.key());
+    if (kv.key() == "rule")
+      rule_v = &kv.value();
+    else if (kv.key() == "key")
+      key_v = &kv.value();
+    else if (kv.key() == "cost")
+      cost_v = &kv.value();
+    else
+      return "unknown field " + quoted(kv.key());
   }
   if (!rule_v) return std::string("missing field 'rule'");
   if (!rule_v->is_string()) return std::string("'rule' must be a string");
@@ -165,9 +173,9 @@ route_result route(const http_request& req, std::shared_ptr<const config> rules,
     if (!get_or_head(req)) return method_not_allowed("GET, HEAD");
     return parse_auth(req, path.substr(auth_prefix.size()), std::move(rules), limits);
   }
-  for (const auto& [name, p] : {std::pair{"/healthz", probe::healthz},
-                                std::pair{"/readyz", probe::readyz},
-                                std::pair{"/metrics", probe::metrics}}) {
+  for (const auto& [name, p] :
+       {std::pair{"/healthz", probe::healthz}, std::pair{"/readyz", probe::readyz},
+        std::pair{"/metrics", probe::metrics}}) {
     if (path != name) continue;
     if (!get_or_head(req)) return method_not_allowed("GET, HEAD");
     return p;

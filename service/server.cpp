@@ -4,6 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -15,9 +18,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
-#include <algorithm>
-#include <array>
 #include <csignal>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -70,17 +72,22 @@ struct server::impl {
   void wait_for_signal();
   void begin_drain();
   void session_closed(session* s);
+  void warn_backend_error(std::error_code ec);
 
   server_options options;
   config_store& store;
   metrics& stats;
   std::function<void()> on_reload;
+  // When a backend error was last logged (steady ms): at most one line a second.
+  std::atomic<std::int64_t> backend_warned_at{std::numeric_limits<std::int64_t>::min() / 2};
+  std::atomic<std::uint64_t> backend_errors_unlogged{0};
 
   // Sessions register here so a drain can reach them. Declared before io_context: sessions
   // still referenced by queued handlers die with it and deregister on the way.
   std::mutex sessions_mutex;
   std::unordered_map<session*, std::weak_ptr<session>> sessions;
   bool draining = false;  // under sessions_mutex
+  bool stopped = false;   // under sessions_mutex: the I/O threads are gone, post nothing more
 
   asio::io_context io;
   // The listener, signals and drain timer share one strand.
@@ -114,7 +121,8 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void start() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(); });
+    asio::dispatch(stream_.get_executor(),
+                   [self = shared_from_this()] { self->wait_for_request(); });
   }
 
   // SIGTERM: a connection waiting for (or reading) a request closes now; one whose request is
@@ -134,8 +142,10 @@ class session : public std::enable_shared_from_this<session> {
     if (draining_) return close();
     if (buffer_.size() > 0) return read_header();  // a pipelined request is already here
     // A new connection's header deadline runs from accept; a kept-alive one idles first.
-    if (first_request_) stream_.expires_at(deadline_);
-    else stream_.expires_after(server_.options.idle_timeout);
+    if (first_request_)
+      stream_.expires_at(deadline_);
+    else
+      stream_.expires_after(server_.options.idle_timeout);
     stream_.async_read_some(buffer_.prepare(4096),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->on_first_bytes(ec, n);
@@ -155,10 +165,9 @@ class session : public std::enable_shared_from_this<session> {
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
     parser_->body_limit(server_.options.max_body_bytes);
     stream_.expires_at(deadline_);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                              self->on_header(ec);
-                            });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
@@ -224,9 +233,10 @@ class session : public std::enable_shared_from_this<session> {
         items, [self = shared_from_this(), plan, start, &stats](multi_check_result r) {
           // May run inline or on a backend thread: count here, render on the strand.
           if (r.outcome != outcome::invalid_request)
-            stats.record_backend_call(std::chrono::steady_clock::now() - start,
-                                      r.outcome == outcome::backend_error ? r.error
-                                                                          : std::error_code{});
+            stats.record_backend_call(
+                std::chrono::steady_clock::now() - start,
+                r.outcome == outcome::backend_error ? r.error : std::error_code{});
+          if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
           auto executor = self->stream_.get_executor();
           asio::post(executor, [self = std::move(self), plan = std::move(plan),
                                 r = std::move(r)]() mutable { self->decided(*plan, r); });
@@ -246,12 +256,14 @@ class session : public std::enable_shared_from_this<session> {
 
   http_response answer(probe p) {
     switch (p) {
-      case probe::healthz: return render_health();
+      case probe::healthz:
+        return render_health();
       case probe::readyz: {
         auto& b = server_.limiter->get_backend();
         return render_ready(b.healthy(), b.kind());
       }
-      case probe::metrics: break;
+      case probe::metrics:
+        break;
     }
     return render_metrics(server_.stats.render());
   }
@@ -449,14 +461,33 @@ void server::impl::begin_drain() {
     io.stop();
   });
   std::lock_guard lock(sessions_mutex);
-  if (sessions.empty()) asio::post(strand, [this] { signals.cancel(); drain_timer.cancel(); });
+  if (sessions.empty())
+    asio::post(strand, [this] {
+      signals.cancel();
+      drain_timer.cancel();
+    });
+}
+
+void server::impl::warn_backend_error(std::error_code ec) {
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+  auto last = backend_warned_at.load(std::memory_order_relaxed);
+  if (now - last < 1000 || !backend_warned_at.compare_exchange_strong(last, now)) {
+    backend_errors_unlogged.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  spdlog::warn(
+      "msg=\"backend error; rules apply their failure_mode\" error={} "
+      "more_since_last_line={}",
+      quote(ec.message()), backend_errors_unlogged.exchange(0));
 }
 
 void server::impl::session_closed(session* s) {
   std::lock_guard lock(sessions_mutex);
   sessions.erase(s);
   // The last connection of a drain: nothing keeps the I/O threads busy once these are gone.
-  if (draining && sessions.empty())
+  if (draining && sessions.empty() && !stopped)
     asio::post(strand, [this] {
       signals.cancel();
       drain_timer.cancel();
@@ -483,8 +514,8 @@ int server::run() {
   if (threads == 0) threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8);
   const auto bound = s.acceptor.local_endpoint();
   spdlog::info("msg=\"listening\" address={} port={} threads={} max_connections={} backend={}",
-               quote(bound.address().to_string()), bound.port(), threads,
-               s.options.max_connections, quote(s.limiter->get_backend().kind()));
+               quote(bound.address().to_string()), bound.port(), threads, s.options.max_connections,
+               quote(s.limiter->get_backend().kind()));
 
   auto work = [&s] {
     for (;;) {
@@ -501,6 +532,10 @@ int server::run() {
   for (std::size_t i = 1; i < threads; ++i) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
+  {
+    std::lock_guard lock(s.sessions_mutex);
+    s.stopped = true;
+  }
   spdlog::info("msg=\"stopped\"");
   return 0;
 }

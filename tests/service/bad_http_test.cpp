@@ -14,27 +14,29 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const char* const rules = "rules:\n  - {name: api, algorithm: sliding_log, limit: 100, window: 1m}\n";
+const char* const rules =
+    "rules:\n  - {name: api, algorithm: sliding_log, limit: 100, window: 1m}\n";
 
 // Every test ends by checking the server still serves a fresh client.
 void expect_still_serving(const floodgated_process& fg) {
-  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", R"({"rule":"api","key":"ok"})").status,
-            200);
+  EXPECT_EQ(
+      http_request_once(fg.port(), "POST", "/v1/check", R"({"rule":"api","key":"ok"})").status,
+      200);
 }
 
 TEST(bad_http, malformed_json_and_wrong_types_are_400_and_the_connection_stays_usable) {
   floodgated_process fg(rules);
   http_connection c(fg.port());
-  for (const char* body : {"{", "nonsense", R"({"rule":"api","key":1})",
-                           R"({"rule":"api","key":"k","cost":-1})",
-                           R"({"rule":"api","key":"k","cost":101})", R"({"rule":"x","key":"k"})"}) {
+  for (const char* body :
+       {"{", "nonsense", R"({"rule":"api","key":1})", R"({"rule":"api","key":"k","cost":-1})",
+        R"({"rule":"api","key":"k","cost":101})", R"({"rule":"x","key":"k"})"}) {
     const auto r = c.request("POST", "/v1/check", body);
     EXPECT_EQ(r.status, 400) << body;
     EXPECT_NE(r.body.find("\"error\""), std::string::npos) << r.body;
   }
   EXPECT_EQ(c.request("POST", "/v1/check", R"({"rule":"api","key":"k"})").status, 200);
-  const auto long_key = c.request("POST", "/v1/check",
-                                  R"({"rule":"api","key":")" + std::string(1025, 'k') + "\"}");
+  const auto long_key =
+      c.request("POST", "/v1/check", R"({"rule":"api","key":")" + std::string(1025, 'k') + "\"}");
   EXPECT_EQ(long_key.status, 400);
   EXPECT_EQ(c.request("GET", "/v1/check").status, 405);
   EXPECT_EQ(c.request("GET", "/nowhere").status, 404);
@@ -54,8 +56,9 @@ TEST(bad_http, oversized_body_is_413_and_closed) {
 TEST(bad_http, oversized_body_announced_with_expect_continue_is_413_without_sending_it) {
   floodgated_process fg(rules);
   http_connection c(fg.port());
-  ASSERT_TRUE(c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n"
-                         "Expect: 100-continue\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n"
+                 "Expect: 100-continue\r\n\r\n"));
   EXPECT_EQ(c.read_reply().status, 413);
   expect_still_serving(fg);
 }
@@ -83,11 +86,12 @@ TEST(bad_http, oversized_headers_are_431) {
 
 TEST(bad_http, content_length_with_transfer_encoding_is_400_and_closed) {
   floodgated_process fg(rules);
-  for (const char* request :
-       {"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-        "0\r\n\r\n",
-        "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
-        "0\r\n\r\n"}) {
+  for (const char* request : {"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                              "5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "0\r\n\r\n",
+                              "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+                              "chunked\r\nContent-Length: 5\r\n\r\n"
+                              "0\r\n\r\n"}) {
     http_connection c(fg.port());
     ASSERT_TRUE(c.send_raw(request));
     EXPECT_EQ(c.read_reply().status, 400) << request;
@@ -102,8 +106,9 @@ TEST(bad_http, chunked_bodies_are_fine) {
   const std::string body = R"({"rule":"api","key":"k"})";
   char size[16];
   std::snprintf(size, sizeof size, "%zx", body.size());
-  ASSERT_TRUE(c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                         std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                 std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n"));
   EXPECT_EQ(c.read_reply().status, 200);
 }
 
@@ -122,9 +127,10 @@ TEST(bad_http, garbage_is_400_and_closed) {
 TEST(bad_http, pipelined_requests_are_answered_in_order) {
   floodgated_process fg(rules);
   http_connection c(fg.port());
-  ASSERT_TRUE(c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-                         "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
-                         "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                 "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
+                 "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"));
   EXPECT_EQ(c.read_reply().status, 200);
   EXPECT_EQ(c.read_reply().status, 404);
   EXPECT_EQ(c.read_reply().status, 200);

@@ -1,12 +1,13 @@
 // The config file: every bad file names the file, the line and the problem.
+#include "config.hpp"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
-#include "config.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service {
@@ -49,8 +50,8 @@ rules:
   ASSERT_EQ(cfg.rules().size(), 3u);
   const rule* api = cfg.find("api");
   ASSERT_NE(api, nullptr);
-  EXPECT_EQ(api->policy, policy("api", algorithm::sliding_log, 100, 60s, std::nullopt,
-                                failure_mode::open));
+  EXPECT_EQ(api->policy,
+            policy("api", algorithm::sliding_log, 100, 60s, std::nullopt, failure_mode::open));
   EXPECT_EQ(api->key.from, key_source::kind::header);
   EXPECT_EQ(api->key.header, "X-Api-Key");
   EXPECT_EQ(api->key.describe(), "header:X-Api-Key");
@@ -101,11 +102,15 @@ TEST(config, bad_files_name_file_line_and_problem) {
        "rules.yaml:4: rule 'api': limit must be an integer (got '100')"},
       {api + "    limit: 1.5\n    window: 60s\n",
        "rules.yaml:4: rule 'api': limit must be an integer (got '1.5')"},
-      {api + "    limit: [1]\n    window: 60s\n", "rules.yaml:4: rule 'api': limit must be an integer"},
+      {api + "    limit: [1]\n    window: 60s\n",
+       "rules.yaml:4: rule 'api': limit must be an integer"},
       {api + "    limit: 10\n    window: 60\n",
-       "rules.yaml:5: rule 'api': window must be a duration such as 500ms, 60s, 5m or 1h (got '60')"},
-      {api + "    limit: 10\n    window: 1.5s\n", "rules.yaml:5: rule 'api': window must be a duration..."},
-      {api + "    limit: 10\n    window: -1s\n", "rules.yaml:5: rule 'api': window must be a duration..."},
+       "rules.yaml:5: rule 'api': window must be a duration such as 500ms, 60s, 5m or 1h (got "
+       "'60')"},
+      {api + "    limit: 10\n    window: 1.5s\n",
+       "rules.yaml:5: rule 'api': window must be a duration..."},
+      {api + "    limit: 10\n    window: -1s\n",
+       "rules.yaml:5: rule 'api': window must be a duration..."},
       {api + "    limit: 10\n    window: 99999999999999999999h\n",
        "rules.yaml:5: rule 'api': window must be a duration..."},
       {"  - name: api\n    algorithm: leaky\n    limit: 1\n    window: 1s\n",
@@ -154,7 +159,8 @@ TEST(config, bad_documents) {
   EXPECT_EQ(error_for("limits: []\n"), "rules.yaml:1: unknown top-level field 'limits'");
   EXPECT_EQ(error_for("rules: 5\n"), "rules.yaml:1: 'rules' must be a list of rules");
   EXPECT_EQ(error_for("rules: []\n"), "rules.yaml:1: 'rules' must hold at least one rule");
-  EXPECT_EQ(error_for("rules:\n  - name: a\n  bad: [\n").substr(0, 26), "rules.yaml:3: invalid YAML");
+  EXPECT_EQ(error_for("rules:\n  - name: a\n  bad: [\n").substr(0, 26),
+            "rules.yaml:3: invalid YAML");
   EXPECT_EQ(error_for("rules:\n\t- name: a\n").substr(0, 26), "rules.yaml:2: invalid YAML");
 }
 
@@ -164,7 +170,8 @@ TEST(config, load_config_names_the_path_as_given) {
   std::filesystem::create_directories(dir);
   const auto path = (dir / "mine.yaml").string();
   {
-    std::ofstream(path) << "rules:\n  - name: x\n    algorithm: gcra\n    limit: 0\n    window: 1s\n";
+    std::ofstream(path)
+        << "rules:\n  - name: x\n    algorithm: gcra\n    limit: 0\n    window: 1s\n";
   }
   try {
     load_config(path);

@@ -1,11 +1,12 @@
 // The pure handler: request → plan or error, (plan, decision) → response. No sockets.
+#include "handler.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
 #include "floodgate/floodgate.hpp"
-#include "handler.hpp"
 #include "ratelimit_headers.hpp"
 
 namespace floodgate::service {
@@ -16,8 +17,9 @@ namespace json = boost::json;
 
 std::shared_ptr<const config> test_rules() {
   std::vector<rule> rules;
-  rules.push_back({policy("api", algorithm::sliding_log, 100, 60s, std::nullopt, failure_mode::open),
-                   {key_source::kind::header, "X-Api-Key"}});
+  rules.push_back(
+      {policy("api", algorithm::sliding_log, 100, 60s, std::nullopt, failure_mode::open),
+       {key_source::kind::header, "X-Api-Key"}});
   rules.push_back({policy("ip", algorithm::gcra, 10, 1s, 20, failure_mode::closed), {}});
   rules.push_back({policy("fast", algorithm::fixed_window, 3, 500ms), {}});
   return std::make_shared<const config>(std::move(rules));
@@ -39,11 +41,14 @@ http_response routed_error(const http_request& req) {
   return {};
 }
 
-check_plan routed_plan(const http_request& req, std::shared_ptr<const config> rules = test_rules()) {
+check_plan routed_plan(const http_request& req,
+                       std::shared_ptr<const config> rules = test_rules()) {
   auto r = route(req, std::move(rules));
   if (auto* plan = std::get_if<check_plan>(&r)) return std::move(*plan);
-  if (auto* res = std::get_if<http_response>(&r)) ADD_FAILURE() << res->status << " " << res->body;
-  else ADD_FAILURE() << "routed to a probe";
+  if (auto* res = std::get_if<http_response>(&r))
+    ADD_FAILURE() << res->status << " " << res->body;
+  else
+    ADD_FAILURE() << "routed to a probe";
   return {};
 }
 
@@ -234,9 +239,10 @@ TEST(render, allowed_check_is_200_with_ratelimit_headers) {
   const auto res =
       render(plan, result_of(outcome::allowed, {make_decision(true, 100, 99, 60000ms, 0ms)}));
   EXPECT_EQ(res.status, 200);
-  EXPECT_EQ(res.body,
-            R"({"allowed":true,"limit":100,"remaining":99,"reset_after_ms":60000,"retry_after_ms":0})"
-            "\n");
+  EXPECT_EQ(
+      res.body,
+      R"({"allowed":true,"limit":100,"remaining":99,"reset_after_ms":60000,"retry_after_ms":0})"
+      "\n");
   EXPECT_EQ(res.header("RateLimit-Policy").value_or(""), R"("api";q=100;w=60)");
   EXPECT_EQ(res.header("RateLimit").value_or(""), R"("api";r=99;t=60)");
   EXPECT_FALSE(res.header("Retry-After"));
@@ -244,8 +250,8 @@ TEST(render, allowed_check_is_200_with_ratelimit_headers) {
 
 TEST(render, denied_check_is_429_with_retry_after_rounded_up) {
   const auto plan = routed_plan(post_check(R"({"rule":"api","key":"alice"})"));
-  const auto res = render(
-      plan, result_of(outcome::over_limit, {make_decision(false, 100, 0, 59001ms, 1001ms)}));
+  const auto res =
+      render(plan, result_of(outcome::over_limit, {make_decision(false, 100, 0, 59001ms, 1001ms)}));
   EXPECT_EQ(res.status, 429);
   auto body = body_of(res);
   EXPECT_EQ(body["allowed"].as_bool(), false);
@@ -259,9 +265,9 @@ TEST(render, denied_check_is_429_with_retry_after_rounded_up) {
 
 TEST(render, fail_open_backend_error_is_200_degraded_without_live_counters) {
   const auto plan = routed_plan(post_check(R"({"rule":"api","key":"alice"})"));
-  const auto res = render(plan, result_of(outcome::backend_error,
-                                          {make_decision(true, 100, 0, 0ms, 0ms)},
-                                          make_error_code(errc::timeout)));
+  const auto res =
+      render(plan, result_of(outcome::backend_error, {make_decision(true, 100, 0, 0ms, 0ms)},
+                             make_error_code(errc::timeout)));
   EXPECT_EQ(res.status, 200);
   auto body = body_of(res);
   EXPECT_EQ(body["allowed"].as_bool(), true);
@@ -273,9 +279,9 @@ TEST(render, fail_open_backend_error_is_200_degraded_without_live_counters) {
 
 TEST(render, fail_closed_backend_error_is_503) {
   const auto plan = routed_plan(post_check(R"({"rule":"ip","key":"1.2.3.4"})"));
-  const auto res = render(plan, result_of(outcome::backend_error,
-                                          {make_decision(false, 20, 0, 0ms, 0ms)},
-                                          make_error_code(errc::not_connected)));
+  const auto res =
+      render(plan, result_of(outcome::backend_error, {make_decision(false, 20, 0, 0ms, 0ms)},
+                             make_error_code(errc::not_connected)));
   EXPECT_EQ(res.status, 503);
   EXPECT_NE(error_of(res).find("backend unavailable"), std::string::npos);
   EXPECT_FALSE(res.header("RateLimit"));
@@ -293,19 +299,22 @@ TEST(render, invalid_request_result_is_400) {
 
 TEST(render, auth_answers_204_or_403_for_nginx) {
   const auto plan = routed_plan(get_auth("ip", {{"X-Real-IP", "1.2.3.4"}}));
-  const auto ok = render(plan, result_of(outcome::allowed, {make_decision(true, 20, 19, 100ms, 0ms)}));
+  const auto ok =
+      render(plan, result_of(outcome::allowed, {make_decision(true, 20, 19, 100ms, 0ms)}));
   EXPECT_EQ(ok.status, 204);
   EXPECT_TRUE(ok.body.empty());
   EXPECT_EQ(ok.header("RateLimit-Policy").value_or(""), R"("ip";q=10;w=1)");
   EXPECT_EQ(ok.header("RateLimit").value_or(""), R"("ip";r=19;t=1)");
 
-  const auto no = render(plan, result_of(outcome::over_limit, {make_decision(false, 20, 0, 2000ms, 100ms)}));
+  const auto no =
+      render(plan, result_of(outcome::over_limit, {make_decision(false, 20, 0, 2000ms, 100ms)}));
   EXPECT_EQ(no.status, 403);
   EXPECT_EQ(no.header("Retry-After").value_or(""), "1");
   EXPECT_EQ(no.header("RateLimit").value_or(""), R"("ip";r=0;t=2)");
 
-  const auto down = render(plan, result_of(outcome::backend_error, {make_decision(false, 20, 0, 0ms, 0ms)},
-                                           make_error_code(errc::timeout)));
+  const auto down =
+      render(plan, result_of(outcome::backend_error, {make_decision(false, 20, 0, 0ms, 0ms)},
+                             make_error_code(errc::timeout)));
   EXPECT_EQ(down.status, 503);
 }
 
@@ -323,7 +332,8 @@ TEST(render, multi_check_reports_the_combined_verdict_and_each_rule) {
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].as_object().at("rule").as_string(), "api");
   EXPECT_EQ(results[0].as_object().at("key").as_string(), "alice");
-  EXPECT_EQ(results[0].as_object().at("allowed").as_bool(), true) << "allowed alone; nothing consumed";
+  EXPECT_EQ(results[0].as_object().at("allowed").as_bool(), true)
+      << "allowed alone; nothing consumed";
   EXPECT_EQ(results[1].as_object().at("allowed").as_bool(), false);
   EXPECT_EQ(results[1].as_object().at("remaining").as_int64(), 1);
   EXPECT_EQ(denied.header("RateLimit-Policy").value_or(""), R"("api";q=100;w=60, "ip";q=10;w=1)");
@@ -339,16 +349,16 @@ TEST(render, multi_check_reports_the_combined_verdict_and_each_rule) {
 }
 
 TEST(render, multi_check_backend_error_fails_closed_if_any_rule_does) {
-  const auto plan = routed_plan(post_check(
-      R"({"rules":[{"rule":"api","key":"alice"},{"rule":"ip","key":"1.2.3.4"}]})"));
+  const auto plan = routed_plan(
+      post_check(R"({"rules":[{"rule":"api","key":"alice"},{"rule":"ip","key":"1.2.3.4"}]})"));
   const auto res = render(plan, result_of(outcome::backend_error,
                                           {make_decision(true, 100, 0, 0ms, 0ms),
                                            make_decision(false, 20, 0, 0ms, 0ms)},
                                           make_error_code(errc::timeout)));
   EXPECT_EQ(res.status, 503);
 
-  const auto open_plan = routed_plan(post_check(
-      R"({"rules":[{"rule":"api","key":"alice"},{"rule":"api","key":"bob"}]})"));
+  const auto open_plan = routed_plan(
+      post_check(R"({"rules":[{"rule":"api","key":"alice"},{"rule":"api","key":"bob"}]})"));
   const auto open = render(open_plan, result_of(outcome::backend_error,
                                                 {make_decision(true, 100, 0, 0ms, 0ms),
                                                  make_decision(true, 100, 0, 0ms, 0ms)},

@@ -1,8 +1,9 @@
 // Prometheus text: names, labels, cumulative buckets, and room for other collectors.
+#include "metrics.hpp"
+
 #include <gtest/gtest.h>
 
 #include "floodgate/errors.hpp"
-#include "metrics.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -58,8 +59,9 @@ TEST(metrics, connections_reloads_responses_and_extra_collectors) {
   m.record_response(429);
   m.record_response(299);
   m.add_collector([](std::string& out) {
-    out += "# HELP floodgate_script_reloads_total Scripts reloaded after NOSCRIPT.\n"
-           "# TYPE floodgate_script_reloads_total counter\nfloodgate_script_reloads_total 7\n";
+    out +=
+        "# HELP floodgate_script_reloads_total Scripts reloaded after NOSCRIPT.\n"
+        "# TYPE floodgate_script_reloads_total counter\nfloodgate_script_reloads_total 7\n";
   });
   const auto text = m.render();
   EXPECT_TRUE(has_line(text, "floodgate_open_connections 1")) << text;

@@ -16,7 +16,8 @@ namespace {
 using namespace std::chrono_literals;
 
 const char* const rules =
-    "rules:\n  - {name: api, algorithm: sliding_log, limit: 15, window: 1h, key: \"header:X-Api-Key\"}\n";
+    "rules:\n  - {name: api, algorithm: sliding_log, limit: 15, window: 1h, key: "
+    "\"header:X-Api-Key\"}\n";
 
 TEST(nginx, clients_get_200_until_the_limit_then_429_and_the_app_never_sees_a_denial) {
   floodgated_process fg(rules);
@@ -40,8 +41,8 @@ TEST(nginx, clients_get_200_until_the_limit_then_429_and_the_app_never_sees_a_de
         } else if (r.status == 429) {
           ++limited;
           const auto retry = r.header("Retry-After");
-          if (!retry || std::stoi(*retry) < 1 || r.header("RateLimit-Policy").value_or("") !=
-                                                     R"("api";q=15;w=3600)")
+          if (!retry || std::stoi(*retry) < 1 ||
+              r.header("RateLimit-Policy").value_or("") != R"("api";q=15;w=3600)")
             ++bad_429;
         } else {
           ++other;
@@ -62,9 +63,9 @@ TEST(nginx, clients_get_200_until_the_limit_then_429_and_the_app_never_sees_a_de
   EXPECT_EQ(bob.header("RateLimit").value_or(""), R"("api";r=14;t=3600)");
   EXPECT_EQ(http_request_once(nginx.port(), "GET", "/api/x").status, 400);
   // auth_request asks with GET whatever the client's method, and never forwards the body.
-  EXPECT_EQ(http_request_once(nginx.port(), "POST", "/api/x", "payload", {{"X-Api-Key", "carol"}})
-                .status,
-            200);
+  EXPECT_EQ(
+      http_request_once(nginx.port(), "POST", "/api/x", "payload", {{"X-Api-Key", "carol"}}).status,
+      200);
   EXPECT_EQ(nginx.app_hits(17), 17u);
 }
 

@@ -18,7 +18,9 @@ namespace {
 namespace json = boost::json;
 using namespace std::chrono_literals;
 
-json::object json_of(const http_reply& r) { return json::parse(r.body).as_object(); }
+json::object json_of(const http_reply& r) {
+  return json::parse(r.body).as_object();
+}
 
 std::string check_body(const std::string& rule, const std::string& key, int cost = 1) {
   return R"({"rule":")" + rule + R"(","key":")" + key + R"(","cost":)" + std::to_string(cost) + "}";
@@ -45,7 +47,8 @@ TEST(floodgated, a_bad_config_stops_start_up_naming_file_and_line) {
   const std::string path = std::string(dir) + "/rules.yaml";
   {
     std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs("rules:\n  - name: api\n    algorithm: sliding_log\n    limit: 0\n    window: 60s\n", f);
+    std::fputs("rules:\n  - name: api\n    algorithm: sliding_log\n    limit: 0\n    window: 60s\n",
+               f);
     std::fclose(f);
   }
   const auto r = run_floodgated({"--config", path, "--listen", "127.0.0.1:0"});
@@ -70,8 +73,8 @@ TEST(floodgated, a_busy_port_stops_start_up) {
     std::fputs("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n", f);
     std::fclose(f);
   }
-  const auto r = run_floodgated(
-      {"--config", path, "--listen", "127.0.0.1:" + std::to_string(first.port())});
+  const auto r =
+      run_floodgated({"--config", path, "--listen", "127.0.0.1:" + std::to_string(first.port())});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("cannot listen"), std::string::npos) << r.output;
   std::remove(path.c_str());
@@ -167,9 +170,9 @@ TEST(floodgated, multi_rule_check_is_all_or_nothing) {
 )");
   http_connection c(fg.port());
   auto both = [&](const std::string& user) {
-    return c.request("POST", "/v1/check",
-                     R"({"rules":[{"rule":"user","key":")" + user +
-                         R"("},{"rule":"global","key":"all"}]})");
+    return c.request(
+        "POST", "/v1/check",
+        R"({"rules":[{"rule":"user","key":")" + user + R"("},{"rule":"global","key":"all"}]})");
   };
   EXPECT_EQ(both("a").status, 200);
   EXPECT_EQ(both("b").status, 200);
@@ -222,8 +225,10 @@ TEST(floodgated, limits_hold_exactly_under_concurrent_clients_from_several_proce
             for (int i = 0; i < requests; ++i)
               for (std::size_t r = 0; r < rules.size(); ++r) {
                 const auto reply = c.request("POST", "/v1/check", check_body(rules[r], "shared"));
-                if (reply.status == 200) ++per_thread[t][r];
-                else if (reply.status != 429) ++per_thread[t][rules.size()];  // anything else
+                if (reply.status == 200)
+                  ++per_thread[t][r];
+                else if (reply.status != 429)
+                  ++per_thread[t][rules.size()];  // anything else
               }
           } catch (...) {
             ++per_thread[t][rules.size()];
@@ -233,7 +238,8 @@ TEST(floodgated, limits_hold_exactly_under_concurrent_clients_from_several_proce
       for (const auto& counts : per_thread)
         for (std::size_t r = 0; r <= rules.size(); ++r) admitted[r] += counts[r];
       const auto bytes = static_cast<ssize_t>(admitted.size() * sizeof(int));
-      ::_exit(::write(pipes[p][1], admitted.data(), admitted.size() * sizeof(int)) == bytes ? 0 : 1);
+      ::_exit(::write(pipes[p][1], admitted.data(), admitted.size() * sizeof(int)) == bytes ? 0
+                                                                                            : 1);
     }
     ::close(pipes[p][1]);
   }
@@ -252,7 +258,8 @@ TEST(floodgated, limits_hold_exactly_under_concurrent_clients_from_several_proce
 
   const auto m = http_request_once(fg.port(), "GET", "/metrics").body;
   EXPECT_NE(m.find(R"(floodgate_decisions_total{rule="log",result="allowed"} 60)"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find(R"(floodgate_decisions_total{rule="log",result="denied"} 120)"),
             std::string::npos);
 }
@@ -272,12 +279,13 @@ TEST(floodgated, sighup_reloads_a_good_file_and_keeps_the_old_rules_for_a_bad_on
   EXPECT_EQ(json_of(b)["limit"].as_int64(), 5);
 
   const auto before = fg.log().size();
-  fg.write_rules("rules:\n  - name: b\n    algorithm: sliding_log\n    limit: -3\n    window: 1h\n");
+  fg.write_rules(
+      "rules:\n  - name: b\n    algorithm: sliding_log\n    limit: -3\n    window: 1h\n");
   fg.signal(SIGHUP);
   ASSERT_TRUE(fg.wait_for_log("reload rejected", 5s, before)) << fg.log();
-  EXPECT_NE(fg.log().find(fg.rules_path() + ":4: rule 'b': limit must be at least 1 (got -3)",
-                          before),
-            std::string::npos)
+  EXPECT_NE(
+      fg.log().find(fg.rules_path() + ":4: rule 'b': limit must be at least 1 (got -3)", before),
+      std::string::npos)
       << fg.log();
   EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body("b", "k")).status, 200)
       << "the old rules stay";
@@ -292,7 +300,7 @@ TEST(floodgated, sigterm_closes_idle_connections_and_exits_0) {
   floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
   http_connection idle(fg.port());
   EXPECT_EQ(idle.request("GET", "/healthz").status, 200);  // now idle, kept alive
-  http_connection fresh(fg.port());                          // connected, nothing sent
+  http_connection fresh(fg.port());                        // connected, nothing sent
   const auto start = std::chrono::steady_clock::now();
   fg.signal(SIGTERM);
   EXPECT_EQ(fg.wait_exit(5s), 0);

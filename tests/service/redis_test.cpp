@@ -25,7 +25,8 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 // floodgated on `url`, or nullptr when this build has no Redis backend.
-std::unique_ptr<floodgated_process> start_on_redis(const std::string& rules, const std::string& url) {
+std::unique_ptr<floodgated_process> start_on_redis(const std::string& rules,
+                                                   const std::string& url) {
   floodgated_process::options opts;
   opts.extra_args = {"--redis", url};
   try {
@@ -36,8 +37,8 @@ std::unique_ptr<floodgated_process> start_on_redis(const std::string& rules, con
   }
 }
 
-#define START_OR_SKIP(var, rules, url)                                               \
-  auto var = start_on_redis(rules, url);                                             \
+#define START_OR_SKIP(var, rules, url)   \
+  auto var = start_on_redis(rules, url); \
   if (!var) GTEST_SKIP() << "make_backend() does not support redis:// in this build"
 
 std::string check_body(const std::string& rule, const std::string& key) {
@@ -91,11 +92,13 @@ TEST(redis, redis_dying_under_load_means_degraded_or_503_within_the_deadline_the
   START_OR_SKIP(fg, R"(rules:
   - {name: open, algorithm: sliding_log, limit: 1000000, window: 1h, failure_mode: open}
   - {name: closed, algorithm: token_bucket, limit: 1000000, window: 1h, failure_mode: closed}
-)", redis.url());
+)",
+                redis.url());
 
   // The backend connects in the background: start the load once it has.
   for (auto deadline = clock_type::now() + 5s;
-       http_request_once(fg->port(), "GET", "/readyz").status != 200 && clock_type::now() < deadline;)
+       http_request_once(fg->port(), "GET", "/readyz").status != 200 &&
+       clock_type::now() < deadline;)
     std::this_thread::sleep_for(10ms);
 
   std::mutex mutex;
@@ -108,7 +111,8 @@ TEST(redis, redis_dying_under_load_means_degraded_or_503_within_the_deadline_the
       for (int i = 0; !stop; ++i) {
         const std::string rule = (i + t) % 2 ? "open" : "closed";
         const auto start = clock_type::now();
-        const auto r = c.request("POST", "/v1/check", check_body(rule, "k" + std::to_string(i % 7)));
+        const auto r =
+            c.request("POST", "/v1/check", check_body(rule, "k" + std::to_string(i % 7)));
         const auto took = clock_type::now() - start;
         const bool degraded = r.body.find("\"degraded\":true") != std::string::npos;
         std::lock_guard lock(mutex);
@@ -179,9 +183,10 @@ TEST(redis, redis_dying_under_load_means_degraded_or_503_within_the_deadline_the
   const auto after = samples_between(ready_at + 100ms, clock_type::now());
   ASSERT_FALSE(after.empty());
   for (const auto& s : after) {
-    EXPECT_EQ(s.status, 200) << s.rule << " at +"
-                             << std::chrono::duration_cast<std::chrono::milliseconds>(s.at - ready_at).count()
-                             << " ms after ready";
+    EXPECT_EQ(s.status, 200)
+        << s.rule << " at +"
+        << std::chrono::duration_cast<std::chrono::milliseconds>(s.at - ready_at).count()
+        << " ms after ready";
     EXPECT_FALSE(s.degraded);
   }
 
@@ -189,7 +194,8 @@ TEST(redis, redis_dying_under_load_means_degraded_or_503_within_the_deadline_the
   EXPECT_NE(metrics.find(R"(floodgate_decisions_total{rule="open",result="degraded"} )"),
             std::string::npos);
   EXPECT_EQ(metrics.find(R"(floodgate_decisions_total{rule="closed",result="failed"} 0)"),
-            std::string::npos) << "fail-closed answers are counted";
+            std::string::npos)
+      << "fail-closed answers are counted";
   EXPECT_EQ(metrics.find("floodgate_backend_errors_total{kind=\"not_connected\"} 0\n"
                          "floodgate_backend_errors_total{kind=\"server_busy\"}"),
             std::string::npos)
@@ -200,8 +206,10 @@ TEST(redis, redis_dying_under_load_means_degraded_or_503_within_the_deadline_the
 // floodgated exits 0.
 TEST(redis, sigterm_lets_a_request_waiting_on_the_backend_finish) {
   redis_server redis;
-  START_OR_SKIP(fg, "rules:\n  - {name: open, algorithm: gcra, limit: 100, window: 1s, "
-                    "failure_mode: open}\n", redis.url());
+  START_OR_SKIP(fg,
+                "rules:\n  - {name: open, algorithm: gcra, limit: 100, window: 1s, "
+                "failure_mode: open}\n",
+                redis.url());
   http_connection c(fg->port());
   ASSERT_EQ(c.request("POST", "/v1/check", check_body("open", "k")).status, 200);
   redis.pause();  // connected, silent: calls wait for their deadline

@@ -73,8 +73,8 @@ floodgated_process::floodgated_process(const std::string& rules_yaml, options op
       rules_path_(dir_ + "/rules.yaml"),
       log_path_(dir_ + "/floodgated.log") {
   write_rules(rules_yaml);
-  std::vector<std::string> args = {"--config", rules_path_, "--listen", "127.0.0.1:0",
-                                   "--log-level", opts.log_level};
+  std::vector<std::string> args = {"--config",    rules_path_,   "--listen",
+                                   "127.0.0.1:0", "--log-level", opts.log_level};
   args.insert(args.end(), opts.extra_args.begin(), opts.extra_args.end());
   pid_ = spawn(args, log_path_, opts.max_open_files);
   if (!opts.wait_until_serving) return;
@@ -126,7 +126,9 @@ std::optional<int> floodgated_process::wait_exit(std::chrono::milliseconds withi
   return code;
 }
 
-std::string floodgated_process::log() const { return read_file(log_path_); }
+std::string floodgated_process::log() const {
+  return read_file(log_path_);
+}
 
 bool floodgated_process::wait_for_log(const std::string& text, std::chrono::milliseconds within,
                                       std::size_t from) const {

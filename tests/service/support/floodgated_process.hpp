@@ -26,7 +26,8 @@ class floodgated_process {
     int max_open_files = 0;  // RLIMIT_NOFILE for the process; 0 leaves it alone
   };
 
-  explicit floodgated_process(const std::string& rules_yaml) : floodgated_process(rules_yaml, options{}) {}
+  explicit floodgated_process(const std::string& rules_yaml)
+      : floodgated_process(rules_yaml, options{}) {}
   floodgated_process(const std::string& rules_yaml, options opts);
   ~floodgated_process();  // SIGKILL if still running, then removes the temp dir
   floodgated_process(const floodgated_process&) = delete;
@@ -42,7 +43,8 @@ class floodgated_process {
   std::optional<int> wait_exit(std::chrono::milliseconds within = std::chrono::seconds(10));
   std::string log() const;
   // Waits until the log holds `text` (after position `from`); true if it appeared.
-  bool wait_for_log(const std::string& text, std::chrono::milliseconds within = std::chrono::seconds(5),
+  bool wait_for_log(const std::string& text,
+                    std::chrono::milliseconds within = std::chrono::seconds(5),
                     std::size_t from = 0) const;
 
  private:

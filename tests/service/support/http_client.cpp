@@ -4,12 +4,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <stdexcept>
-#include <strings.h>
 
 namespace floodgate::test {
 
@@ -104,9 +104,9 @@ http_reply http_connection::read_reply(bool to_head) {
   return reply;
 }
 
-http_reply http_connection::request(std::string_view method, std::string_view target,
-                                    std::string_view body,
-                                    const std::vector<std::pair<std::string, std::string>>& headers) {
+http_reply http_connection::request(
+    std::string_view method, std::string_view target, std::string_view body,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
   std::string req;
   req.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: 127.0.0.1\r\n");
   for (const auto& [n, v] : headers) req.append(n).append(": ").append(v).append("\r\n");

@@ -80,8 +80,8 @@ void nginx_process::start(std::uint16_t floodgated_port) {
   if (pid_ == 0) {
     const std::string conf_path = dir_ + "/nginx.conf";
     const std::string err = dir_ + "/logs/error.log";
-    ::execlp("nginx", "nginx", "-p", dir_.c_str(), "-c", conf_path.c_str(), "-e", err.c_str(),
-             "-g", "daemon off;", static_cast<char*>(nullptr));
+    ::execlp("nginx", "nginx", "-p", dir_.c_str(), "-c", conf_path.c_str(), "-e", err.c_str(), "-g",
+             "daemon off;", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -126,6 +126,8 @@ std::size_t nginx_process::app_hits(std::size_t expected) const {
   return count();
 }
 
-std::string nginx_process::error_log() const { return read_file(dir_ + "/logs/error.log"); }
+std::string nginx_process::error_log() const {
+  return read_file(dir_ + "/logs/error.log");
+}
 
 }  // namespace floodgate::test

@@ -1,9 +1,12 @@
 // The one way in: every backend is built from a URL here.
+#include <cctype>
 #include <chrono>
+#include <string>
 
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
 #include "memory/memory_backend.hpp"
+#include "redis/redis_backend.hpp"
 
 namespace floodgate {
 
@@ -15,7 +18,15 @@ std::chrono::milliseconds system_now() noexcept {
 std::shared_ptr<backend> make_backend(std::string_view url, const backend_options& options) {
   if (url == "memory://" || url == "memory:" || url == "memory")
     return std::make_shared<memory::memory_backend>(options.memory);
-  throw config_error("backend URL '" + std::string(url) +
+  // redis:// and rediss:// (which the URL parser rejects with a clear message until TLS lands).
+  std::string scheme(url.substr(0, url.find("://")));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "redis" || scheme == "rediss")
+    return std::make_shared<redis::redis_backend>(url, options.redis);
+  if (scheme == "redis+cluster" || scheme == "redis+sentinel")
+    throw config_error("backend URL '" + redis::redact_url(url) + "': " + scheme +
+                       ":// is not supported yet");
+  throw config_error("backend URL '" + redis::redact_url(url) +
                      "': unsupported scheme (expected memory:// or redis://host:port)");
 }
 

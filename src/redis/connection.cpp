@@ -217,7 +217,8 @@ void connection::append_call(std::string& out, const request& r) {
 
 void connection::flush() {
   if (state_ != state::ready || writing_ || !session_) return;
-  if (loads_.empty() && retries_.empty() && unsent_.empty()) return;
+  if (loads_.empty() && (in_flight_calls_ >= max_in_flight_calls || (retries_.empty() && unsent_.empty())))
+    return;
   std::string& out = session_->write_buffer;
   out.clear();
   for (const script* s : loads_) {
@@ -226,21 +227,26 @@ void connection::flush() {
     loading_.push_back(s);
   }
   loads_.clear();
-  // A call already past its deadline is not sent: once in flight it could only time out
-  // there, and that would cost the connection.
+  // A call that cannot be answered before its deadline (by the recent round-trip time) is
+  // not sent: it fails with timeout now, where in flight it would time out too and cost the
+  // connection, with every other call on it. Under overload this keeps the pipe alive.
+  // (At most half the timeout: a call with half its time left is always worth sending, and
+  // an estimate inflated by a stall cannot keep every call from being sent.)
   const auto now = request::clock::now();
+  const auto send_by = now + std::min<request::clock::duration>(round_trip_, config_.options.timeout / 2);
   std::vector<request_ptr> expired;
   for (auto* q : {&retries_, &unsent_}) {
-    for (auto& r : *q) {
-      if (r->deadline <= now) {
+    while (!q->empty() && in_flight_calls_ < max_in_flight_calls) {
+      request_ptr r = std::move(q->front());
+      q->pop_front();
+      if (r->deadline <= send_by) {
         expired.push_back(std::move(r));
         continue;
       }
       append_call(out, *r);
-      in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr});
+      in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
       ++in_flight_calls_;
     }
-    q->clear();
   }
   if (!out.empty()) {
     writing_ = true;
@@ -277,6 +283,10 @@ void connection::start_read(const session_ptr& s) {
           on_reply(r);
           if (s != session_) return;  // that reply cost the connection (a failed handshake)
         }
+        if (deadline_deferred_) {
+          on_deadline();
+          if (s != session_) return;
+        }
         start_read(s);
         flush();  // NOSCRIPT retries, and anything queued while the write was busy
       });
@@ -295,9 +305,13 @@ void connection::on_reply(reply& r) {
       if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
         loading_.erase(it);
       return;
-    case in_flight::kind::call:
+    case in_flight::kind::call: {
       --in_flight_calls_;
+      // Smoothed like TCP's SRTT (7/8 old, 1/8 new): steady under jitter, quick to follow load.
+      const auto sample = request::clock::now() - f.written;
+      round_trip_ += (sample - round_trip_) / 8;
       return on_call_reply(std::move(f.call), r);
+    }
   }
 }
 
@@ -319,9 +333,12 @@ void connection::on_call_reply(request_ptr call, reply& r) {
 
 // --- deadlines ---------------------------------------------------------------------------
 
-// One timer per connection, set to the earliest deadline it holds. It is not moved when calls
-// complete: firing early for a call already answered costs one scan, and calls are far more
-// frequent than deadlines.
+// One timer per connection, set to the earliest deadline it holds, at most once per
+// millisecond: a burst of calls has deadlines microseconds apart, and each expiry costs a scan
+// of the queues. It is not moved when calls complete: firing early for a call already
+// answered costs one scan, and calls are far more frequent than deadlines.
+constexpr auto deadline_granularity = std::chrono::milliseconds(1);
+
 void connection::arm_deadline(request::clock::time_point t) {
   if (deadline_armed_ && deadline_armed_for_ <= t) return;
   deadline_armed_ = true;
@@ -337,16 +354,27 @@ void connection::arm_deadline(request::clock::time_point t) {
 
 void connection::on_deadline() {
   const auto now = request::clock::now();
+  // Replies that reached the socket in time but wait behind this timer (the thread was busy)
+  // are read first: the read handler runs this again once it has taken them, or the timer
+  // does a millisecond later. A call whose reply is not there by then has timed out.
+  if (!deadline_deferred_ && state_ == state::ready && session_ &&
+      std::any_of(in_flight_.begin(), in_flight_.end(),
+                  [&](const in_flight& f) { return f.call && f.call->deadline <= now; })) {
+    error_code ec;
+    if (session_->socket.available(ec) > 0 && !ec) {
+      deadline_deferred_ = true;
+      arm_deadline(now + deadline_granularity);
+      return;
+    }
+  }
+  deadline_deferred_ = false;
   std::vector<request_ptr> expired;
   for (auto* q : {&retries_, &unsent_}) {
-    for (auto it = q->begin(); it != q->end();) {
-      if ((*it)->deadline <= now) {
-        expired.push_back(std::move(*it));
-        it = q->erase(it);
-      } else {
-        ++it;
-      }
-    }
+    if (std::none_of(q->begin(), q->end(), [&](const request_ptr& r) { return r->deadline <= now; }))
+      continue;
+    std::deque<request_ptr> keep;
+    for (auto& r : *q) (r->deadline <= now ? expired.emplace_back() : keep.emplace_back()) = std::move(r);
+    q->swap(keep);
   }
   bool lost_in_flight = false;
   for (auto& f : in_flight_) {
@@ -365,7 +393,8 @@ void connection::on_deadline() {
     if (f.call) earliest = std::min(earliest, f.call->deadline);
   for (auto* q : {&retries_, &unsent_})
     for (const auto& r : *q) earliest = std::min(earliest, r->deadline);
-  if (earliest != request::clock::time_point::max()) arm_deadline(earliest);
+  if (earliest != request::clock::time_point::max())
+    arm_deadline(std::max(earliest, now + deadline_granularity));
 
   for (auto& r : expired) r->complete(errc::timeout, nullptr);
 }

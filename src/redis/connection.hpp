@@ -65,6 +65,13 @@ class connection {
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
+  // Calls written and not yet answered, at most. Beyond it calls wait unsent, where an
+  // expired one just times out; in flight it would cost the connection and everything else
+  // in flight with it. Deep enough to keep Redis busy (it runs ~100k scripts/s, so 512 are a
+  // few ms of work), shallow enough that a written call is answered well within a deadline
+  // under overload.
+  static constexpr std::size_t max_in_flight_calls = 512;
+
   void start();
   // Queues a request (state connecting or ready). Sent by the next flush().
   void enqueue(request_ptr r);
@@ -96,6 +103,7 @@ class connection {
     enum class kind { handshake, load, call } what;
     request_ptr call;                // kind::call
     const script* loaded = nullptr;  // kind::load
+    request::clock::time_point written{};
   };
 
   void connect();
@@ -135,8 +143,10 @@ class connection {
   boost::asio::steady_timer deadline_timer_;  // the earliest request deadline
   std::uint64_t deadline_generation_ = 0;
   bool deadline_armed_ = false;
+  bool deadline_deferred_ = false;  // expired calls in flight, replies waiting to be read
   request::clock::time_point deadline_armed_for_{};
 
+  request::clock::duration round_trip_{0};  // smoothed time from write to reply
   std::chrono::milliseconds backoff_;
   std::minstd_rand jitter_;
   std::string last_error_;

@@ -7,8 +7,12 @@ target_sources(floodgate PRIVATE
   redis/url.cpp
   redis/key.cpp
   redis/connection.cpp
-  redis/client.cpp)
+  redis/client.cpp
+  redis/redis_backend.cpp)
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining).
 set_source_files_properties(redis/connection.cpp redis/client.cpp
   TARGET_DIRECTORY floodgate PROPERTIES COMPILE_OPTIONS -Wno-null-dereference)
+# hiredis (the reply parser) is a link dependency of the static library for users of the
+# installed package too, not only inside this build: floodgate-config.cmake finds it.
+target_link_libraries(floodgate PRIVATE PkgConfig::HIREDIS)

@@ -1,0 +1,154 @@
+#include "redis/redis_backend.hpp"
+
+#include "floodgate/errors.hpp"
+#include "redis/key.hpp"
+#include "redis/resp_writer.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+std::vector<const script*> all_scripts() {
+  return {&script_for(algorithm::sliding_log), &script_for(algorithm::sliding_window),
+          &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
+          &script_for(algorithm::gcra),        &multi_script()};
+}
+
+// The scripts answer five integers per item: allowed (0/1), limit, remaining,
+// reset_after_ms, retry_after_ms (-1: never).
+std::error_code decode(const reply& r, std::size_t items, std::vector<decision>& out) {
+  if (r.kind != reply::type::array || r.elements.size() != 5 * items) return errc::protocol_error;
+  for (const auto& e : r.elements)
+    if (e.kind != reply::type::integer) return errc::protocol_error;
+  out.reserve(items);
+  for (std::size_t i = 0; i < items; ++i) {
+    const reply* f = &r.elements[5 * i];
+    const auto allowed = f[0].integer, limit = f[1].integer, remaining = f[2].integer,
+               reset_after = f[3].integer, retry_after = f[4].integer;
+    if ((allowed != 0 && allowed != 1) || limit < 0 || remaining < 0 || reset_after < 0 ||
+        retry_after < -1)
+      return errc::protocol_error;
+    decision d;
+    d.allowed = allowed == 1;
+    d.limit = limit;
+    d.remaining = remaining;
+    d.reset_after = std::chrono::milliseconds(reset_after);
+    d.retry_after = retry_after == -1 ? decision::never : std::chrono::milliseconds(retry_after);
+    out.push_back(d);
+  }
+  return {};
+}
+
+class check_call final : public request {
+ public:
+  check_call(std::size_t items, backend_handler handler)
+      : items_(items), handler_(std::move(handler)) {}
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    backend_reply out;
+    out.error = ec ? ec : decode(*r, items_, out.decisions);
+    if (out.error) out.decisions.clear();
+    handler_(std::move(out));
+  }
+
+ private:
+  std::size_t items_;
+  backend_handler handler_;
+};
+
+class reset_call final : public request {
+ public:
+  explicit reset_call(reset_handler handler) : handler_(std::move(handler)) {}
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    if (!ec && r->kind != reply::type::integer) ec = errc::protocol_error;
+    handler_(ec);
+  }
+
+ private:
+  reset_handler handler_;
+};
+
+void append_key(std::string& out, const key_format& f, const policy& p, std::string_view key) {
+  append_bulk_header(out, state_key_size(f, p, key));
+  append_state_key(out, f, p, key);
+  out.append("\r\n");
+}
+
+// EVALSHA <sha1> <numkeys>: the header every script call starts with. Records where the
+// arguments after the SHA1 begin, so the call can be re-sent as EVAL.
+void begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t args) {
+  r.script = &s;
+  r.argument_count = 3 + keys + args;
+  append_array_header(r.command, r.argument_count);
+  append_bulk(r.command, "EVALSHA");
+  append_bulk(r.command, s.sha1);
+  r.body_offset = r.command.size();
+  append_bulk(r.command, static_cast<std::int64_t>(keys));
+}
+
+void append_now(std::string& out, const redis_options& o) {
+  if (o.test_clock)
+    append_bulk(out, static_cast<std::int64_t>(o.test_clock().count()));
+  else
+    append_bulk(out, std::string_view{});
+}
+
+}  // namespace
+
+redis_backend::redis_backend(std::string_view url, const redis_options& options)
+    : redis_backend(parse_redis_url(url), options) {}
+
+redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& options)
+    : options_(options) {
+  if (options_.key_prefix.find_first_of("{}") != std::string::npos)
+    throw config_error("redis_options: key_prefix must not contain '{' or '}' (it would move "
+                       "the Redis Cluster hash tag)");
+  client_ = std::make_unique<client>(std::move(endpoint), options_, all_scripts());
+}
+
+void redis_backend::async_check(std::span<const check_item> items, backend_handler handler) {
+  if (items.empty()) return handler({make_error_code(errc::no_items), {}});
+  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  auto call = std::make_unique<check_call>(items.size(), std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  std::size_t size = 128;
+  for (const auto& item : items) size += 96 + state_key_size(keys, *item.policy, item.key);
+  std::string& out = call->command;
+  out.reserve(size);
+  if (items.size() == 1) {
+    const auto& item = items.front();
+    const policy& p = *item.policy;
+    begin_evalsha(*call, script_for(p.algo()), 1, 5);
+    append_key(out, keys, p, item.key);
+    append_bulk(out, p.limit());
+    append_bulk(out, static_cast<std::int64_t>(p.window().count()));
+    append_bulk(out, p.burst());
+    append_bulk(out, item.cost);
+    append_now(out, options_);
+  } else {
+    begin_evalsha(*call, multi_script(), items.size(), 1 + 5 * items.size());
+    for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
+    append_now(out, options_);
+    for (const auto& item : items) {
+      const policy& p = *item.policy;
+      append_bulk(out, to_string(p.algo()));
+      append_bulk(out, p.limit());
+      append_bulk(out, static_cast<std::int64_t>(p.window().count()));
+      append_bulk(out, p.burst());
+      append_bulk(out, item.cost);
+    }
+  }
+  client_->submit(std::move(call));
+}
+
+void redis_backend::async_reset(std::string_view key, const policy& p, reset_handler handler) {
+  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  auto call = std::make_unique<reset_call>(std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  append_array_header(call->command, 2);
+  append_bulk(call->command, "DEL");
+  append_key(call->command, keys, p, key);
+  client_->submit(std::move(call));
+}
+
+}  // namespace floodgate::redis

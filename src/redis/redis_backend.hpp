@@ -1,0 +1,45 @@
+// The Redis backend: every decision is one Lua script run atomically inside Redis
+// (docs/algorithms.md), sent as EVALSHA over a pipelined client (client.hpp).
+//
+//   auto b = std::make_shared<floodgate::redis::redis_backend>("redis://127.0.0.1:6379");
+//   floodgate::limiter limiter{b};
+//
+// One item is checked with its algorithm's script, several with the all-or-nothing multi
+// script; a reset is a DEL. Keys are laid out as key.hpp says. Calls fail with a backend
+// error code (errors.hpp) and never throw.
+//
+// Threading and lifetimes: as floodgate::backend says. Completions run on the backend's own
+// thread (or inline once it is being destroyed), and must not block; destroying the backend
+// completes everything in flight with errc::shutting_down.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "floodgate/backend.hpp"
+#include "floodgate/options.hpp"
+#include "redis/client.hpp"
+
+namespace floodgate::redis {
+
+class redis_backend final : public backend {
+ public:
+  // Throws config_error for a malformed URL (see url.hpp) or unusable options. Does not wait
+  // for the server: connecting happens in the background, and calls made before it is done
+  // wait for it within their deadline.
+  redis_backend(std::string_view url, const redis_options& options = {});
+  redis_backend(redis_endpoint endpoint, const redis_options& options);
+
+  void async_check(std::span<const check_item> items, backend_handler handler) override;
+  void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
+  bool healthy() const noexcept override { return client_->healthy(); }
+  std::string_view kind() const noexcept override { return "redis"; }
+
+  const redis_options& options() const noexcept { return options_; }
+
+ private:
+  redis_options options_;
+  std::unique_ptr<client> client_;
+};
+
+}  // namespace floodgate::redis

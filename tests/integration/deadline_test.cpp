@@ -1,0 +1,143 @@
+// Deadlines: a Redis that stops answering (SIGSTOP) costs each call at most its timeout, the
+// policy's failure mode decides, and a late reply can never answer the wrong call.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "integration_support.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+
+// Scheduling slack on a loaded 2-core machine: a timer fires late, a thread wakes late.
+constexpr auto slack = 40ms;
+
+TEST(deadline, a_stopped_redis_costs_each_call_its_timeout_and_the_failure_mode_decides) {
+  redis_server redis;
+  backend_options o = redis_options_for(unique_prefix("stop"));
+  ASSERT_EQ(o.redis.timeout, 50ms) << "the default this test is about";
+  limiter l{redis.url(), o};
+  const policy open{"open", algorithm::gcra, 1'000'000, 1s, std::nullopt, failure_mode::open};
+  const policy closed{"closed", algorithm::sliding_log, 1'000'000, 1s};
+  ASSERT_EQ(l.check("k", open).outcome, outcome::allowed);
+  ASSERT_EQ(l.check("k", closed).outcome, outcome::allowed);
+
+  redis.pause();
+  std::mutex m;
+  std::vector<clock::duration> took;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 8; ++t)
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const policy& p = (t + i) % 2 ? open : closed;
+        const auto start = clock::now();
+        const auto r = l.check("k", p);
+        const auto d = clock::now() - start;
+        {
+          std::lock_guard lock(m);
+          took.push_back(d);
+        }
+        const bool ok = r.outcome == outcome::backend_error &&
+                        (r.error == errc::timeout || r.error == errc::not_connected) &&
+                        r.decision.allowed == (&p == &open) && r.degraded() == (&p == &open);
+        if (!ok) ++wrong;
+      }
+    });
+  for (auto& c : callers) c.join();
+  redis.resume();
+
+  EXPECT_EQ(wrong.load(), 0);
+  std::sort(took.begin(), took.end());
+  const auto ms = [](clock::duration d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count() / 1000.0;
+  };
+  std::cout << took.size() << " calls against a stopped Redis: median " << ms(took[took.size() / 2])
+            << " ms, max " << ms(took.back()) << " ms\n";
+  EXPECT_LE(took.back(), o.redis.timeout + slack);
+
+  // Resumed: decisions again, within a bounded time.
+  const auto start = clock::now();
+  check_result r;
+  do r = l.check("k", closed);
+  while (r.outcome != outcome::allowed && clock::now() - start < 3s);
+  EXPECT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(l.check("k", open).outcome, outcome::allowed);
+    EXPECT_EQ(l.check("k", closed).outcome, outcome::allowed);
+  }
+}
+
+TEST(deadline, a_late_reply_never_answers_the_next_call) {
+  redis_server redis;
+  backend_options o = redis_options_for(unique_prefix("late"), fixed_clock());
+  o.redis.connections = 1;  // one pipe: a late reply would reach the next call if reused
+  limiter l{redis.url(), o};
+  const policy seven{"seven", algorithm::fixed_window, 7, 1h};
+  const policy nine{"nine", algorithm::fixed_window, 9, 1h};
+  ASSERT_EQ(l.check("k", nine).outcome, outcome::allowed);
+
+  for (int round = 0; round < 5; ++round) {
+    redis.pause();
+    // Written to the socket before the stop took hold, or queued: either way it times out,
+    // and its reply arrives after the resume.
+    const auto r1 = l.check("k", seven);
+    EXPECT_EQ(r1.error, errc::timeout) << r1.error.message();
+    redis.resume();
+    check_result r2;
+    const auto start = clock::now();
+    do r2 = l.check("k", nine, 0);
+    while (r2.outcome != outcome::allowed && clock::now() - start < 3s);
+    ASSERT_EQ(r2.outcome, outcome::allowed) << r2.error.message();
+    EXPECT_EQ(r2.decision.limit, 9) << "round " << round << ": answered by the other call's reply";
+    EXPECT_EQ(r2.decision.remaining, 8);
+  }
+}
+
+TEST(deadline, async_calls_complete_exactly_once_through_stop_and_resume) {
+  redis_server redis;
+  backend_options o = redis_options_for(unique_prefix("once"), fixed_clock());
+  auto b = make_backend(redis.url(), o);
+  ASSERT_TRUE(wait_healthy(*b));
+  const policy p{"p", algorithm::token_bucket, 1'000'000, 1h};
+  const check_item item{"k", &p, 1};
+  constexpr int n = 12'000;  // over ~0.7 s: about the rate two cores' Redis sustains
+  std::vector<std::atomic<int>> calls(n);
+  std::atomic<int> ok{0}, failed{0};
+  completion_counter done(n);
+  std::thread pauser([&] {
+    for (int i = 0; i < 4; ++i) {
+      std::this_thread::sleep_for(60ms);
+      redis.pause();
+      std::this_thread::sleep_for(70ms);
+      redis.resume();
+    }
+  });
+  const auto start = clock::now();
+  for (int i = 0; i < n; ++i) {
+    b->async_check(std::span(&item, 1), [&, i](backend_reply r) {
+      calls[i].fetch_add(1);
+      (r.error ? failed : ok).fetch_add(1);
+      done.done();
+    });
+    if (i % 10 == 0) std::this_thread::sleep_for(500us);
+  }
+  pauser.join();
+  EXPECT_TRUE(done.wait(5s));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(calls[i].load(), 1) << i;
+  std::cout << ok << " answered, " << failed << " failed, in "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - start).count()
+            << " ms\n";
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_GT(failed.load(), 0);
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,73 @@
+// Every key floodgate writes expires, and no later than its state stops mattering.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "integration_support.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The longest a state can matter (docs/algorithms.md, "expiry" of each algorithm).
+std::int64_t ttl_bound(const policy& p) {
+  const std::int64_t w = p.window().count();
+  switch (p.algo()) {
+    case algorithm::sliding_log:
+    case algorithm::fixed_window: return w;
+    case algorithm::sliding_window: return 2 * w;
+    case algorithm::token_bucket:
+    case algorithm::gcra: return (p.burst() * w + p.limit() - 1) / p.limit();
+  }
+  return 0;
+}
+
+TEST(ttl, every_key_expires_within_its_window_after_a_random_workload) {
+  redis_server redis;
+  const auto prefix = unique_prefix("ttl");
+  limiter l{redis.url(), redis_options_for(prefix)};  // Redis's own clock
+  std::mt19937_64 rng(12345);
+  const algorithm algorithms[] = {algorithm::sliding_log, algorithm::sliding_window,
+                                  algorithm::fixed_window, algorithm::token_bucket, algorithm::gcra};
+  std::vector<policy> policies;
+  for (int i = 0; i < 25; ++i) {
+    const algorithm a = algorithms[i % 5];
+    const std::int64_t lim = std::uniform_int_distribution<std::int64_t>(1, 50)(rng);
+    const auto window = std::chrono::milliseconds(
+        std::uniform_int_distribution<std::int64_t>(200, 600'000)(rng));
+    std::optional<std::int64_t> burst;
+    if (takes_burst(a)) burst = std::uniform_int_distribution<std::int64_t>(1, 80)(rng);
+    policies.emplace_back("p" + std::to_string(i), a, lim, window, burst);
+  }
+  int allowed = 0, denied = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const auto& p = policies[rng() % policies.size()];
+    const auto key = "user" + std::to_string(rng() % 40);
+    const auto cost = std::uniform_int_distribution<std::int64_t>(0, p.capacity())(rng);
+    const auto r = l.check(key, p, cost);
+    ASSERT_NE(r.outcome, outcome::backend_error) << r.error.message();
+    ASSERT_NE(r.outcome, outcome::invalid_request) << r.error.message();
+    (r.decision.allowed ? allowed : denied)++;
+  }
+  EXPECT_GT(allowed, 100);
+  EXPECT_GT(denied, 100);
+
+  const auto keys = scan_keys(redis, prefix + "*");
+  ASSERT_GT(keys.size(), 100u);
+  for (const auto& k : keys) {
+    // <prefix>p<i>:<algorithm>:{...}
+    const auto name_end = k.find(':', prefix.size());
+    const auto& p = policies.at(std::stoul(k.substr(prefix.size() + 1, name_end - prefix.size() - 1)));
+    const auto ttl = redis.command({"PTTL", k}).integer;
+    if (ttl == -2) continue;  // expired between SCAN and PTTL
+    EXPECT_NE(ttl, -1) << k << " never expires";
+    EXPECT_GE(ttl, 0) << k;  // 0: under a millisecond left
+    EXPECT_LE(ttl, ttl_bound(p)) << k << " (" << to_string(p.algo()) << ", limit " << p.limit()
+                                 << ", window " << p.window().count() << " ms, burst " << p.burst()
+                                 << ")";
+  }
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -173,6 +173,10 @@ class session : public std::enable_shared_from_this<session> {
   void on_header(beast::error_code ec) {
     if (ec) return on_read_error(ec);
     const auto& req = parser_->get();
+    // A transfer coding other than chunked leaves the body's length unknown (RFC 9112 6.3):
+    // refuse rather than guess where the next request starts.
+    if (req.count(http::field::transfer_encoding) > 0 && !parser_->chunked())
+      return respond(error_response(400, "unsupported Transfer-Encoding (only chunked)"), true);
     const bool has_body = parser_->chunked() || parser_->content_length().value_or(0) > 0;
     if (has_body && beast::iequals(req[http::field::expect], "100-continue")) {
       stream_.expires_after(server_.options.write_timeout);

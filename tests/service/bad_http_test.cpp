@@ -100,6 +100,17 @@ TEST(bad_http, content_length_with_transfer_encoding_is_400_and_closed) {
   expect_still_serving(fg);
 }
 
+TEST(bad_http, a_transfer_coding_other_than_chunked_is_400_and_closed) {
+  floodgated_process fg(rules);
+  http_connection c(fg.port());
+  ASSERT_TRUE(
+      c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"
+                 "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(c.read_reply().status, 400);
+  EXPECT_TRUE(c.closed_by_peer(3s));
+  expect_still_serving(fg);
+}
+
 TEST(bad_http, chunked_bodies_are_fine) {
   floodgated_process fg(rules);
   http_connection c(fg.port());

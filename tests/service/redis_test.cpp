@@ -24,17 +24,30 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-// floodgated on `url`, or nullptr when this build has no Redis backend.
+// Polls /readyz until it says 200; false if it does not within `within`.
+bool wait_ready(const floodgated_process& fg, std::chrono::milliseconds within = 5s) {
+  for (auto deadline = clock_type::now() + within; clock_type::now() < deadline;) {
+    if (http_request_once(fg.port(), "GET", "/readyz").status == 200) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// floodgated on `url`, connected to it (the backend connects in the background), or nullptr
+// when this build has no Redis backend.
 std::unique_ptr<floodgated_process> start_on_redis(const std::string& rules,
                                                    const std::string& url) {
   floodgated_process::options opts;
   opts.extra_args = {"--redis", url};
+  std::unique_ptr<floodgated_process> fg;
   try {
-    return std::make_unique<floodgated_process>(rules, opts);
+    fg = std::make_unique<floodgated_process>(rules, opts);
   } catch (const std::exception& e) {
     if (std::string(e.what()).find("unsupported scheme") != std::string::npos) return nullptr;
     throw;
   }
+  if (!wait_ready(*fg)) throw std::runtime_error("floodgated never became ready:\n" + fg->log());
+  return fg;
 }
 
 #define START_OR_SKIP(var, rules, url)   \
@@ -94,12 +107,6 @@ TEST(redis, redis_dying_under_load_means_degraded_or_503_within_the_deadline_the
   - {name: closed, algorithm: token_bucket, limit: 1000000, window: 1h, failure_mode: closed}
 )",
                 redis.url());
-
-  // The backend connects in the background: start the load once it has.
-  for (auto deadline = clock_type::now() + 5s;
-       http_request_once(fg->port(), "GET", "/readyz").status != 200 &&
-       clock_type::now() < deadline;)
-    std::this_thread::sleep_for(10ms);
 
   std::mutex mutex;
   std::vector<sample> samples;

@@ -11,6 +11,7 @@
 #include "bench_process.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
+#include "redis/scripts.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {
@@ -112,6 +113,16 @@ TEST_F(bench_smoke, the_naive_limiter_over_admits_a_burst) {
   EXPECT_GT(integer(o, "allowed"), 5);
   EXPECT_GT(integer(o, "over_admitted"), 0);
   EXPECT_EQ(integer(o, "over_admitted"), integer(o, "allowed") - 5);
+}
+
+TEST_F(bench_smoke, print_script_gives_the_exact_script_floodgate_loads) {
+  for (auto algo : {algorithm::sliding_log, algorithm::gcra}) {
+    const auto r = run_bench({"--print-script", std::string(to_string(algo))});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto& s = redis::script_for(algo);
+    EXPECT_EQ(r.out, s.source);
+    EXPECT_EQ(redis_->command({"SCRIPT", "LOAD", r.out}).str, s.sha1);
+  }
 }
 
 TEST_F(bench_smoke, bad_flags_exit_2_with_a_message) {

@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 
 namespace floodgate::bench {
@@ -89,7 +90,12 @@ std::string report::json() const {
     o << ",\"aligned_over_admitted\":" << *accuracy.aligned_over_admitted;
   o << "},\"latency_us\":{\"p50\":" << h.percentile(0.50) << ",\"p90\":" << h.percentile(0.90)
     << ",\"p99\":" << h.percentile(0.99) << ",\"p999\":" << h.percentile(0.999)
-    << ",\"max\":" << h.max() << ",\"mean\":" << number(h.mean()) << "}";
+    << ",\"max\":" << h.max() << ",\"mean\":" << number(h.mean()) << ",\"distribution\":[";
+  // Enough points to draw the latency distribution (as percentile curves).
+  const double qs[] = {0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1.0};
+  for (std::size_t i = 0; i < std::size(qs); ++i)
+    o << (i ? "," : "") << "[" << qs[i] << "," << h.percentile(qs[i]) << "]";
+  o << "]}";
   if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
   o << "}";
   return o.str();

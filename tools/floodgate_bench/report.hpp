@@ -4,7 +4,7 @@
 // threads, inflight, connections, keys, zipf, duration_ms | burst, elapsed_s, decisions,
 // decisions_per_sec, allowed, denied, errors, over_admitted, accuracy {bound, admitted,
 // undetermined, clock_tolerance_ms[, aligned_over_admitted]}, latency_us {p50, p90, p99,
-// p999, max, mean}, first_error (only when there were errors).
+// p999, max, mean, distribution: [[quantile, µs], ...]}, first_error (only when there were errors).
 #pragma once
 
 #include <string>

@@ -41,7 +41,8 @@ floodgate::limiter& shared_limiter() {
     o.redis.key_prefix = "bench:";
     o.redis.timeout = 1s;  // saturation tests queue deeply: count every call, do not shed
     floodgate::limiter made{redis().url(), o};
-    for (int i = 0; i < 1000 && !made.get_backend().healthy(); ++i) std::this_thread::sleep_for(1ms);
+    for (int i = 0; i < 1000 && !made.get_backend().healthy(); ++i)
+      std::this_thread::sleep_for(1ms);
     return made;
   }();
   return l;
@@ -63,7 +64,9 @@ const std::vector<std::string>& keys() {
 void report_latency(benchmark::State& state, std::vector<double>& us) {
   if (us.empty()) return;
   std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<std::size_t>(q * us.size()))]; };
+  auto at = [&](double q) {
+    return us[std::min(us.size() - 1, static_cast<std::size_t>(q * us.size()))];
+  };
   state.counters["p50_us"] = at(0.50);
   state.counters["p99_us"] = at(0.99);
   state.counters["p999_us"] = at(0.999);
@@ -78,7 +81,8 @@ void sync_latency(benchmark::State& state) {
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     const auto r = l.check(keys()[i++ % keys().size()], p);
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                     .count());
     errors += r.outcome != floodgate::outcome::allowed;
   }
   state.SetItemsProcessed(state.iterations());
@@ -96,7 +100,8 @@ void sync_threads(benchmark::State& state) {
     errors += r.outcome != floodgate::outcome::allowed;
   }
   state.SetItemsProcessed(state.iterations());
-  state.counters["errors"] = benchmark::Counter(static_cast<double>(errors), benchmark::Counter::kAvgThreads);
+  state.counters["errors"] =
+      benchmark::Counter(static_cast<double>(errors), benchmark::Counter::kAvgThreads);
   state.SetLabel(std::string(floodgate::to_string(p.algo())));
 }
 
@@ -145,7 +150,8 @@ void check_all_3(benchmark::State& state) {
     const auto& k = keys()[i++ % keys().size()];
     const auto start = std::chrono::steady_clock::now();
     const auto r = l.check_all({{k, &user, 1}, {k, &ip, 1}, {"all", &global, 1}});
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                     .count());
     errors += r.outcome != floodgate::outcome::allowed;
   }
   state.SetItemsProcessed(state.iterations());

@@ -1,9 +1,8 @@
 #include "redis/client.hpp"
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
-
-#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -145,7 +144,7 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
   }
 
   const connection_config config_;  // before the connections, which refer to it
-  asio::io_context io_{1};           // before the connections: destroyed after them
+  asio::io_context io_{1};          // before the connections: destroyed after them
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::vector<std::unique_ptr<connection>> connections_;
   std::atomic<int> ready_{0};
@@ -166,10 +165,16 @@ client::client(redis_endpoint endpoint, const redis_options& options,
   impl_->start();
 }
 
-client::~client() { impl_->shutdown(); }
+client::~client() {
+  impl_->shutdown();
+}
 
-void client::submit(std::unique_ptr<request> r) { impl_->submit(std::move(r)); }
+void client::submit(std::unique_ptr<request> r) {
+  impl_->submit(std::move(r));
+}
 
-bool client::healthy() const noexcept { return impl_->healthy(); }
+bool client::healthy() const noexcept {
+  return impl_->healthy();
+}
 
 }  // namespace floodgate::redis

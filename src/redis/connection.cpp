@@ -1,10 +1,9 @@
 #include "redis/connection.hpp"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/write.hpp>
-
-#include <algorithm>
 
 #include "floodgate/errors.hpp"
 #include "redis/resp_writer.hpp"
@@ -15,7 +14,8 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-connection::connection(asio::io_context& io, const connection_config& config, connection_owner& owner)
+connection::connection(asio::io_context& io, const connection_config& config,
+                       connection_owner& owner)
     : io_(io),
       config_(config),
       owner_(owner),
@@ -24,7 +24,9 @@ connection::connection(asio::io_context& io, const connection_config& config, co
       backoff_(config.options.reconnect_backoff_min),
       jitter_(std::random_device{}()) {}
 
-void connection::start() { connect(); }
+void connection::start() {
+  connect();
+}
 
 // --- connecting -------------------------------------------------------------------------
 
@@ -57,11 +59,13 @@ void connection::connect() {
       [this, s](const error_code& e, const tcp::resolver::results_type& results) {
         if (s != session_) return;
         if (e) return connect_failed("resolve " + config_.endpoint.host + ": " + e.message());
-        asio::async_connect(s->socket, results, [this, s](const error_code& e2, const tcp::endpoint&) {
-          if (s != session_) return;
-          if (e2) return connect_failed("connect to " + config_.endpoint.host + ": " + e2.message());
-          on_connected(s);
-        });
+        asio::async_connect(
+            s->socket, results, [this, s](const error_code& e2, const tcp::endpoint&) {
+              if (s != session_) return;
+              if (e2)
+                return connect_failed("connect to " + config_.endpoint.host + ": " + e2.message());
+              on_connected(s);
+            });
       });
 }
 
@@ -93,7 +97,8 @@ void connection::on_connected(const session_ptr& s) {
   start_read(s);
   if (commands == 0) return become_ready();
   handshake_left_ = commands;
-  for (std::size_t i = 0; i < commands; ++i) in_flight_.push_back({in_flight::kind::handshake, nullptr, nullptr});
+  for (std::size_t i = 0; i < commands; ++i)
+    in_flight_.push_back({in_flight::kind::handshake, nullptr, nullptr});
   writing_ = true;
   asio::async_write(s->socket, asio::buffer(out), [this, s](const error_code& ec, std::size_t) {
     if (s != session_) return;
@@ -135,7 +140,8 @@ void connection::schedule_reconnect() {
   const auto base = backoff_;
   backoff_ = std::min(backoff_ * 2, config_.options.reconnect_backoff_max);
   // ±50% jitter, so clients that lost Redis together do not all come back at once.
-  std::uniform_int_distribution<std::int64_t> spread(base.count() / 2, base.count() + base.count() / 2);
+  std::uniform_int_distribution<std::int64_t> spread(base.count() / 2,
+                                                     base.count() + base.count() / 2);
   const auto wait = std::chrono::milliseconds(std::max<std::int64_t>(1, spread(jitter_)));
   const auto generation = ++state_timer_generation_;
   state_timer_.expires_after(wait);
@@ -217,7 +223,8 @@ void connection::append_call(std::string& out, const request& r) {
 
 void connection::flush() {
   if (state_ != state::ready || writing_ || !session_) return;
-  if (loads_.empty() && (in_flight_calls_ >= max_in_flight_calls || (retries_.empty() && unsent_.empty())))
+  if (loads_.empty() &&
+      (in_flight_calls_ >= max_in_flight_calls || (retries_.empty() && unsent_.empty())))
     return;
   std::string& out = session_->write_buffer;
   out.clear();
@@ -233,7 +240,8 @@ void connection::flush() {
   // (At most half the timeout: a call with half its time left is always worth sending, and
   // an estimate inflated by a stall cannot keep every call from being sent.)
   const auto now = request::clock::now();
-  const auto send_by = now + std::min<request::clock::duration>(round_trip_, config_.options.timeout / 2);
+  const auto send_by =
+      now + std::min<request::clock::duration>(round_trip_, config_.options.timeout / 2);
   std::vector<request_ptr> expired;
   for (auto* q : {&retries_, &unsent_}) {
     while (!q->empty() && in_flight_calls_ < max_in_flight_calls) {
@@ -262,34 +270,34 @@ void connection::flush() {
 }
 
 void connection::start_read(const session_ptr& s) {
-  s->socket.async_read_some(
-      asio::buffer(s->read_buffer), [this, s](const error_code& ec, std::size_t n) {
-        if (s != session_) return;
-        auto lost = [&](std::string why, errc for_in_flight) {
-          if (state_ == state::connecting) return connect_failed(std::move(why));
-          drop(std::move(why), for_in_flight);
-        };
-        if (ec)
-          return lost(ec == asio::error::eof ? "server closed the connection" : "read: " + ec.message(),
-                      errc::not_connected);
-        s->reader.feed(std::string_view(s->read_buffer.data(), n));
-        reply r;
-        for (;;) {
-          const auto result = s->reader.next(r);
-          if (result == resp_reader::result::need_more) break;
-          if (result == resp_reader::result::error)
-            return lost("protocol error: " + s->reader.error_message(), errc::protocol_error);
-          if (in_flight_.empty()) return lost("a reply nobody asked for", errc::protocol_error);
-          on_reply(r);
-          if (s != session_) return;  // that reply cost the connection (a failed handshake)
-        }
-        if (deadline_deferred_) {
-          on_deadline();
-          if (s != session_) return;
-        }
-        start_read(s);
-        flush();  // NOSCRIPT retries, and anything queued while the write was busy
-      });
+  s->socket.async_read_some(asio::buffer(s->read_buffer), [this, s](const error_code& ec,
+                                                                    std::size_t n) {
+    if (s != session_) return;
+    auto lost = [&](std::string why, errc for_in_flight) {
+      if (state_ == state::connecting) return connect_failed(std::move(why));
+      drop(std::move(why), for_in_flight);
+    };
+    if (ec)
+      return lost(ec == asio::error::eof ? "server closed the connection" : "read: " + ec.message(),
+                  errc::not_connected);
+    s->reader.feed(std::string_view(s->read_buffer.data(), n));
+    reply r;
+    for (;;) {
+      const auto result = s->reader.next(r);
+      if (result == resp_reader::result::need_more) break;
+      if (result == resp_reader::result::error)
+        return lost("protocol error: " + s->reader.error_message(), errc::protocol_error);
+      if (in_flight_.empty()) return lost("a reply nobody asked for", errc::protocol_error);
+      on_reply(r);
+      if (s != session_) return;  // that reply cost the connection (a failed handshake)
+    }
+    if (deadline_deferred_) {
+      on_deadline();
+      if (s != session_) return;
+    }
+    start_read(s);
+    flush();  // NOSCRIPT retries, and anything queued while the write was busy
+  });
 }
 
 void connection::on_reply(reply& r) {
@@ -319,9 +327,11 @@ void connection::on_call_reply(request_ptr call, reply& r) {
   if (!r.is_error()) return call->complete({}, &r);
   // NOSCRIPT means the script did not run, so sending the call again cannot count it twice.
   if (call->script != nullptr && call->noscript_replies < 2 && r.error_code() == "NOSCRIPT") {
-    ++call->noscript_replies;
+    // The first retry is EVALSHA after a SCRIPT LOAD (one per script, however many calls
+    // met NOSCRIPT); the second is EVAL, which needs no load.
     const script* s = call->script;
-    if (std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
+    if (++call->noscript_replies == 1 &&
+        std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
         std::find(loading_.begin(), loading_.end(), s) == loading_.end())
       loads_.push_back(s);
     if (call->deadline <= request::clock::now()) return call->complete(errc::timeout, nullptr);
@@ -370,10 +380,12 @@ void connection::on_deadline() {
   deadline_deferred_ = false;
   std::vector<request_ptr> expired;
   for (auto* q : {&retries_, &unsent_}) {
-    if (std::none_of(q->begin(), q->end(), [&](const request_ptr& r) { return r->deadline <= now; }))
+    if (std::none_of(q->begin(), q->end(),
+                     [&](const request_ptr& r) { return r->deadline <= now; }))
       continue;
     std::deque<request_ptr> keep;
-    for (auto& r : *q) (r->deadline <= now ? expired.emplace_back() : keep.emplace_back()) = std::move(r);
+    for (auto& r : *q)
+      (r->deadline <= now ? expired.emplace_back() : keep.emplace_back()) = std::move(r);
     q->swap(keep);
   }
   bool lost_in_flight = false;

@@ -8,11 +8,10 @@
 // the next one.
 #pragma once
 
+#include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-
-#include <array>
 #include <deque>
 #include <memory>
 #include <random>
@@ -82,7 +81,9 @@ class connection {
 
   state current_state() const noexcept { return state_; }
   // Requests held: queued, waiting to be retried, or in flight.
-  std::size_t pending() const noexcept { return unsent_.size() + retries_.size() + in_flight_calls_; }
+  std::size_t pending() const noexcept {
+    return unsent_.size() + retries_.size() + in_flight_calls_;
+  }
   // Why the last attempt to connect failed, or the connection was lost (diagnostics).
   const std::string& last_error() const noexcept { return last_error_; }
 
@@ -131,11 +132,11 @@ class connection {
   bool writing_ = false;
   std::size_t handshake_left_ = 0;
 
-  std::vector<const script*> loads_;        // SCRIPT LOADs to send before the next calls
-  std::vector<const script*> loading_;      // SCRIPT LOADs in flight
-  std::deque<request_ptr> retries_;         // calls to send again (after NOSCRIPT)
-  std::deque<request_ptr> unsent_;          // calls not written yet
-  std::deque<in_flight> in_flight_;         // written, awaiting replies, in order
+  std::vector<const script*> loads_;    // SCRIPT LOADs to send before the next calls
+  std::vector<const script*> loading_;  // SCRIPT LOADs in flight
+  std::deque<request_ptr> retries_;     // calls to send again (after NOSCRIPT)
+  std::deque<request_ptr> unsent_;      // calls not written yet
+  std::deque<in_flight> in_flight_;     // written, awaiting replies, in order
   std::size_t in_flight_calls_ = 0;
 
   boost::asio::steady_timer state_timer_;     // connect timeout, or backoff

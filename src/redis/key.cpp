@@ -14,7 +14,8 @@ bool stored_as_hash(std::string_view caller_key, std::size_t max_plain_key_size)
          caller_key.find_first_of("{}") != std::string_view::npos;
 }
 
-std::size_t state_key_size(const key_format& f, const policy& p, std::string_view caller_key) noexcept {
+std::size_t state_key_size(const key_format& f, const policy& p,
+                           std::string_view caller_key) noexcept {
   const std::size_t tag =
       stored_as_hash(caller_key, f.max_plain_key_size) ? hashed_size : caller_key.size();
   return f.prefix.size() + p.name().size() + 1 + to_string(p.algo()).size() + 1 + 1 + tag + 1;

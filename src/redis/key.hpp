@@ -26,7 +26,8 @@ struct key_format {
 bool stored_as_hash(std::string_view caller_key, std::size_t max_plain_key_size) noexcept;
 
 // The key's size in bytes, without building it.
-std::size_t state_key_size(const key_format& f, const policy& p, std::string_view caller_key) noexcept;
+std::size_t state_key_size(const key_format& f, const policy& p,
+                           std::string_view caller_key) noexcept;
 // Appends the key to `out`.
 void append_state_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key);

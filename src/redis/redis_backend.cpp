@@ -8,9 +8,9 @@ namespace floodgate::redis {
 namespace {
 
 std::vector<const script*> all_scripts() {
-  return {&script_for(algorithm::sliding_log), &script_for(algorithm::sliding_window),
+  return {&script_for(algorithm::sliding_log),  &script_for(algorithm::sliding_window),
           &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
-          &script_for(algorithm::gcra),        &multi_script()};
+          &script_for(algorithm::gcra),         &multi_script()};
 }
 
 // The scripts answer five integers per item: allowed (0/1), limit, remaining,
@@ -101,8 +101,9 @@ redis_backend::redis_backend(std::string_view url, const redis_options& options)
 redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& options)
     : options_(options) {
   if (options_.key_prefix.find_first_of("{}") != std::string::npos)
-    throw config_error("redis_options: key_prefix must not contain '{' or '}' (it would move "
-                       "the Redis Cluster hash tag)");
+    throw config_error(
+        "redis_options: key_prefix must not contain '{' or '}' (it would move "
+        "the Redis Cluster hash tag)");
   client_ = std::make_unique<client>(std::move(endpoint), options_, all_scripts());
 }
 

@@ -13,8 +13,8 @@ struct reply {
   enum class type : std::uint8_t { nil, string, status, error, integer, array };
 
   type kind = type::nil;
-  std::int64_t integer = 0;    // integer
-  std::string str;             // string, status, error
+  std::int64_t integer = 0;     // integer
+  std::string str;              // string, status, error
   std::vector<reply> elements;  // array
 
   bool is_error() const noexcept { return kind == type::error; }

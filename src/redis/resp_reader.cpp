@@ -86,7 +86,9 @@ resp_reader::resp_reader(std::size_t max_reply_size)
   reader_->privdata = this;  // (hiredis 0.14's redisReaderSetPrivdata casts to int)
 }
 
-resp_reader::~resp_reader() { redisReaderFree(reader_); }
+resp_reader::~resp_reader() {
+  redisReaderFree(reader_);
+}
 
 void resp_reader::fail(std::string message) {
   if (error_.empty()) error_ = std::move(message);
@@ -97,7 +99,9 @@ resp_reader::result resp_reader::too_big() {
   return result::error;
 }
 
-std::size_t resp_reader::buffered() const noexcept { return reader_->len - reader_->pos; }
+std::size_t resp_reader::buffered() const noexcept {
+  return reader_->len - reader_->pos;
+}
 
 void resp_reader::feed(std::string_view bytes) {
   if (failed() || bytes.empty()) return;

@@ -10,8 +10,8 @@
 //
 // Caps: a reply may take at most `max_reply_size` bytes on the wire (counting what it has
 // consumed so far and what is buffered behind it), and nest at most 8 arrays deep (hiredis
-// 0.14's own cap: "depth > 7" below the outermost). Breaking either, or any malformed byte, is a sticky error: the stream
-// cannot be resynchronised, so the connection must be dropped.
+// 0.14's own cap: "depth > 7" below the outermost). Breaking either, or any malformed byte, is a
+// sticky error: the stream cannot be resynchronised, so the connection must be dropped.
 //
 // Not thread-safe; one per connection.
 #pragma once
@@ -54,7 +54,7 @@ class resp_reader {
 
   redisReader* reader_;
   std::size_t max_reply_size_;
-  std::uint64_t fed_ = 0;         // bytes fed since construction
+  std::uint64_t fed_ = 0;          // bytes fed since construction
   std::uint64_t reply_begin_ = 0;  // stream offset where the reply being parsed starts
   std::size_t elements_ = 0;       // array elements announced so far by that reply
   std::string error_;

@@ -23,9 +23,13 @@ std::size_t digits(std::size_t n) noexcept {
 
 }  // namespace
 
-void append_array_header(std::string& out, std::size_t n) { append_prefixed(out, '*', n); }
+void append_array_header(std::string& out, std::size_t n) {
+  append_prefixed(out, '*', n);
+}
 
-void append_bulk_header(std::string& out, std::size_t len) { append_prefixed(out, '$', len); }
+void append_bulk_header(std::string& out, std::size_t len) {
+  append_prefixed(out, '$', len);
+}
 
 void append_bulk(std::string& out, std::string_view bytes) {
   append_prefixed(out, '$', bytes.size());
@@ -40,7 +44,9 @@ void append_bulk(std::string& out, std::int64_t value) {
   append_bulk(out, std::string_view(buf, static_cast<std::size_t>(end - buf)));
 }
 
-std::size_t bulk_size(std::size_t len) noexcept { return 1 + digits(len) + 2 + len + 2; }
+std::size_t bulk_size(std::size_t len) noexcept {
+  return 1 + digits(len) + 2 + len + 2;
+}
 
 void append_command(std::string& out, std::initializer_list<std::string_view> args) {
   std::size_t size = 1 + digits(args.size()) + 2;

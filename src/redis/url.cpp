@@ -111,7 +111,8 @@ redis_endpoint parse_redis_url(std::string_view url) {
       port_text = after.substr(1);
       has_port = true;
     }
-    if (ep.host.empty() || ep.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+    if (ep.host.empty() ||
+        ep.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
       return fail("malformed IPv6 host");
   } else {
     const auto colon = authority.find(':');

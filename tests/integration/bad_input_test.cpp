@@ -15,10 +15,27 @@ using namespace std::chrono_literals;
 using namespace std::string_literals;
 
 const std::vector<std::string> odd_keys = {
-    "{}"s,        "a{b}c"s,    "}"s,          "{"s,           "a:b:c"s,       "::"s,
-    "\r\n"s,      "x\r\ny"s,   "\0"s,         "a\0b"s,        "\xff\xfe"s,    "\xc3\x28"s,
-    "#hash"s,     "#"s,        " "s,          "*"s,           "floodgate:"s,  std::string(128, 'k'),
-    std::string(129, 'k'),     std::string(1'000'000, 'x'),   std::string(1'000'000, '\0'),
+    "{}"s,
+    "a{b}c"s,
+    "}"s,
+    "{"s,
+    "a:b:c"s,
+    "::"s,
+    "\r\n"s,
+    "x\r\ny"s,
+    "\0"s,
+    "a\0b"s,
+    "\xff\xfe"s,
+    "\xc3\x28"s,
+    "#hash"s,
+    "#"s,
+    " "s,
+    "*"s,
+    "floodgate:"s,
+    std::string(128, 'k'),
+    std::string(129, 'k'),
+    std::string(1'000'000, 'x'),
+    std::string(1'000'000, '\0'),
 };
 
 TEST(bad_input, odd_keys_are_stored_under_the_prefix_and_length_capped) {
@@ -50,9 +67,10 @@ TEST(bad_input, odd_keys_are_stored_under_the_prefix_and_length_capped) {
     EXPECT_LE(k.size(), longest) << "capped: long keys are hashed";
   }
   // Hashed keys are '#' and 64 hex digits inside the tag.
-  EXPECT_EQ(redis.command({"EXISTS", prefix + "p:sliding_log:{#" + redis::sha256_hex(odd_keys[19]) + "}"})
-                .integer,
-            1);
+  EXPECT_EQ(
+      redis.command({"EXISTS", prefix + "p:sliding_log:{#" + redis::sha256_hex(odd_keys[19]) + "}"})
+          .integer,
+      1);
 }
 
 // The scripts' own validation, called directly (as a client bypassing floodgate would).
@@ -65,15 +83,23 @@ TEST(bad_input, scripts_reject_bad_arguments_and_write_nothing) {
   redis.command({"SCRIPT", "LOAD", std::string(redis::multi_script().source)});
   // ARGV = {limit, window_ms, burst, cost, now_ms}
   const std::vector<std::vector<std::string>> bad = {
-      {"10", "1000", "10", "nan", ""},    {"10", "1000", "10", "-1", ""},
-      {"10", "1000", "10", "1e300", ""},  {"10", "1000", "10", "1.5", ""},
-      {"10", "1000", "10", "abc", ""},    {"10", "1000", "10", "", ""},
-      {"10", "1000", "10", "inf", ""},    {"10", "1000", "10", "-inf", ""},
+      {"10", "1000", "10", "nan", ""},
+      {"10", "1000", "10", "-1", ""},
+      {"10", "1000", "10", "1e300", ""},
+      {"10", "1000", "10", "1.5", ""},
+      {"10", "1000", "10", "abc", ""},
+      {"10", "1000", "10", "", ""},
+      {"10", "1000", "10", "inf", ""},
+      {"10", "1000", "10", "-inf", ""},
       {"10", "1000", "10", "99999999999999999999", ""},
-      {"0", "1000", "10", "1", ""},       {"10", "0", "10", "1", ""},
-      {"10", "-5", "10", "1", ""},        {"10", "1000", "0", "1", ""},
-      {"nan", "1000", "10", "1", ""},     {"10", "1e309", "10", "1", ""},
-      {"10", "1000", "10", "1", "nan"},   {"10", "1000", "10", "1", "1.5"},
+      {"0", "1000", "10", "1", ""},
+      {"10", "0", "10", "1", ""},
+      {"10", "-5", "10", "1", ""},
+      {"10", "1000", "0", "1", ""},
+      {"nan", "1000", "10", "1", ""},
+      {"10", "1e309", "10", "1", ""},
+      {"10", "1000", "10", "1", "nan"},
+      {"10", "1000", "10", "1", "1.5"},
       {"10", "1000", "10", "1", "soon"},
       {"10000000000", "1000000000", "10", "1", ""},  // limit × window above 10^15
   };
@@ -84,13 +110,15 @@ TEST(bad_input, scripts_reject_bad_arguments_and_write_nothing) {
       std::vector<std::string> cmd = {"EVALSHA", std::string(s->sha1), "1", key};
       cmd.insert(cmd.end(), argv.begin(), argv.end());
       const auto r = redis.command(cmd);
-      EXPECT_EQ(r.kind, reply::error) << s->name << " accepted {" << argv[0] << ", " << argv[1]
-                                      << ", " << argv[2] << ", " << argv[3] << ", " << argv[4] << "}";
+      EXPECT_EQ(r.kind, reply::error)
+          << s->name << " accepted {" << argv[0] << ", " << argv[1] << ", " << argv[2] << ", "
+          << argv[3] << ", " << argv[4] << "}";
       EXPECT_EQ(redis.command({"EXISTS", key}).integer, 0) << s->name << " wrote on bad input";
     }
     // A cost above the capacity is a valid request that can never pass: denied, never.
     const std::string key = "fgt:direct:{over}";
-    const auto r = redis.command({"EVALSHA", std::string(s->sha1), "1", key, "10", "1000", "10", "11", ""});
+    const auto r =
+        redis.command({"EVALSHA", std::string(s->sha1), "1", key, "10", "1000", "10", "11", ""});
     ASSERT_EQ(r.kind, reply::array) << r.str;
     EXPECT_EQ(r.elements.at(0).integer, 0);
     EXPECT_EQ(r.elements.at(4).integer, -1);
@@ -99,12 +127,13 @@ TEST(bad_input, scripts_reject_bad_arguments_and_write_nothing) {
   const std::string key = "fgt:direct:{k}";
   // The multi script: a bad item anywhere refuses the whole call.
   const auto r = redis.command({"EVALSHA", std::string(redis::multi_script().sha1), "2", key,
-                                "fgt:direct:{k2}", "", "gcra", "10", "1000", "10", "1",
-                                "gcra", "10", "1000", "10", "-3"});
+                                "fgt:direct:{k2}", "", "gcra", "10", "1000", "10", "1", "gcra",
+                                "10", "1000", "10", "-3"});
   EXPECT_EQ(r.kind, reply::error);
   EXPECT_EQ(redis.command({"EXISTS", key}).integer, 0);
   // And a good call does work, so the refusals above are about the arguments.
-  const auto good = redis.command({"EVALSHA", std::string(gcra.sha1), "1", key, "10", "1000", "10", "1", ""});
+  const auto good =
+      redis.command({"EVALSHA", std::string(gcra.sha1), "1", key, "10", "1000", "10", "1", ""});
   ASSERT_EQ(good.kind, reply::array) << good.str;
   EXPECT_EQ(good.elements.at(0).integer, 1);
 }

@@ -2,7 +2,6 @@
 // same instant. Every exact algorithm must admit exactly its limit: Redis runs each script
 // atomically, and two requests in one millisecond are two requests.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,8 +57,10 @@ bool read_all(int fd, void* data, std::size_t n) {
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       for (int i = 0; i < calls_per_thread; ++i) {
         const auto r = l.check(key, p);
-        if (r.outcome == outcome::allowed) admitted.fetch_add(1);
-        else if (r.outcome != outcome::over_limit) errors.fetch_add(1);
+        if (r.outcome == outcome::allowed)
+          admitted.fetch_add(1);
+        else if (r.outcome != outcome::over_limit)
+          errors.fetch_add(1);
       }
     });
   char c = 'r';

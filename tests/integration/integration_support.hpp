@@ -40,7 +40,8 @@ inline backend_options redis_options_for(std::string prefix, clock_fn clock = {}
 }
 
 // Waits until the backend reports healthy; false after `limit`.
-inline bool wait_healthy(const backend& b, std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+inline bool wait_healthy(const backend& b,
+                         std::chrono::milliseconds limit = std::chrono::seconds(5)) {
   const auto until = std::chrono::steady_clock::now() + limit;
   while (!b.healthy()) {
     if (std::chrono::steady_clock::now() > until) return false;

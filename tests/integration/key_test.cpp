@@ -1,7 +1,8 @@
 // Where state lives: <prefix><policy>:<algorithm>:{<key>}, hashed when it must be.
+#include "redis/key.hpp"
+
 #include <gtest/gtest.h>
 
-#include "redis/key.hpp"
 #include "redis/sha256.hpp"
 
 namespace floodgate::redis {

@@ -13,7 +13,8 @@ namespace {
 using namespace std::chrono_literals;
 
 // "cmdstat_evalsha:calls=...,failed_calls=..." → the number after `field=`.
-long long command_stat(const redis_server& redis, const std::string& command, const std::string& field) {
+long long command_stat(const redis_server& redis, const std::string& command,
+                       const std::string& field) {
   const auto info = redis.command({"INFO", "commandstats"}).str;
   const auto line = info.find("cmdstat_" + command + ":");
   if (line == std::string::npos) return 0;
@@ -51,14 +52,20 @@ TEST(noscript, script_flush_in_a_loop_is_invisible_and_never_double_counts) {
           // The multi script too: the same key under another policy, all-or-nothing.
           const auto key = "m" + std::to_string(t);
           const auto r = l.check_all({{key, &user, 1}, {"shared", &log, 1}});
-          if (r.outcome == outcome::allowed) ++admitted, ++multi_admitted;
-          else if (r.outcome == outcome::over_limit) ++denied;
-          else ++errors;
+          if (r.outcome == outcome::allowed)
+            ++admitted, ++multi_admitted;
+          else if (r.outcome == outcome::over_limit)
+            ++denied;
+          else
+            ++errors;
         } else {
           const auto r = l.check("shared", log);
-          if (r.outcome == outcome::allowed) ++admitted;
-          else if (r.outcome == outcome::over_limit) ++denied;
-          else ++errors;
+          if (r.outcome == outcome::allowed)
+            ++admitted;
+          else if (r.outcome == outcome::over_limit)
+            ++denied;
+          else
+            ++errors;
         }
       }
     });

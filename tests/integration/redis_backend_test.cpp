@@ -1,6 +1,8 @@
 // The Redis backend end to end against a real redis-server: decisions, all-or-nothing,
 // reset, key layout, scripts loaded on connect, AUTH and SELECT, error replies, caps, and
 // what happens to calls in flight when the backend goes away.
+#include "redis/redis_backend.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 
 #include "integration_support.hpp"
 #include "memory/memory_backend.hpp"
-#include "redis/redis_backend.hpp"
 #include "redis/scripts.hpp"
 
 namespace floodgate::test {
@@ -45,20 +46,22 @@ TEST_F(redis_backend_test, decisions_match_the_memory_backend) {
   auto now = std::make_shared<std::atomic<std::int64_t>>(clock_start_ms);
   clock_fn clock = [now] { return std::chrono::milliseconds(now->load()); };
   for (algorithm a : all_algorithms) {
-    const policy p{"match", a, 5, 1000ms, takes_burst(a) ? std::optional<std::int64_t>(7) : std::nullopt};
+    const policy p{"match", a, 5, 1000ms,
+                   takes_burst(a) ? std::optional<std::int64_t>(7) : std::nullopt};
     now->store(clock_start_ms);
     limiter redis{redis_->url(), redis_options_for(unique_prefix("match"), clock)};
     memory_options mo;
     mo.clock = clock;
     limiter memory{std::make_shared<memory::memory_backend>(mo)};
-    const std::int64_t steps[][2] = {{0, 1}, {0, 1}, {1, 3}, {0, 0}, {10, 2}, {100, 1}, {250, 4},
-                                     {0, 1}, {400, 1}, {999, 2}, {1, 1}, {2000, 5}, {0, 1}};
+    const std::int64_t steps[][2] = {{0, 1},   {0, 1},    {1, 3}, {0, 0},   {10, 2},
+                                     {100, 1}, {250, 4},  {0, 1}, {400, 1}, {999, 2},
+                                     {1, 1},   {2000, 5}, {0, 1}};
     for (const auto& [advance, cost] : steps) {
       now->fetch_add(advance);
       const auto want = memory.check("k", p, cost);
       const auto got = redis.check("k", p, cost);
-      ASSERT_EQ(got.outcome, want.outcome) << to_string(a) << " at " << *now << " cost " << cost
-                                           << ": " << got.error.message();
+      ASSERT_EQ(got.outcome, want.outcome)
+          << to_string(a) << " at " << *now << " cost " << cost << ": " << got.error.message();
       EXPECT_EQ(got.decision, want.decision) << to_string(a) << " at " << *now << " cost " << cost;
     }
   }

@@ -1,11 +1,11 @@
 // The reply parser on raw bytes: every type, split at every byte, pipelined, nested, and
 // the errors that must drop a connection (bad bytes, depth, size caps).
+#include "redis/resp_reader.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "redis/resp_reader.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -46,11 +46,16 @@ parsed parse(const std::vector<std::string>& chunks, std::size_t cap = 1 << 20) 
 // A compact rendering, to compare whole trees.
 std::string show(const reply& r) {
   switch (r.kind) {
-    case type::nil: return "nil";
-    case type::string: return "$" + r.str;
-    case type::status: return "+" + r.str;
-    case type::error: return "-" + r.str;
-    case type::integer: return ":" + std::to_string(r.integer);
+    case type::nil:
+      return "nil";
+    case type::string:
+      return "$" + r.str;
+    case type::status:
+      return "+" + r.str;
+    case type::error:
+      return "-" + r.str;
+    case type::integer:
+      return ":" + std::to_string(r.integer);
     case type::array: {
       std::string s = "[";
       for (std::size_t i = 0; i < r.elements.size(); ++i) s += (i ? "," : "") + show(r.elements[i]);
@@ -77,7 +82,8 @@ const std::string stream =
     "$-1\r\n"
     "*-1\r\n"
     "*0\r\n"
-    "$6\r\na\r\n\0\xff" "b\r\n"
+    "$6\r\na\r\n\0\xff"
+    "b\r\n"
     "*5\r\n:1\r\n:10\r\n:9\r\n:1000\r\n:-1\r\n"
     "*3\r\n*2\r\n:1\r\n$1\r\nx\r\n*0\r\n-ERR inner\r\n"s;
 const std::vector<std::string> expected = {
@@ -90,7 +96,8 @@ const std::vector<std::string> expected = {
     "nil",
     "nil",
     "[]",
-    "$a\r\n\0\xff" "b"s,
+    "$a\r\n\0\xff"
+    "b"s,
     "[:1,:10,:9,:1000,:-1]",
     "[[:1,$x],[],-ERR inner]",
 };

@@ -1,11 +1,12 @@
 // The command encoder, on bytes, and read back by the reply parser (an array of bulk strings
 // is also a valid reply).
+#include "redis/resp_writer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <limits>
 
 #include "redis/resp_reader.hpp"
-#include "redis/resp_writer.hpp"
 
 namespace floodgate::redis {
 namespace {

@@ -1,9 +1,9 @@
 // SHA-256 against the FIPS 180-4 examples and vectors at every padding boundary.
+#include "redis/sha256.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "redis/sha256.hpp"
 
 namespace floodgate::redis {
 namespace {

@@ -15,10 +15,13 @@ std::int64_t ttl_bound(const policy& p) {
   const std::int64_t w = p.window().count();
   switch (p.algo()) {
     case algorithm::sliding_log:
-    case algorithm::fixed_window: return w;
-    case algorithm::sliding_window: return 2 * w;
+    case algorithm::fixed_window:
+      return w;
+    case algorithm::sliding_window:
+      return 2 * w;
     case algorithm::token_bucket:
-    case algorithm::gcra: return (p.burst() * w + p.limit() - 1) / p.limit();
+    case algorithm::gcra:
+      return (p.burst() * w + p.limit() - 1) / p.limit();
   }
   return 0;
 }
@@ -29,13 +32,14 @@ TEST(ttl, every_key_expires_within_its_window_after_a_random_workload) {
   limiter l{redis.url(), redis_options_for(prefix)};  // Redis's own clock
   std::mt19937_64 rng(12345);
   const algorithm algorithms[] = {algorithm::sliding_log, algorithm::sliding_window,
-                                  algorithm::fixed_window, algorithm::token_bucket, algorithm::gcra};
+                                  algorithm::fixed_window, algorithm::token_bucket,
+                                  algorithm::gcra};
   std::vector<policy> policies;
   for (int i = 0; i < 25; ++i) {
     const algorithm a = algorithms[i % 5];
     const std::int64_t lim = std::uniform_int_distribution<std::int64_t>(1, 50)(rng);
-    const auto window = std::chrono::milliseconds(
-        std::uniform_int_distribution<std::int64_t>(200, 600'000)(rng));
+    const auto window =
+        std::chrono::milliseconds(std::uniform_int_distribution<std::int64_t>(200, 600'000)(rng));
     std::optional<std::int64_t> burst;
     if (takes_burst(a)) burst = std::uniform_int_distribution<std::int64_t>(1, 80)(rng);
     policies.emplace_back("p" + std::to_string(i), a, lim, window, burst);
@@ -58,7 +62,8 @@ TEST(ttl, every_key_expires_within_its_window_after_a_random_workload) {
   for (const auto& k : keys) {
     // <prefix>p<i>:<algorithm>:{...}
     const auto name_end = k.find(':', prefix.size());
-    const auto& p = policies.at(std::stoul(k.substr(prefix.size() + 1, name_end - prefix.size() - 1)));
+    const auto& p =
+        policies.at(std::stoul(k.substr(prefix.size() + 1, name_end - prefix.size() - 1)));
     const auto ttl = redis.command({"PTTL", k}).integer;
     if (ttl == -2) continue;  // expired between SCAN and PTTL
     EXPECT_NE(ttl, -1) << k << " never expires";

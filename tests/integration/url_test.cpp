@@ -1,9 +1,10 @@
 // redis:// URLs: what each part means, and a clear config_error for everything else.
+#include "redis/url.hpp"
+
 #include <gtest/gtest.h>
 
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
 namespace {

@@ -1,0 +1,194 @@
+// Failures a real Redis will not produce on demand, from a fake server: malformed and
+// over-deep replies, replies in one-byte pieces, extra replies, NOSCRIPT that will not go
+// away, refused handshakes, silent servers, and servers that hang up at once (backoff).
+#include "fake_redis.hpp"
+
+#include <gtest/gtest.h>
+
+#include "integration_support.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+
+const policy p{"p", algorithm::gcra, 10, 1s};
+const std::string good_reply = "*5\r\n:1\r\n:10\r\n:9\r\n:100\r\n:0\r\n";
+
+// A fake that handles the handshake and answers every script call with `reply`.
+fake_redis::responder answering(std::string reply) {
+  return [reply](const fake_redis::command& c) {
+    return fake_redis::is_script_load(c) ? fake_redis::sha_reply(c) : reply;
+  };
+}
+
+check_result check_once(const std::string& url, backend_options o = {}) {
+  limiter l{url, o};
+  return l.check("k", p);
+}
+
+TEST(fake_redis, a_good_reply_is_a_decision) {
+  fake_redis fake(answering(good_reply));
+  const auto r = check_once(fake.url());
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.decision.limit, 10);
+  EXPECT_EQ(r.decision.remaining, 9);
+  EXPECT_EQ(r.decision.reset_after, 100ms);
+}
+
+TEST(fake_redis, malformed_replies_are_protocol_errors) {
+  std::string deep;
+  for (int i = 0; i < 9; ++i) deep += "*1\r\n";
+  deep += ":1\r\n";
+  for (const std::string& bad :
+       {std::string("?garbage\r\n"), deep, std::string("*5\r\n:1\r\n:10\r\n%9\r\n")}) {
+    fake_redis fake(answering(bad));
+    const auto r = check_once(fake.url());
+    EXPECT_EQ(r.outcome, outcome::backend_error) << bad;
+    EXPECT_EQ(r.error, errc::protocol_error) << bad << ": " << r.error.message();
+  }
+}
+
+TEST(fake_redis, well_formed_replies_of_the_wrong_shape_are_protocol_errors) {
+  for (const std::string& bad :
+       {"*4\r\n:1\r\n:10\r\n:9\r\n:0\r\n"s, "*5\r\n:2\r\n:10\r\n:9\r\n:0\r\n:0\r\n"s,
+        "*5\r\n:1\r\n:10\r\n:-9\r\n:0\r\n:0\r\n"s, "*5\r\n:0\r\n:10\r\n:9\r\n:0\r\n:-2\r\n"s,
+        "*5\r\n:1\r\n$2\r\n10\r\n:9\r\n:0\r\n:0\r\n"s, ":1\r\n"s, "+OK\r\n"s, "$-1\r\n"s}) {
+    fake_redis fake(answering(bad));
+    const auto r = check_once(fake.url());
+    EXPECT_EQ(r.error, errc::protocol_error) << bad;
+  }
+}
+
+TEST(fake_redis, error_replies_map_to_codes) {
+  const std::pair<std::string, errc> cases[] = {
+      {"-BUSY Redis is busy running a script.\r\n", errc::server_busy},
+      {"-OOM command not allowed when used memory > 'maxmemory'.\r\n", errc::out_of_memory},
+      {"-ERR floodgate: bad cost\r\n", errc::server_error},
+      {"-READONLY You can't write against a read only replica.\r\n", errc::server_error},
+      {"-\r\n", errc::server_error},
+  };
+  for (const auto& [reply, code] : cases) {
+    fake_redis fake(answering(reply));
+    EXPECT_EQ(check_once(fake.url()).error, code) << reply;
+  }
+}
+
+TEST(fake_redis, a_reply_in_one_byte_pieces) {
+  fake_redis::options o;
+  o.byte_delay = 300us;  // ~30 bytes: ~10 ms, well inside the deadline
+  fake_redis fake(answering(good_reply), o);
+  backend_options bo;
+  bo.redis.connect_timeout = 5s;  // the handshake's six SCRIPT LOAD replies come slowly too
+  bo.redis.timeout = 2s;
+  const auto r = check_once(fake.url(), bo);
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.decision.remaining, 9);
+}
+
+TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
+  // NOSCRIPT to every EVALSHA (as if flushed between each load and retry): the third try
+  // carries the source itself.
+  fake_redis fake([](const fake_redis::command& c) -> std::string {
+    if (fake_redis::is_script_load(c)) return fake_redis::sha_reply(c);
+    if (c[0] == "EVALSHA") return "-NOSCRIPT No matching script. Please use EVAL.\r\n";
+    return good_reply;
+  });
+  backend_options o;
+  o.redis.connections = 1;
+  const auto r = check_once(fake.url(), o);
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  std::vector<std::string> calls;
+  const auto all = fake.commands();
+  ASSERT_GT(all.size(), 6u);
+  for (std::size_t i = 6; i < all.size(); ++i)  // after the handshake's six SCRIPT LOADs
+    calls.push_back(fake_redis::is_script_load(all[i]) ? "SCRIPT LOAD" : all[i][0]);
+  EXPECT_EQ(calls, (std::vector<std::string>{"EVALSHA", "SCRIPT LOAD", "EVALSHA", "EVAL"}));
+  // The EVAL carries the same arguments after the script.
+  const auto& evalsha = all[all.size() - 2];
+  const auto& eval = all.back();
+  ASSERT_EQ(eval.size(), evalsha.size());
+  EXPECT_TRUE(eval[1].starts_with("#!lua"));
+  EXPECT_EQ(std::vector<std::string>(eval.begin() + 2, eval.end()),
+            std::vector<std::string>(evalsha.begin() + 2, evalsha.end()));
+}
+
+TEST(fake_redis, noscript_forever_is_an_error_not_a_loop) {
+  fake_redis fake([](const fake_redis::command& c) -> std::string {
+    if (fake_redis::is_script_load(c)) return fake_redis::sha_reply(c);
+    return "-NOSCRIPT No matching script.\r\n";
+  });
+  const auto r = check_once(fake.url());
+  EXPECT_EQ(r.error, errc::server_error) << r.error.message();
+}
+
+TEST(fake_redis, a_reply_nobody_asked_for_drops_the_connection) {
+  fake_redis fake(answering(good_reply + good_reply));  // one call, two replies
+  backend_options o;
+  o.redis.connections = 1;
+  limiter l{fake.url(), o};
+  EXPECT_EQ(l.check("k", p).outcome, outcome::allowed);
+  // The stray reply cost the connection; the next call gets a new one (and its own reply).
+  check_result r;
+  for (int i = 0; i < 100 && r.outcome != outcome::allowed; ++i) r = l.check("k", p);
+  EXPECT_EQ(r.outcome, outcome::allowed);
+  EXPECT_GE(fake.accepted(), 2);
+}
+
+TEST(fake_redis, a_refused_handshake_fails_fast_with_not_connected) {
+  fake_redis fake(
+      [](const fake_redis::command&) { return std::string("-NOPERM no scripts for you\r\n"); });
+  backend_options o;
+  o.redis.timeout = 2s;
+  limiter l{fake.url(), o};
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = l.check("k", p);
+  EXPECT_EQ(r.error, errc::not_connected) << r.error.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms);
+  EXPECT_FALSE(l.get_backend().healthy());
+}
+
+TEST(fake_redis, a_silent_server_costs_the_deadline_then_connect_timeout_retries) {
+  fake_redis fake([](const fake_redis::command&) { return std::string(); });
+  backend_options o;
+  o.redis.connections = 1;
+  o.redis.connect_timeout = 100ms;
+  limiter l{fake.url(), o};
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = l.check("k", p);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.error, errc::timeout) << r.error.message();
+  EXPECT_GE(took, 50ms);
+  EXPECT_LT(took, 100ms);
+  std::this_thread::sleep_for(400ms);
+  EXPECT_GE(fake.accepted(), 3) << "a new attempt after each connect_timeout (and backoff)";
+}
+
+TEST(fake_redis, reconnects_back_off_exponentially) {
+  fake_redis::options fo;
+  fo.close_at_once = true;
+  fake_redis fake(answering(good_reply), fo);
+  backend_options o;
+  o.redis.connections = 2;
+  o.redis.reconnect_backoff_min = 10ms;
+  o.redis.reconnect_backoff_max = 80ms;
+  {
+    limiter l{fake.url(), o};
+    std::this_thread::sleep_for(1s);
+    // Calls meanwhile fail fast rather than wait for their deadline.
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = l.check("k", p);
+    EXPECT_EQ(r.outcome, outcome::backend_error);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 60ms);
+  }
+  // Per connection: waits of ~10, 20, 40, then ~80 ms (±50%): about 15 attempts a second,
+  // not the thousands an immediate retry would make.
+  const int attempts = fake.accepted();
+  std::cout << attempts << " connection attempts in 1 s over 2 connections\n";
+  EXPECT_GE(attempts, 2 * 8);
+  EXPECT_LE(attempts, 2 * 40);
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -49,7 +49,9 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
   }
 
   void start() {
-    for (auto& c : connections_) asio::post(io_, [c = c.get()] { c->start(); });
+    // Before the thread exists, so nothing else touches them yet: calls submitted from now on
+    // find every connection already connecting.
+    for (auto& c : connections_) c->start();
     // The thread keeps the pool alive, so it can outlive a client destroyed on this thread.
     thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
   }

@@ -125,6 +125,15 @@ TEST_F(redis_backend_test, every_script_is_loaded_on_connect_under_its_build_tim
               redis::script_for(a).sha1);
 }
 
+TEST_F(redis_backend_test, a_host_name_is_resolved) {
+  // "localhost" may resolve to ::1 first, where nothing listens: the next address is tried.
+  limiter l{"redis://localhost:" + std::to_string(redis_->port()),
+            redis_options_for(unique_prefix("name"))};
+  const policy p{"p", algorithm::gcra, 10, 1s};
+  const auto r = l.check("k", p);
+  EXPECT_EQ(r.outcome, outcome::allowed) << r.error.message();
+}
+
 TEST_F(redis_backend_test, nothing_listening_fails_fast_with_not_connected) {
   redis_server doomed;
   const auto url = doomed.url();

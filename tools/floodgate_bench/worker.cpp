@@ -21,8 +21,6 @@
 namespace floodgate::bench {
 namespace {
 
-using permits = std::counting_semaphore<4096>;  // --inflight's cap
-
 // What the threads of one process share.
 struct shared_plan {
   const bench_options& opts;
@@ -91,29 +89,74 @@ std::unique_ptr<target> set_up(shared_plan& plan, thread_state& st) {
   return t;
 }
 
+// Keeps --inflight calls going per thread without waking the thread per call: each slot issues
+// its next call from wherever its previous one completed (a backend thread, typically). A call
+// that completes on the issuing stack (the memory backend, blocking targets) is followed by a
+// loop, not recursion: a slot's phase says who carries on, the caller or the completion.
+class driver {
+ public:
+  driver(shared_plan& plan, thread_state& st, target& t, std::int64_t start_us, std::uint64_t seed)
+      : plan_(plan),
+        st_(st),
+        target_(t),
+        stop_us_(start_us + std::chrono::microseconds(plan.opts.duration).count()),
+        remaining_(plan.opts.is_burst() ? static_cast<std::int64_t>(*plan.opts.burst) : 0),
+        slots_(plan.opts.inflight),
+        finished_(static_cast<std::ptrdiff_t>(plan.opts.inflight)) {
+    for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].rng.seed(seed + i * 7919);
+  }
+
+  void run_and_wait() {
+    for (auto& s : slots_) run(s);
+    finished_.wait();
+  }
+
+ private:
+  enum phase { calling, returned, completed };
+  struct slot {
+    std::atomic<int> phase{calling};
+    std::mt19937_64 rng;  // used by whoever carries the slot on: one thread at a time
+  };
+
+  bool another() {
+    return plan_.opts.is_burst() ? remaining_.fetch_sub(1, std::memory_order_relaxed) > 0
+                                 : now_us() < stop_us_;
+  }
+
+  void run(slot& s) {
+    const auto cost = plan_.opts.cost;
+    while (another()) {
+      const auto key = static_cast<std::uint32_t>(plan_.distribution.pick(s.rng));
+      const auto send_us = now_us();
+      s.phase.store(calling);
+      target_.async_check(plan_.keys[key], cost, [this, &s, key, cost, send_us](answer a) {
+        record(plan_, st_, key, cost, send_us, std::move(a));
+        if (s.phase.exchange(completed) == returned) run(s);  // the caller has left: go on here
+      });
+      if (s.phase.exchange(returned) != completed) return;  // the completion will go on
+    }
+    finished_.count_down();
+  }
+
+  shared_plan& plan_;
+  thread_state& st_;
+  target& target_;
+  const std::int64_t stop_us_;
+  std::atomic<std::int64_t> remaining_;  // burst mode: calls left to issue, across slots
+  std::vector<slot> slots_;
+  std::latch finished_;  // one count per slot
+};
+
 void thread_main(shared_plan& plan, std::size_t process, std::size_t index, thread_state& st) {
   auto t = set_up(plan, st);
   plan.ready.count_down();
   plan.start_us.wait(0);
   const auto start = plan.start_us.load();
   if (start > 0 && st.setup_error.empty()) {
-    std::mt19937_64 rng(plan.opts.seed * 1'000'003 + process * 10'007 + index);
-    permits inflight(static_cast<std::ptrdiff_t>(plan.opts.inflight));
-    const auto& opts = plan.opts;
-    const auto stop = start + std::chrono::microseconds(opts.duration).count();
     st.result.started_us = start;
+    driver d(plan, st, *t, start, plan.opts.seed * 1'000'003 + process * 10'007 + index * 101);
     wait_until_us(start);
-    for (std::uint64_t n = 0; opts.is_burst() ? n < *opts.burst : now_us() < stop; ++n) {
-      inflight.acquire();
-      const auto key = static_cast<std::uint32_t>(plan.distribution.pick(rng));
-      const auto send_us = now_us();
-      t->async_check(plan.keys[key], opts.cost,
-                     [&plan, &st, &inflight, key, cost = opts.cost, send_us](answer a) {
-                       record(plan, st, key, cost, send_us, std::move(a));
-                       inflight.release();
-                     });
-    }
-    for (std::size_t i = 0; i < opts.inflight; ++i) inflight.acquire();
+    d.run_and_wait();
   }
   t.reset();
   plan.finished.fetch_add(1);

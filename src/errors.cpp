@@ -17,6 +17,9 @@ class category final : public std::error_category {
       case errc::too_many_items: return "check_all with more items than max_items";
       case errc::duplicate_item: return "check_all names the same (policy, key) twice";
       case errc::no_items: return "check_all with no items";
+      case errc::cross_slot:
+        return "check_all items live in different Redis Cluster slots (use one caller key for "
+               "all items)";
       case errc::timeout: return "backend did not answer within the deadline";
       case errc::not_connected: return "backend not connected";
       case errc::server_busy: return "backend busy (BUSY: a script runs too long)";

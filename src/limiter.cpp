@@ -87,7 +87,11 @@ void limiter::async_check_all(std::span<const check_item> items,
   backend_->async_check(items, [on_failure = failure_decisions(items),
                                 handler = std::move(handler)](backend_reply reply) mutable {
     multi_check_result r;
-    if (reply.error) {
+    if (reply.error && !is_backend_error(reply.error)) {
+      // The backend refused the request itself (cross_slot): no failure mode applies.
+      r.outcome = outcome::invalid_request;
+      r.error = reply.error;
+    } else if (reply.error) {
       r.outcome = outcome::backend_error;
       r.error = reply.error;
       r.decisions = std::move(on_failure);

@@ -40,6 +40,15 @@ struct backend_reply {
   std::vector<decision> decisions;
 };
 
+// Counters for metrics, monotonic since the backend was built (a gauge where noted). Only a
+// Redis Cluster backend has non-zero ones so far.
+struct backend_stats {
+  std::uint64_t redirections = 0;    // MOVED and ASK replies followed
+  std::uint64_t failovers_seen = 0;  // slot-map refreshes in which a master lost all its slots
+  std::uint64_t breaker_opens = 0;   // times a node's circuit breaker opened
+  std::uint64_t breakers_open = 0;   // gauge: nodes whose breaker is open (or half-open) now
+};
+
 using backend_handler = std::function<void(backend_reply)>;
 using reset_handler = std::function<void(std::error_code)>;
 
@@ -59,6 +68,9 @@ class backend {
 
   // A short name for logs and metrics: "memory", "redis", "redis-cluster".
   virtual std::string_view kind() const noexcept = 0;
+
+  // Redirections, failovers and circuit breakers seen so far; cheap, from any thread.
+  virtual backend_stats stats() const noexcept { return {}; }
 };
 
 }  // namespace floodgate

@@ -22,6 +22,7 @@ enum class errc {
   too_many_items,      // check_all with more items than limiter_options::max_items
   duplicate_item,      // check_all naming the same (policy, key) twice
   no_items,            // check_all with nothing to check
+  cross_slot,          // check_all on a Redis Cluster with items in different hash slots
   // The backend failed: the policy's failure mode decides.
   timeout = 100,       // no answer within the deadline
   not_connected,       // no connection could be made, or it was lost mid-call

@@ -20,9 +20,7 @@ std::error_code error_for(const reply& r) noexcept {
   return errc::server_error;
 }
 
-namespace {
-
-void validate(const redis_options& o) {
+void validate_options(const redis_options& o) {
   auto fail = [](const char* what) { throw config_error(std::string("redis_options: ") + what); };
   if (o.connections < 1 || o.connections > 1024) fail("connections must be from 1 to 1024");
   if (o.timeout.count() < 1) fail("timeout must be at least 1 ms");
@@ -33,8 +31,6 @@ void validate(const redis_options& o) {
   if (o.max_reply_size < 64) fail("max_reply_size must be at least 64 bytes");
   if (o.max_pending_per_connection < 1) fail("max_pending_per_connection must be at least 1");
 }
-
-}  // namespace
 
 // The pool: owns the io_context, its thread and the connections. Calls cross from callers'
 // threads through `incoming_` (one lock, held only to push or swap); everything else is
@@ -162,7 +158,7 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
 
 client::client(redis_endpoint endpoint, const redis_options& options,
                std::vector<const script*> scripts_to_load) {
-  validate(options);
+  validate_options(options);
   impl_ = std::make_shared<impl>(std::move(endpoint), options, std::move(scripts_to_load));
   impl_->start();
 }

@@ -32,24 +32,25 @@
 #include "floodgate/options.hpp"
 #include "redis/request.hpp"
 #include "redis/scripts.hpp"
+#include "redis/transport.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
 
-class client {
+class client final : public transport {
  public:
   // Throws config_error for options that cannot work (no connections, a zero timeout, ...).
   // Connecting starts in the background: the constructor does not wait for the server.
   client(redis_endpoint endpoint, const redis_options& options,
          std::vector<const script*> scripts_to_load);
-  ~client();
+  ~client() override;
   client(const client&) = delete;
   client& operator=(const client&) = delete;
 
-  void submit(std::unique_ptr<request> r);
+  void submit(std::unique_ptr<request> r) override;
 
   // True while at least one connection is ready.
-  bool healthy() const noexcept;
+  bool healthy() const noexcept override;
 
   class impl;
 

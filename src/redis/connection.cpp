@@ -251,6 +251,11 @@ void connection::flush() {
         expired.push_back(std::move(r));
         continue;
       }
+      if (r->asking) {
+        // Back to back with the call on this connection: ASKING applies to the next command.
+        append_command(out, {"ASKING"});
+        in_flight_.push_back({in_flight::kind::asking, nullptr, nullptr});
+      }
       append_call(out, *r);
       in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
       ++in_flight_calls_;
@@ -308,6 +313,8 @@ void connection::on_reply(reply& r) {
       if (r.is_error()) return connect_failed("handshake: " + r.str);
       if (--handshake_left_ == 0) become_ready();
       return;
+    case in_flight::kind::asking:  // +OK; an error shows up on the call that follows
+      return;
     case in_flight::kind::load:
       // An error here shows up again as NOSCRIPT on the retry, which then falls back to EVAL.
       if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
@@ -338,7 +345,7 @@ void connection::on_call_reply(request_ptr call, reply& r) {
     retries_.push_back(std::move(call));  // written after the SCRIPT LOAD, by the next flush
     return;
   }
-  call->complete(error_for(r), nullptr);
+  call->complete(error_for(r), &r);
 }
 
 // --- deadlines ---------------------------------------------------------------------------

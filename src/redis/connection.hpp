@@ -101,7 +101,7 @@ class connection {
 
   // What a reply in flight answers.
   struct in_flight {
-    enum class kind { handshake, load, call } what;
+    enum class kind { handshake, load, call, asking } what;
     request_ptr call;                // kind::call
     const script* loaded = nullptr;  // kind::load
     request::clock::time_point written{};

@@ -1,8 +1,13 @@
 #include "redis/redis_backend.hpp"
 
 #include "floodgate/errors.hpp"
+#include "redis/client.hpp"
+#include "redis/cluster_client.hpp"
+#include "redis/cluster_protocol.hpp"
+#include "redis/cluster_url.hpp"
 #include "redis/key.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/sha256.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -95,23 +100,56 @@ void append_now(std::string& out, const redis_options& o) {
 
 }  // namespace
 
-redis_backend::redis_backend(std::string_view url, const redis_options& options)
-    : redis_backend(parse_redis_url(url), options) {}
+namespace {
 
-redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& options)
-    : options_(options) {
-  if (options_.key_prefix.find_first_of("{}") != std::string::npos)
+void check_prefix(const redis_options& o) {
+  if (o.key_prefix.find_first_of("{}") != std::string::npos)
     throw config_error(
         "redis_options: key_prefix must not contain '{' or '}' (it would move "
         "the Redis Cluster hash tag)");
+}
+
+}  // namespace
+
+redis_backend::redis_backend(std::string_view url, const redis_options& options)
+    : options_(options) {
+  if (is_cluster_url(url)) {
+    auto seeds = parse_cluster_url(url);
+    check_prefix(options_);
+    cluster_ = true;
+    client_ = std::make_unique<cluster_client>(std::move(seeds), options_, all_scripts());
+    return;
+  }
+  auto endpoint = parse_redis_url(url);
+  check_prefix(options_);
   client_ = std::make_unique<client>(std::move(endpoint), options_, all_scripts());
+}
+
+redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& options)
+    : options_(options) {
+  check_prefix(options_);
+  client_ = std::make_unique<client>(std::move(endpoint), options_, all_scripts());
+}
+
+// The slot of the item's state key: of its hash tag, which is the caller key as stored.
+int redis_backend::slot_of(const check_item& item) const {
+  if (stored_as_hash(item.key, options_.max_plain_key_size))
+    return key_slot("#" + sha256_hex(item.key));
+  return static_cast<int>(crc16(item.key) % cluster_slots);
 }
 
 void redis_backend::async_check(std::span<const check_item> items, backend_handler handler) {
   if (items.empty()) return handler({make_error_code(errc::no_items), {}});
   const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  int slot = -1;
+  if (cluster_) {
+    slot = slot_of(items.front());
+    for (const auto& item : items.subspan(1))
+      if (slot_of(item) != slot) return handler({make_error_code(errc::cross_slot), {}});
+  }
   auto call = std::make_unique<check_call>(items.size(), std::move(handler));
   call->deadline = request::clock::now() + options_.timeout;
+  call->slot = slot;
   std::size_t size = 128;
   for (const auto& item : items) size += 96 + state_key_size(keys, *item.policy, item.key);
   std::string& out = call->command;
@@ -146,6 +184,7 @@ void redis_backend::async_reset(std::string_view key, const policy& p, reset_han
   const key_format keys{options_.key_prefix, options_.max_plain_key_size};
   auto call = std::make_unique<reset_call>(std::move(handler));
   call->deadline = request::clock::now() + options_.timeout;
+  if (cluster_) call->slot = slot_of({key, &p, 0});
   append_array_header(call->command, 2);
   append_bulk(call->command, "DEL");
   append_key(call->command, keys, p, key);

@@ -4,6 +4,10 @@
 //   auto b = std::make_shared<floodgate::redis::redis_backend>("redis://127.0.0.1:6379");
 //   floodgate::limiter limiter{b};
 //
+// A redis+cluster:// URL makes it route through a cluster_client (cluster_client.hpp): every
+// call carries its keys' hash slot, and a check_all whose items land in different slots fails
+// with errc::cross_slot (floodgate keys of one caller key always share a slot).
+//
 // One item is checked with its algorithm's script, several with the all-or-nothing multi
 // script; a reset is a DEL. Keys are laid out as key.hpp says. Calls fail with a backend
 // error code (errors.hpp) and never throw.
@@ -18,7 +22,8 @@
 
 #include "floodgate/backend.hpp"
 #include "floodgate/options.hpp"
-#include "redis/client.hpp"
+#include "redis/transport.hpp"
+#include "redis/url.hpp"
 
 namespace floodgate::redis {
 
@@ -33,13 +38,17 @@ class redis_backend final : public backend {
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
   bool healthy() const noexcept override { return client_->healthy(); }
-  std::string_view kind() const noexcept override { return "redis"; }
+  std::string_view kind() const noexcept override { return cluster_ ? "redis-cluster" : "redis"; }
+  backend_stats stats() const noexcept override { return client_->stats(); }
 
   const redis_options& options() const noexcept { return options_; }
 
  private:
+  int slot_of(const check_item& item) const;
+
   redis_options options_;
-  std::unique_ptr<client> client_;
+  bool cluster_ = false;
+  std::unique_ptr<transport> client_;
 };
 
 }  // namespace floodgate::redis

@@ -20,8 +20,8 @@ class request {
   virtual ~request() = default;
 
   // Called exactly once, then the request is destroyed. `ec` is empty on a reply that is not
-  // an error (error replies are mapped to codes by the client, see error_for); `r` is null
-  // otherwise. Runs on the client's thread, or inline in submit() once the client is shutting
+  // an error. An error reply is mapped to a code (see error_for) and `r` points to it too, so
+  // the cluster client can read MOVED/ASK targets; `r` is null when there is no reply. Runs on the client's thread, or inline in submit() once the client is shutting
   // down; never under the client's locks. Must not throw.
   virtual void complete(std::error_code ec, reply* r) noexcept = 0;
 
@@ -38,6 +38,11 @@ class request {
   clock::time_point deadline;
   // NOSCRIPT replies seen so far.
   std::uint8_t noscript_replies = 0;
+  // Cluster: send ASKING right before the command, on the same connection (an ASK redirect:
+  // the slot is being imported by that node, which serves it only to callers that ask).
+  bool asking = false;
+  // Cluster: the hash slot of the command's keys; -1 when it has none.
+  std::int32_t slot = -1;
 };
 
 // The error code for an error reply: BUSY → server_busy, OOM → out_of_memory, others →

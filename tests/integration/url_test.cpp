@@ -83,7 +83,8 @@ TEST(redis_url, messages_never_show_the_password) {
 TEST(redis_url, make_backend_rejects_bad_urls_at_construction) {
   EXPECT_THROW(make_backend("redis://h:notaport"), config_error);
   EXPECT_THROW(make_backend("rediss://127.0.0.1:6379"), config_error);
-  EXPECT_THROW(make_backend("redis+cluster://127.0.0.1:7000"), config_error);
+  EXPECT_THROW(make_backend("redis+cluster://127.0.0.1:7000/3"), config_error);  // db 0 only
+  EXPECT_THROW(make_backend("redis+cluster://127.0.0.1:7000,"), config_error);
   EXPECT_THROW(make_backend("mysql://h"), config_error);
   backend_options bad;
   bad.redis.connections = 0;

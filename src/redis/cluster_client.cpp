@@ -1,0 +1,559 @@
+#include "redis/cluster_client.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "floodgate/errors.hpp"
+#include "redis/cluster_protocol.hpp"
+#include "redis/connection.hpp"
+#include "redis/resp_writer.hpp"
+
+namespace floodgate::redis {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using steady = request::clock;
+
+namespace {
+
+constexpr int max_redirects = 5;
+constexpr auto refresh_min_interval = 100ms;
+constexpr auto unhealthy_refresh_interval = 500ms;
+constexpr int breaker_threshold = 5;
+constexpr auto breaker_cooldown = 500ms;
+constexpr auto tryagain_backoff = 5ms;
+
+struct node {
+  connection_config config;
+  std::vector<std::unique_ptr<connection>> connections;
+  int ready = 0;
+  bool master = false;  // owns slots in the current map
+  // Circuit breaker.
+  enum class breaker { closed, open, half_open } state = breaker::closed;
+  int consecutive_failures = 0;
+  steady::time_point open_until{};
+  bool probe_in_flight = false;
+};
+
+}  // namespace
+
+// The wrapper every submitted call travels in: the command moves in, the caller's request
+// stays inside to be completed once the cluster is done redirecting.
+class cluster_call final : public request {
+ public:
+  cluster_call(request_ptr inner, cluster_client::impl* owner)
+      : inner_(std::move(inner)), owner_(owner) {
+    command = std::move(inner_->command);
+    script = inner_->script;
+    argument_count = inner_->argument_count;
+    body_offset = inner_->body_offset;
+    deadline = inner_->deadline;
+    slot = inner_->slot;
+  }
+
+  void complete(std::error_code ec, reply* r) noexcept override;
+
+  // A fresh call with this one's state, for sending again (the connection destroys this one
+  // when complete() returns).
+  std::unique_ptr<cluster_call> take() {
+    auto c = std::unique_ptr<cluster_call>(new cluster_call(std::move(inner_), owner_, 0));
+    c->command = std::move(command);
+    c->script = script;
+    c->argument_count = argument_count;
+    c->body_offset = body_offset;
+    c->deadline = deadline;
+    c->slot = slot;
+    c->asking = asking;
+    c->target = target;
+    c->redirects = redirects;
+    c->tryagains = tryagains;
+    return c;
+  }
+
+  void finish(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
+
+  node* target = nullptr;   // send here regardless of the map (a redirection's target)
+  node* sent_to = nullptr;  // where it was enqueued
+  bool probe = false;       // the half-open breaker's probe
+  int redirects = 0;
+  int tryagains = 0;
+  steady::time_point not_before{};  // deferred until
+
+ private:
+  cluster_call(request_ptr inner, cluster_client::impl* owner, int)
+      : inner_(std::move(inner)), owner_(owner) {}
+
+  request_ptr inner_;
+  cluster_client::impl* owner_;
+};
+
+// CLUSTER SLOTS, sent by the client itself.
+class slots_call final : public request {
+ public:
+  slots_call(cluster_client::impl* owner, node* asked) : owner_(owner), asked_(asked) {}
+  void complete(std::error_code ec, reply* r) noexcept override;
+
+ private:
+  cluster_client::impl* owner_;
+  node* asked_;
+};
+
+class cluster_client::impl final : public connection_owner,
+                                   public std::enable_shared_from_this<impl> {
+ public:
+  impl(std::vector<redis_endpoint> seeds, const redis_options& options,
+       std::vector<const script*> scripts)
+      : options_(options),
+        scripts_(std::move(scripts)),
+        work_(io_.get_executor()),
+        refresh_timer_(io_),
+        deferred_timer_(io_),
+        tick_timer_(io_) {
+    credentials_ = seeds.front();
+    for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
+  }
+
+  void start() {
+    for (node* n : seeds_)
+      for (auto& c : n->connections)
+        if (c->current_state() == connection::state::idle) c->start();
+    started_ = true;
+    thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
+    asio::post(io_, [this] {
+      request_refresh();
+      tick();
+    });
+  }
+
+  void submit(request_ptr r) {
+    bool post = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (!stopping_) {
+        incoming_.push_back(std::make_unique<cluster_call>(std::move(r), this));
+        post = !std::exchange(drain_posted_, true);
+      }
+    }
+    if (r) return r->complete(errc::shutting_down, nullptr);
+    if (post) asio::post(io_, [this] { drain(); });
+  }
+
+  void shutdown() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      asio::post(io_, [self = shared_from_this()] { self->teardown(); });
+      thread_.detach();
+      return;
+    }
+    asio::post(io_, [this] { teardown(); });
+    thread_.join();
+  }
+
+  bool healthy() const noexcept { return healthy_.load(std::memory_order_relaxed); }
+
+  backend_stats stats() const noexcept {
+    backend_stats s;
+    s.redirections = redirections_.load(std::memory_order_relaxed);
+    s.failovers_seen = failovers_seen_.load(std::memory_order_relaxed);
+    s.breaker_opens = breaker_opens_.load(std::memory_order_relaxed);
+    s.breakers_open = breakers_open_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  // --- connection_owner ------------------------------------------------------------------
+
+  void readiness_changed(connection& c, bool ready) override {
+    for (auto& [name, n] : nodes_)
+      for (auto& own : n->connections)
+        if (own.get() == &c) n->ready += ready ? 1 : -1;
+    if (!ready) request_refresh();  // the node may be failing over
+    update_health();
+  }
+
+  void redispatch(std::vector<request_ptr> requests) override {
+    for (auto& r : requests) route(std::move(r));
+    flush_dirty();
+  }
+
+  // --- completions (io thread) -------------------------------------------------------------
+
+  void on_call_complete(cluster_call& c, std::error_code ec, reply* r) noexcept {
+    if (torn_down_) return c.finish(ec, r);
+    if (c.sent_to) note_outcome(*c.sent_to, ec, c.probe);
+    if (r != nullptr && r->is_error()) {
+      const auto code = r->error_code();
+      if ((code == "MOVED" || code == "ASK") && c.redirects < max_redirects) {
+        if (auto to = parse_redirect(r->str)) {
+          redirections_.fetch_add(1, std::memory_order_relaxed);
+          const std::string& host =
+              to->host.empty() && c.sent_to ? c.sent_to->config.endpoint.host : to->host;
+          node* n = node_for(host, to->port);
+          auto again = c.take();
+          ++again->redirects;
+          again->target = n;
+          again->asking = to->what == redirect::kind::ask;
+          again->noscript_replies = 0;  // another node, another script cache
+          if (to->what == redirect::kind::moved) {
+            slots_[static_cast<std::size_t>(to->slot)] = n;
+            request_refresh();  // one slot moved: others probably did too
+          }
+          return defer(std::move(again), steady::now());
+        }
+      }
+      if ((code == "TRYAGAIN" || code == "CLUSTERDOWN") && c.redirects < max_redirects) {
+        // TRYAGAIN: a multi-key call met a slot half migrated; CLUSTERDOWN: a failover is
+        // under way. Both go away by themselves: retry shortly while the deadline allows.
+        if (code == "CLUSTERDOWN") request_refresh();
+        const auto at = steady::now() + tryagain_backoff * (1 << std::min(c.tryagains, 4));
+        if (at < c.deadline) {
+          auto again = c.take();
+          ++again->redirects;
+          ++again->tryagains;
+          again->noscript_replies = 0;
+          return defer(std::move(again), at);
+        }
+      }
+    }
+    if (ec == errc::not_connected || ec == errc::timeout) request_refresh();
+    c.finish(ec, r);
+  }
+
+  void on_slots(node* asked, std::error_code ec, reply* r) noexcept {
+    if (torn_down_) return;
+    refresh_in_flight_ = false;
+    std::optional<std::vector<slot_range>> ranges;
+    if (!ec && r != nullptr) ranges = parse_cluster_slots(*r);
+    if (!ranges) return request_refresh();
+    std::array<node*, cluster_slots> next{};
+    for (const auto& range : *ranges) {
+      node* n = node_for(range.host.empty() ? asked->config.endpoint.host : range.host, range.port);
+      for (int s = range.first; s <= range.last; ++s) next[static_cast<std::size_t>(s)] = n;
+    }
+    std::map<node*, bool> owns;
+    for (node* n : next)
+      if (n) owns[n] = true;
+    for (auto& [name, n] : nodes_) {
+      const bool now_master = owns.count(n.get()) > 0;
+      // A node that held slots and holds none now: its replica took over (or it was drained).
+      if (n->master && !now_master) failovers_seen_.fetch_add(1, std::memory_order_relaxed);
+      n->master = now_master;
+    }
+    slots_ = next;
+    map_complete_ = std::all_of(next.begin(), next.end(), [](node* n) { return n != nullptr; });
+    update_health();
+  }
+
+ private:
+  // --- nodes -------------------------------------------------------------------------------
+
+  node* node_for(const std::string& host, std::uint16_t port) {
+    const auto name = host + ":" + std::to_string(port);
+    auto& slot = nodes_[name];
+    if (!slot) {
+      slot = std::make_unique<node>();
+      slot->config.endpoint = credentials_;
+      slot->config.endpoint.host = host;
+      slot->config.endpoint.port = port;
+      slot->config.endpoint.db = 0;
+      slot->config.options = options_;
+      slot->config.scripts = scripts_;
+      for (std::size_t i = 0; i < options_.connections; ++i)
+        slot->connections.push_back(std::make_unique<connection>(io_, slot->config, *this));
+      // Seeds start in start(), before the thread; nodes found later start right away.
+      if (started_)
+        for (auto& c : slot->connections) c->start();
+    }
+    return slot.get();
+  }
+
+  // The ready connection of `n` holding the fewest calls; failing that, a connecting one.
+  connection* pick(node& n) {
+    connection* best = nullptr;
+    bool best_ready = false;
+    for (auto& c : n.connections) {
+      const auto state = c->current_state();
+      if (state != connection::state::ready && state != connection::state::connecting) continue;
+      if (c->pending() >= options_.max_pending_per_connection) continue;
+      const bool ready = state == connection::state::ready;
+      if (best == nullptr || (ready && !best_ready) ||
+          (ready == best_ready && c->pending() < best->pending())) {
+        best = c.get();
+        best_ready = ready;
+      }
+    }
+    return best;
+  }
+
+  // Before the map is known, or for a slot it lacks: any node with a usable connection (it
+  // answers MOVED for slots it does not serve).
+  node* any_node() {
+    node* fallback = nullptr;
+    for (auto& [name, n] : nodes_) {
+      if (n->ready > 0) return n.get();
+      if (!fallback && pick(*n)) fallback = n.get();
+    }
+    return fallback;
+  }
+
+  // --- circuit breaker ---------------------------------------------------------------------
+
+  bool breaker_allows(node& n, cluster_call& c) {
+    if (n.state == node::breaker::closed) return true;
+    if (n.state == node::breaker::open) {
+      if (steady::now() < n.open_until) return false;
+      n.state = node::breaker::half_open;
+      n.probe_in_flight = false;
+    }
+    if (n.probe_in_flight) return false;
+    n.probe_in_flight = true;
+    c.probe = true;
+    return true;
+  }
+
+  // Only "no answer" counts against a node: an error reply is an answer.
+  void note_outcome(node& n, std::error_code ec, bool probe) {
+    const bool failed = ec == errc::timeout || ec == errc::not_connected;
+    if (!failed) {
+      n.consecutive_failures = 0;
+      if (n.state != node::breaker::closed) {
+        n.state = node::breaker::closed;
+        breakers_open_.fetch_sub(1, std::memory_order_relaxed);
+        update_health();
+      }
+      if (probe) n.probe_in_flight = false;
+      return;
+    }
+    if (probe ||
+        (n.state == node::breaker::closed && ++n.consecutive_failures >= breaker_threshold)) {
+      if (n.state == node::breaker::closed) {
+        breakers_open_.fetch_add(1, std::memory_order_relaxed);
+        breaker_opens_.fetch_add(1, std::memory_order_relaxed);
+      }
+      n.state = node::breaker::open;
+      n.open_until = steady::now() + breaker_cooldown;
+      n.probe_in_flight = false;
+      update_health();
+    }
+  }
+
+  // --- routing -----------------------------------------------------------------------------
+
+  void drain() {
+    {
+      std::lock_guard lock(mutex_);
+      draining_.swap(incoming_);
+      drain_posted_ = false;
+    }
+    for (auto& r : draining_) route(std::move(r));
+    draining_.clear();
+    flush_dirty();
+  }
+
+  void route(request_ptr r) {
+    auto& c = static_cast<cluster_call&>(*r);
+    if (c.deadline <= steady::now()) return c.finish(errc::timeout, nullptr);
+    node* n = c.target;
+    if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
+    if (!n) n = any_node();
+    if (!n) return c.finish(errc::not_connected, nullptr);
+    connection* to = breaker_allows(*n, c) ? pick(*n) : nullptr;
+    if (to == nullptr) {
+      if (c.probe) n->probe_in_flight = false;
+      request_refresh();  // a failover may have given the slot to a reachable node
+      return c.finish(errc::not_connected, nullptr);
+    }
+    c.sent_to = n;
+    to->enqueue(std::move(r));
+    if (std::find(dirty_.begin(), dirty_.end(), to) == dirty_.end()) dirty_.push_back(to);
+  }
+
+  void flush_dirty() {
+    for (connection* c : dirty_) c->flush();
+    dirty_.clear();
+  }
+
+  // Calls to send again later (TRYAGAIN) or on the next turn (redirections: not from inside
+  // the connection's reply loop). Held here, so teardown can complete them.
+  void defer(std::unique_ptr<cluster_call> c, steady::time_point at) {
+    c->not_before = at;
+    deferred_.push_back(std::move(c));
+    if (deferred_armed_ && deferred_at_ <= at) return;
+    deferred_armed_ = true;
+    deferred_at_ = at;
+    deferred_timer_.expires_at(at);
+    deferred_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec == asio::error::operation_aborted || torn_down_) return;
+      run_deferred();
+    });
+  }
+
+  void run_deferred() {
+    deferred_armed_ = false;
+    const auto now = steady::now();
+    std::vector<std::unique_ptr<cluster_call>> due, later;
+    for (auto& c : deferred_) (c->not_before <= now ? due : later).push_back(std::move(c));
+    deferred_.clear();
+    for (auto& c : later) {
+      const auto at = c->not_before;
+      defer(std::move(c), at);
+    }
+    for (auto& c : due) route(std::move(c));
+    flush_dirty();
+  }
+
+  // --- slot map ----------------------------------------------------------------------------
+
+  // At most one CLUSTER SLOTS in flight, and one per refresh_min_interval; always from a
+  // timer, never inside a connection's callback.
+  void request_refresh() {
+    if (torn_down_ || refresh_in_flight_ || refresh_armed_) return;
+    refresh_armed_ = true;
+    refresh_timer_.expires_at(std::max(steady::now(), last_refresh_ + refresh_min_interval));
+    refresh_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec == asio::error::operation_aborted || torn_down_) return;
+      refresh_armed_ = false;
+      start_refresh();
+    });
+  }
+
+  void start_refresh() {
+    // Round-robin over nodes with a ready connection, so one stale node cannot keep feeding
+    // us its view.
+    std::vector<node*> candidates;
+    for (auto& [name, n] : nodes_)
+      if (n->ready > 0) candidates.push_back(n.get());
+    last_refresh_ = steady::now();
+    if (candidates.empty()) {
+      for (auto& [name, n] : nodes_)
+        if (pick(*n)) candidates.push_back(n.get());
+      if (candidates.empty()) return request_refresh();
+    }
+    node* n = candidates[refresh_cursor_++ % candidates.size()];
+    connection* c = pick(*n);
+    if (c == nullptr) return request_refresh();
+    auto call = std::make_unique<slots_call>(this, n);
+    append_command(call->command, {"CLUSTER", "SLOTS"});
+    call->deadline = steady::now() + options_.connect_timeout;
+    refresh_in_flight_ = true;
+    c->enqueue(std::move(call));
+    c->flush();
+  }
+
+  // While some slot has no reachable master, look again now and then (a failover finishes
+  // without any call noticing, and readiness probes want to know).
+  void tick() {
+    tick_timer_.expires_after(unhealthy_refresh_interval);
+    tick_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec == asio::error::operation_aborted || torn_down_) return;
+      if (!healthy()) request_refresh();
+      tick();
+    });
+  }
+
+  void update_health() {
+    bool ok = map_complete_;
+    for (auto& [name, n] : nodes_)
+      if (n->master && (n->ready == 0 || n->state != node::breaker::closed)) ok = false;
+    healthy_.store(ok, std::memory_order_relaxed);
+  }
+
+  void teardown() {
+    torn_down_ = true;
+    std::vector<request_ptr> all;
+    {
+      std::lock_guard lock(mutex_);
+      all = std::move(incoming_);
+    }
+    for (auto& c : deferred_) all.push_back(std::move(c));
+    deferred_.clear();
+    for (auto& [name, n] : nodes_)
+      for (auto& c : n->connections) c->stop(all);
+    refresh_timer_.cancel();
+    deferred_timer_.cancel();
+    tick_timer_.cancel();
+    healthy_.store(false, std::memory_order_relaxed);
+    work_.reset();
+    io_.stop();
+    for (auto& r : all) r->complete(errc::shutting_down, nullptr);
+  }
+
+  const redis_options options_;
+  const std::vector<const script*> scripts_;
+  redis_endpoint credentials_;  // user, password for every node
+  asio::io_context io_{1};      // before the nodes: destroyed after their connections
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::map<std::string, std::unique_ptr<node>> nodes_;  // "host:port"; never removed
+  std::vector<node*> seeds_;
+  std::array<node*, cluster_slots> slots_{};
+  bool map_complete_ = false;
+
+  std::vector<connection*> dirty_;
+  std::vector<std::unique_ptr<cluster_call>> deferred_;
+  asio::steady_timer refresh_timer_;
+  asio::steady_timer deferred_timer_;
+  asio::steady_timer tick_timer_;
+  bool refresh_armed_ = false;
+  bool refresh_in_flight_ = false;
+  steady::time_point last_refresh_{};
+  std::size_t refresh_cursor_ = 0;
+  bool deferred_armed_ = false;
+  steady::time_point deferred_at_{};
+  bool torn_down_ = false;
+  bool started_ = false;  // nodes made from now on start connecting at once
+
+  std::atomic<bool> healthy_{false};
+  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, breaker_opens_{0},
+      breakers_open_{0};
+
+  std::mutex mutex_;
+  std::vector<request_ptr> incoming_;  // guarded by mutex_
+  bool drain_posted_ = false;          // guarded by mutex_
+  bool stopping_ = false;              // guarded by mutex_
+  std::vector<request_ptr> draining_;  // io thread
+
+  std::thread thread_;
+};
+
+void cluster_call::complete(std::error_code ec, reply* r) noexcept {
+  owner_->on_call_complete(*this, ec, r);
+}
+
+void slots_call::complete(std::error_code ec, reply* r) noexcept {
+  owner_->on_slots(asked_, ec, r);
+}
+
+cluster_client::cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
+                               std::vector<const script*> scripts_to_load) {
+  validate_options(options);
+  if (seeds.empty()) throw config_error("redis+cluster: no seed nodes");
+  impl_ = std::make_shared<impl>(std::move(seeds), options, std::move(scripts_to_load));
+  impl_->start();
+}
+
+cluster_client::~cluster_client() {
+  impl_->shutdown();
+}
+
+void cluster_client::submit(std::unique_ptr<request> r) {
+  impl_->submit(std::move(r));
+}
+
+bool cluster_client::healthy() const noexcept {
+  return impl_->healthy();
+}
+
+backend_stats cluster_client::stats() const noexcept {
+  return impl_->stats();
+}
+
+}  // namespace floodgate::redis

@@ -1,0 +1,54 @@
+// A client for a Redis Cluster: routes each call to the master of its keys' hash slot over
+// that node's pipelined connections (connection.hpp, the same as a single server's), and
+// follows the cluster as it changes.
+//
+//   cluster_client c{parse_cluster_url(url), options, scripts};
+//   r->slot = key_slot(key);   // every key of one call shares a slot (a hash tag)
+//   c.submit(std::move(r));
+//
+// What it does, all within the call's deadline:
+// - Discovers the slot map with CLUSTER SLOTS from any seed, and again after a MOVED, a lost
+//   node connection, a CLUSTERDOWN, or while a slot has no reachable master (at most every
+//   100 ms). Until the map is known, calls go to any node and follow its MOVED.
+// - MOVED: updates the slot's owner and re-sends there. ASK: re-sends to the importing node
+//   with ASKING right before the call on the same connection (not remembered). TRYAGAIN,
+//   CLUSTERDOWN: re-sent after a short backoff. At most 5 redirections per call.
+// - A call that may have run (its connection was lost with it in flight, or it timed out) is
+//   never re-sent: it fails, and the policy's failure mode answers.
+// - A circuit breaker per node: after 5 consecutive calls that timed out or lost their
+//   connection, calls for that node fail at once with not_connected for 500 ms; then one probe
+//   goes through, and its success closes the breaker.
+// - Scripts are loaded on every node's connections as they connect; NOSCRIPT as client.hpp.
+//
+// Threading, completion and shutdown: as client.hpp says.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "redis/scripts.hpp"
+#include "redis/transport.hpp"
+#include "redis/url.hpp"
+
+namespace floodgate::redis {
+
+class cluster_client final : public transport {
+ public:
+  // Throws config_error for unusable options or no seeds. Does not wait for the cluster.
+  cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
+                 std::vector<const script*> scripts_to_load);
+  ~cluster_client() override;
+  cluster_client(const cluster_client&) = delete;
+  cluster_client& operator=(const cluster_client&) = delete;
+
+  void submit(std::unique_ptr<request> r) override;
+  bool healthy() const noexcept override;
+  backend_stats stats() const noexcept override;
+
+  class impl;
+
+ private:
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace floodgate::redis

@@ -1,0 +1,56 @@
+#include "redis/cluster_url.hpp"
+
+#include <cctype>
+#include <string>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+constexpr std::string_view scheme = "redis+cluster://";
+
+}  // namespace
+
+bool is_cluster_url(std::string_view url) noexcept {
+  if (url.size() < scheme.size()) return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
+  return true;
+}
+
+std::vector<redis_endpoint> parse_cluster_url(std::string_view url) {
+  auto fail = [&](const std::string& why) -> std::vector<redis_endpoint> {
+    throw config_error("redis+cluster URL '" + redact_url(url) + "': " + why);
+  };
+  if (!is_cluster_url(url)) return fail("expected redis+cluster://[user:password@]host:port[,...]");
+  std::string_view rest = url.substr(scheme.size());
+  std::string_view userinfo;
+  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
+    userinfo = rest.substr(0, at + 1);  // with the '@'
+    rest = rest.substr(at + 1);
+  }
+  if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+    const auto db = rest.substr(slash + 1);
+    if (!db.empty() && db != "0") return fail("a cluster has only database 0");
+    rest = rest.substr(0, slash);
+  }
+  std::vector<redis_endpoint> seeds;
+  while (true) {
+    const auto comma = rest.find(',');
+    const auto hostport = rest.substr(0, comma);
+    if (hostport.empty()) return fail("empty host in the seed list");
+    try {
+      seeds.push_back(parse_redis_url("redis://" + std::string(userinfo) + std::string(hostport)));
+    } catch (const config_error& e) {
+      // The inner message names "redis://...": say which seed, without the password.
+      const std::string what = e.what();
+      return fail("seed '" + std::string(hostport) + "': " + what.substr(what.find("': ") + 3));
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return seeds;
+}
+
+}  // namespace floodgate::redis

@@ -1,0 +1,27 @@
+// What the Redis backend sends its calls through: one server (client.hpp) or a Redis Cluster
+// (cluster_client.hpp). Both complete every request exactly once, as client.hpp describes.
+#pragma once
+
+#include <memory>
+
+#include "floodgate/backend.hpp"
+#include "floodgate/options.hpp"
+#include "redis/request.hpp"
+
+namespace floodgate::redis {
+
+class transport {
+ public:
+  virtual ~transport() = default;
+  // From any thread.
+  virtual void submit(std::unique_ptr<request> r) = 0;
+  // True while calls can be served (a cluster: every slot's master is reachable).
+  virtual bool healthy() const noexcept = 0;
+  // Counters for metrics; a single server has none of the cluster's.
+  virtual backend_stats stats() const noexcept { return {}; }
+};
+
+// Throws config_error for options that cannot work (no connections, a zero timeout, ...).
+void validate_options(const redis_options& o);
+
+}  // namespace floodgate::redis

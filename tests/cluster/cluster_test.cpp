@@ -1,0 +1,94 @@
+// The cluster backend's basics against a real cluster: keys on every master, check_all in
+// one slot, cross-slot refusal, reset, readiness, and discovery from one seed.
+#include <gtest/gtest.h>
+
+#include "cluster_support.hpp"
+
+namespace floodgate::test {
+namespace {
+
+backend_options options_for(const std::string& prefix) {
+  backend_options o;
+  o.redis.key_prefix = prefix;
+  o.redis.timeout = 1s;  // two cores shared with six redis-servers: correctness, not latency
+  return o;
+}
+
+TEST(cluster, decides_on_every_master) {
+  auto& c = shared_cluster();
+  const auto prefix = unique_prefix("basic");
+  limiter l{c.url(), options_for(prefix)};
+  EXPECT_EQ(l.get_backend().kind(), "redis-cluster");
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"api", algorithm::gcra, 5, 1h};
+  const auto masters = c.masters();
+  ASSERT_EQ(masters.size(), 3u);
+  for (int m : masters) {
+    const auto key = key_on(c, m, "user");
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(l.check(key, p).outcome, outcome::allowed) << key;
+    EXPECT_EQ(l.check(key, p).outcome, outcome::over_limit) << key;
+    // The state lives on that master.
+    EXPECT_EQ(c.command(m, {"EXISTS", prefix + "api:gcra:{" + key + "}"}).integer, 1);
+    EXPECT_FALSE(l.reset(key, p));
+    EXPECT_EQ(l.check(key, p).outcome, outcome::allowed);
+  }
+  EXPECT_EQ(l.get_backend().stats().redirections, 0u) << "routed by the slot map, no MOVED";
+}
+
+TEST(cluster, one_seed_is_enough) {
+  auto& c = shared_cluster();
+  const auto seed =
+      "redis+cluster://127.0.0.1:" + std::to_string(c.node(c.replica_of(c.masters()[0])).port());
+  limiter l{seed, options_for(unique_prefix("seed"))};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"api", algorithm::token_bucket, 2, 1h};
+  for (int m : c.masters()) EXPECT_EQ(l.check(key_on(c, m, "k"), p).outcome, outcome::allowed);
+}
+
+TEST(cluster, first_calls_follow_moved_before_the_map_is_known) {
+  auto& c = shared_cluster();
+  limiter l{c.url(), options_for(unique_prefix("early"))};
+  const policy p{"api", algorithm::fixed_window, 3, 1h};
+  // No wait for health: these race the first CLUSTER SLOTS.
+  for (int m : c.masters()) EXPECT_EQ(l.check(key_on(c, m, "e"), p).outcome, outcome::allowed);
+}
+
+TEST(cluster, check_all_in_one_slot_and_refused_across_slots) {
+  auto& c = shared_cluster();
+  limiter l{c.url(), options_for(unique_prefix("multi"))};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy per_user{"user", algorithm::sliding_log, 2, 1h};
+  const policy per_user_burst{"burst", algorithm::token_bucket, 10, 1h};
+  // The same caller key under two policies: one hash tag, one slot, one atomic script.
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(l.check_all({{"alice", &per_user, 1}, {"alice", &per_user_burst, 1}}).outcome,
+              outcome::allowed);
+  const auto r = l.check_all({{"alice", &per_user, 1}, {"alice", &per_user_burst, 1}});
+  EXPECT_EQ(r.outcome, outcome::over_limit);
+  // Different caller keys in different slots: a clear error, not a backend failure.
+  const auto bob = key_on(
+      c, c.master_of(redis::key_slot("alice")) == c.masters()[0] ? c.masters()[1] : c.masters()[0],
+      "bob");
+  const auto cross = l.check_all({{"carol", &per_user, 1}, {bob, &per_user, 1}});
+  if (redis::key_slot("carol") != redis::key_slot(bob)) {
+    EXPECT_EQ(cross.outcome, outcome::invalid_request);
+    EXPECT_EQ(cross.error, errc::cross_slot) << cross.error.message();
+  }
+}
+
+TEST(cluster, hashed_keys_route_by_their_stored_tag) {
+  auto& c = shared_cluster();
+  const auto prefix = unique_prefix("hashed");
+  limiter l{c.url(), options_for(prefix)};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"api", algorithm::gcra, 1, 1h};
+  for (const std::string& key :
+       {std::string("{braces}"), std::string("#hash"), std::string(300, 'x')}) {
+    EXPECT_EQ(l.check(key, p).outcome, outcome::allowed) << key;
+    EXPECT_EQ(l.check(key, p).outcome, outcome::over_limit) << key;
+  }
+  EXPECT_EQ(l.get_backend().stats().redirections, 0u);
+}
+
+}  // namespace
+}  // namespace floodgate::test

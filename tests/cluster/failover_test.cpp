@@ -1,0 +1,1 @@
+// Failover tests: see the next commit.

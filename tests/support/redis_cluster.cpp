@@ -1,0 +1,174 @@
+#include "redis_cluster.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+namespace floodgate::test {
+
+using namespace std::chrono_literals;
+
+redis_cluster::redis_cluster(options opts) {
+  redis_server::options node_options;
+  // Ports above 55535 make a cluster node exit at start (its bus port would not exist):
+  // redis_server then tries another free port.
+  node_options.extra_args = {"--cluster-enabled",
+                             "yes",
+                             "--cluster-config-file",
+                             "nodes.conf",
+                             "--cluster-node-timeout",
+                             std::to_string(opts.node_timeout.count()),
+                             "--cluster-require-full-coverage",
+                             "yes"};
+  for (int i = 0; i < node_count; ++i)
+    nodes_.push_back(std::make_unique<redis_server>(node_options));
+  std::string cmd = "redis-cli --cluster create";
+  for (const auto& n : nodes_) cmd += " 127.0.0.1:" + std::to_string(n->port());
+  cmd += " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("redis_cluster: create failed");
+  if (!wait_ok(20s)) throw std::runtime_error("redis_cluster: cluster_state not ok in 20 s");
+  // Every node must also know every other node's role, or a replica may not yet be attached.
+  for (int m : masters())
+    for (auto until = std::chrono::steady_clock::now() + 10s; replica_of(m) < 0;) {
+      if (std::chrono::steady_clock::now() > until)
+        throw std::runtime_error("redis_cluster: a master has no replica");
+      std::this_thread::sleep_for(20ms);
+    }
+}
+
+std::string redis_cluster::url() const {
+  std::string url = "redis+cluster://";
+  for (std::size_t i = 0; i < nodes_.size(); ++i)
+    url += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->port());
+  return url;
+}
+
+int redis_cluster::any_live() const {
+  for (int i = 0; i < node_count; ++i)
+    if (alive(i)) return i;
+  throw std::runtime_error("redis_cluster: no live node");
+}
+
+int redis_cluster::index_of_port(long long port) const {
+  for (int i = 0; i < node_count; ++i)
+    if (nodes_[static_cast<std::size_t>(i)]->port() == port) return i;
+  return -1;
+}
+
+reply redis_cluster::command(int i, const std::vector<std::string>& args) const {
+  return node(i < 0 ? any_live() : i).command(args);
+}
+
+int redis_cluster::slot_of(const std::string& key) const {
+  return static_cast<int>(command(-1, {"CLUSTER", "KEYSLOT", key}).integer);
+}
+
+int redis_cluster::master_of(int slot) const {
+  for (int i = 0; i < node_count; ++i) {
+    if (!alive(i)) continue;
+    try {
+      const auto r = command(i, {"CLUSTER", "SLOTS"});
+      for (const auto& range : r.elements)
+        if (range.elements.at(0).integer <= slot && slot <= range.elements.at(1).integer)
+          return index_of_port(range.elements.at(2).elements.at(1).integer);
+      return -1;
+    } catch (const std::exception&) {
+    }
+  }
+  return -1;
+}
+
+int redis_cluster::replica_of(int master) const {
+  for (int i = 0; i < node_count; ++i) {
+    if (i == master || !alive(i)) continue;
+    try {
+      const auto r = command(i, {"ROLE"});
+      if (r.elements.size() >= 3 && r.elements[0].str == "slave" &&
+          r.elements[2].integer == node(master).port())
+        return i;
+    } catch (const std::exception&) {
+    }
+  }
+  return -1;
+}
+
+std::vector<int> redis_cluster::masters() const {
+  std::vector<int> out;
+  const auto r = command(-1, {"CLUSTER", "SLOTS"});
+  for (const auto& range : r.elements) {
+    const int m = index_of_port(range.elements.at(2).elements.at(1).integer);
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
+  }
+  return out;
+}
+
+std::string redis_cluster::node_id(int i) const {
+  return command(i, {"CLUSTER", "MYID"}).str;
+}
+
+bool redis_cluster::wait_ok(std::chrono::milliseconds limit) const {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    bool ok = true;
+    for (int i = 0; i < node_count && ok; ++i) {
+      if (!alive(i)) continue;
+      try {
+        ok = command(i, {"CLUSTER", "INFO"}).str.find("cluster_state:ok") != std::string::npos;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (ok) return true;
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+int redis_cluster::wait_master_for(int slot, int not_this, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    for (int i = 0; i < node_count; ++i) {
+      if (i == not_this || !alive(i)) continue;
+      try {
+        if (command(i, {"ROLE"}).elements.at(0).str != "master") continue;
+        const auto r = command(i, {"CLUSTER", "SLOTS"});
+        for (const auto& range : r.elements)
+          if (range.elements.at(0).integer <= slot && slot <= range.elements.at(1).integer &&
+              index_of_port(range.elements.at(2).elements.at(1).integer) == i &&
+              wait_ok(std::chrono::milliseconds(0)))
+            return i;
+      } catch (const std::exception&) {
+      }
+    }
+    if (std::chrono::steady_clock::now() > until) return -1;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+void redis_cluster::move_slot(int slot, int from, int to,
+                              const std::function<void()>& between_batches) {
+  const auto s = std::to_string(slot);
+  const auto from_id = node_id(from), to_id = node_id(to);
+  auto expect_ok = [](const reply& r, const char* what) {
+    if (r.kind == reply::error) throw std::runtime_error(std::string(what) + ": " + r.str);
+  };
+  expect_ok(command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", from_id}), "IMPORTING");
+  expect_ok(command(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", to_id}), "MIGRATING");
+  for (;;) {
+    const auto keys = command(from, {"CLUSTER", "GETKEYSINSLOT", s, "10"});
+    if (keys.elements.empty()) break;
+    std::vector<std::string> migrate = {
+        "MIGRATE", "127.0.0.1", std::to_string(node(to).port()), "", "0", "5000", "KEYS"};
+    for (const auto& k : keys.elements) migrate.push_back(k.str);
+    expect_ok(command(from, migrate), "MIGRATE");
+    if (between_batches) between_batches();
+  }
+  // The new owner first, then the old one (which then answers MOVED), then everyone else.
+  expect_ok(command(to, {"CLUSTER", "SETSLOT", s, "NODE", to_id}), "SETSLOT NODE (to)");
+  expect_ok(command(from, {"CLUSTER", "SETSLOT", s, "NODE", to_id}), "SETSLOT NODE (from)");
+  for (int i = 0; i < node_count; ++i)
+    if (i != from && i != to && alive(i)) command(i, {"CLUSTER", "SETSLOT", s, "NODE", to_id});
+}
+
+}  // namespace floodgate::test

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,13 @@ class load {
             ++denied;
           } else {
             ++errors;
+            {
+              std::lock_guard lock(mutex_);
+              ++error_kinds[r.error.message()];
+            }
+            // A client that met an error does not spin on it (nor starve the cluster's failover
+            // of CPU on two cores).
+            std::this_thread::sleep_for(1ms);
             auto e = error_us.load();
             while (us > e && !error_us.compare_exchange_weak(e, us)) {
             }
@@ -85,11 +93,21 @@ class load {
   std::atomic<std::int64_t> admitted{0}, denied{0}, errors{0};
   std::atomic<std::int64_t> max_us{0}, error_us{0};  // slowest answer; slowest error
 
+  // "message: count, ..." of the errors seen.
+  std::string error_summary() {
+    std::lock_guard lock(mutex_);
+    std::string out;
+    for (const auto& [what, n] : error_kinds) out += what + ": " + std::to_string(n) + "; ";
+    return out;
+  }
+
  private:
   limiter& limiter_;
   std::string key_;
   const policy& policy_;
   std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::map<std::string, std::int64_t> error_kinds;  // guarded by mutex_
   std::vector<std::thread> threads_;
 };
 

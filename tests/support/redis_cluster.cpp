@@ -13,14 +13,12 @@ redis_cluster::redis_cluster(options opts) {
   redis_server::options node_options;
   // Ports above 55535 make a cluster node exit at start (its bus port would not exist):
   // redis_server then tries another free port.
-  node_options.extra_args = {"--cluster-enabled",
-                             "yes",
-                             "--cluster-config-file",
-                             "nodes.conf",
-                             "--cluster-node-timeout",
-                             std::to_string(opts.node_timeout.count()),
-                             "--cluster-require-full-coverage",
-                             "yes"};
+  node_options.extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                             "--cluster-node-timeout", std::to_string(opts.node_timeout.count()),
+                             "--cluster-require-full-coverage", "yes",
+                             // Replicas sync at once (the default waits 5 s for more replicas
+                             // to share one transfer): an unsynced replica cannot fail over.
+                             "--repl-diskless-sync-delay", "0"};
   for (int i = 0; i < node_count; ++i)
     nodes_.push_back(std::make_unique<redis_server>(node_options));
   std::string cmd = "redis-cli --cluster create";
@@ -28,11 +26,15 @@ redis_cluster::redis_cluster(options opts) {
   cmd += " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("redis_cluster: create failed");
   if (!wait_ok(20s)) throw std::runtime_error("redis_cluster: cluster_state not ok in 20 s");
-  // Every node must also know every other node's role, or a replica may not yet be attached.
+  // Every master needs a replica that finished its first sync, or it could not take over.
   for (int m : masters())
-    for (auto until = std::chrono::steady_clock::now() + 10s; replica_of(m) < 0;) {
+    for (auto until = std::chrono::steady_clock::now() + 10s;;) {
+      const int r = replica_of(m);
+      if (r >= 0 && command(r, {"INFO", "replication"}).str.find("master_link_status:up") !=
+                        std::string::npos)
+        break;
       if (std::chrono::steady_clock::now() > until)
-        throw std::runtime_error("redis_cluster: a master has no replica");
+        throw std::runtime_error("redis_cluster: a master has no synced replica");
       std::this_thread::sleep_for(20ms);
     }
 }

@@ -96,7 +96,7 @@ TEST(options, bad_command_lines_say_why) {
             std::string::npos);
   EXPECT_NE(message({"--redis", "memory://", "--processes", "2"}).find("--processes must be 1"),
             std::string::npos);
-  EXPECT_NE(message({"--redis", "memory://", "--naive"}).find("needs a real Redis"),
+  EXPECT_NE(message({"--redis", "memory://", "--naive"}).find("needs one plain Redis"),
             std::string::npos);
   EXPECT_NE(message({"--redis", "redis://h:1", "--naive", "--algorithm", "gcra"})
                 .find("fixed_window only"),

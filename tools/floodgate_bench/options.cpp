@@ -203,13 +203,15 @@ bench_options parse_options(int argc, const char* const* argv) {
   } else {
     o.url = *redis_url;
     const bool memory = starts_with(o.url, "memory:") || o.url == "memory";
-    if (!memory && !starts_with(o.url, "redis://"))
+    // redis://, redis+cluster://, ...: make_backend() knows which it supports.
+    if (!memory && !starts_with(o.url, "redis"))
       throw usage_error("--redis: expected redis://HOST:PORT[/DB] or memory://, got '" + o.url +
                         "'");
     if (memory && o.processes > 1)
       throw usage_error("--redis memory:// keeps state in one process: --processes must be 1");
     if (naive) {
-      if (memory) throw usage_error("--naive needs a real Redis: give --redis redis://HOST:PORT");
+      if (!starts_with(o.url, "redis://"))
+        throw usage_error("--naive needs one plain Redis: give --redis redis://HOST:PORT");
       if (algorithm_given && o.algo != algorithm::fixed_window)
         throw usage_error(
             "--naive implements fixed_window only (drop --algorithm or use fixed_window)");
@@ -235,7 +237,8 @@ std::string usage() {
 Usage: floodgate-bench TARGET [LOAD] [POLICY] [OUTPUT]
 
 Target (one):
-  --redis URL            floodgate::limiter in-process on redis://HOST:PORT[/DB], or memory://
+  --redis URL            floodgate::limiter in-process on any backend URL it takes
+                         (redis://HOST:PORT[/DB], redis+cluster://..., memory://)
   --redis URL --naive    a deliberately non-atomic GET-then-SET fixed window on that Redis,
                          to watch the read-modify-write race over-admit (not floodgate)
   --http URL             a running floodgated (POST /v1/check); --rule NAME picks its rule

@@ -24,4 +24,19 @@ class memory_env final : public backend_env {
   std::string name() const override { return "memory"; }
 };
 
+class redis_server;
+
+// A real redis-server, started on first use and shared by every test of the binary (tests
+// keep apart by unique policy names and keys). The clock reaches the scripts as now_ms.
+class redis_env final : public backend_env {
+ public:
+  redis_env();
+  ~redis_env() override;
+  std::shared_ptr<backend> make(clock_fn clock) override;
+  std::string name() const override { return "redis"; }
+
+ private:
+  std::unique_ptr<redis_server> server_;
+};
+
 }  // namespace floodgate::test

@@ -21,13 +21,11 @@ std::shared_ptr<backend> make_backend(std::string_view url, const backend_option
   // redis:// and rediss:// (which the URL parser rejects with a clear message until TLS lands).
   std::string scheme(url.substr(0, url.find("://")));
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme == "redis" || scheme == "rediss" || scheme == "redis+cluster")
+  if (scheme == "redis" || scheme == "rediss" || scheme == "redis+cluster" ||
+      scheme == "redis+sentinel")
     return std::make_shared<redis::redis_backend>(url, options.redis);
-  if (scheme == "redis+sentinel")
-    throw config_error("backend URL '" + redis::redact_url(url) + "': " + scheme +
-                       ":// is not supported yet");
   throw config_error("backend URL '" + redis::redact_url(url) +
-                     "': unsupported scheme (expected memory://, redis://host:port or redis+cluster://host:port[,...])");
+                     "': unsupported scheme (expected memory://, redis://host:port redis+cluster://host:port[,...] or redis+sentinel://host:port[,...]/master)");
 }
 
 }  // namespace floodgate

@@ -27,7 +27,8 @@
 namespace floodgate {
 
 // Builds a backend from a URL: memory://, redis://[user:password@]host:port[/db],
-// redis+cluster://[user:password@]host:port[,host:port...] (seeds of a Redis Cluster).
+// redis+cluster://[user:password@]host:port[,host:port...] (seeds of a Redis Cluster),
+// redis+sentinel://[user:password@]host:port[,...]/master-name[/db] (sentinels).
 // Throws config_error for a malformed or unsupported URL.
 std::shared_ptr<backend> make_backend(std::string_view url, const backend_options& options = {});
 

@@ -7,6 +7,7 @@
 #include "redis/cluster_url.hpp"
 #include "redis/key.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/sentinel_client.hpp"
 #include "redis/sha256.hpp"
 
 namespace floodgate::redis {
@@ -117,7 +118,15 @@ redis_backend::redis_backend(std::string_view url, const redis_options& options)
     auto seeds = parse_cluster_url(url);
     check_prefix(options_);
     cluster_ = true;
+    kind_ = "redis-cluster";
     client_ = std::make_unique<cluster_client>(std::move(seeds), options_, all_scripts());
+    return;
+  }
+  if (is_sentinel_url(url)) {
+    auto config = parse_sentinel_url(url);
+    check_prefix(options_);
+    kind_ = "redis-sentinel";
+    client_ = std::make_unique<sentinel_client>(std::move(config), options_, all_scripts());
     return;
   }
   auto endpoint = parse_redis_url(url);

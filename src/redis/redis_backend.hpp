@@ -8,6 +8,9 @@
 // call carries its keys' hash slot, and a check_all whose items land in different slots fails
 // with errc::cross_slot (floodgate keys of one caller key always share a slot).
 //
+// A redis+sentinel:// URL goes through a sentinel_client (sentinel_client.hpp), which finds
+// the primary and follows failovers.
+//
 // One item is checked with its algorithm's script, several with the all-or-nothing multi
 // script; a reset is a DEL. Keys are laid out as key.hpp says. Calls fail with a backend
 // error code (errors.hpp) and never throw.
@@ -38,7 +41,7 @@ class redis_backend final : public backend {
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
   bool healthy() const noexcept override { return client_->healthy(); }
-  std::string_view kind() const noexcept override { return cluster_ ? "redis-cluster" : "redis"; }
+  std::string_view kind() const noexcept override { return kind_; }
   backend_stats stats() const noexcept override { return client_->stats(); }
 
   const redis_options& options() const noexcept { return options_; }
@@ -48,6 +51,7 @@ class redis_backend final : public backend {
 
   redis_options options_;
   bool cluster_ = false;
+  std::string_view kind_ = "redis";
   std::unique_ptr<transport> client_;
 };
 

@@ -12,6 +12,7 @@ target_sources(floodgate PRIVATE
   redis/cluster_protocol.cpp
   redis/cluster_url.cpp
   redis/cluster_client.cpp
+  redis/sentinel_client.cpp
   redis/redis_backend.cpp)
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining), and,

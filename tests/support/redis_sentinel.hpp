@@ -1,0 +1,47 @@
+// A real Sentinel set-up for tests: a primary and one replica (redis_server) watched by three
+// sentinels (redis-server --sentinel) on free loopback ports, with short timeouts.
+//
+//   floodgate::test::redis_sentinel s;                 // replica synced, sentinels agree
+//   floodgate::limiter l{s.url()};                      // redis+sentinel://127.0.0.1:P,.../fg
+//   s.sentinel_command({"SENTINEL", "FAILOVER", "fg"});
+//   s.wait_primary_port(s.node(1).port(), 10s);
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "redis_server.hpp"
+
+namespace floodgate::test {
+
+class redis_sentinel {
+ public:
+  static constexpr const char* master_name = "fg";
+
+  redis_sentinel();
+  ~redis_sentinel();
+  redis_sentinel(const redis_sentinel&) = delete;
+  redis_sentinel& operator=(const redis_sentinel&) = delete;
+
+  std::string url() const;
+  // 0: the first primary, 1: its replica.
+  redis_server& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
+  // Runs a command on the first sentinel that answers.
+  reply sentinel_command(const std::vector<std::string>& args) const;
+  // The port the sentinels name as primary now (0 if none answers).
+  int primary_port() const;
+  // Waits until the sentinels name `port` as primary and it says it is one.
+  bool wait_primary_port(int port, std::chrono::milliseconds limit);
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<redis_server>> nodes_;
+  std::vector<std::uint16_t> sentinel_ports_;
+  std::vector<pid_t> sentinel_pids_;
+};
+
+}  // namespace floodgate::test

@@ -6,12 +6,12 @@
 //
 // The credentials and db are the primary's (the sentinels are asked without AUTH). The
 // primary's address comes from SENTINEL get-master-addr-by-name, asked of each sentinel in
-// turn; it is asked again every second, and at once (at most every 100 ms) after a call
-// meets READONLY (a demoted primary), a lost connection or a timeout. When the address
-// changes, calls go to a new client (client.hpp) for it; the old one is kept for twice the
-// call timeout so its calls in flight finish, then closed. Polling instead of subscribing to
-// +switch-master keeps this to one small thread; a failover is noticed within ~100 ms of the
-// first failed call. A READONLY reply means the script wrote nothing (a replica refuses the
+// turn; it is asked again every 100 ms, and at once after a call meets READONLY (a demoted
+// primary), a lost connection or a timeout. When the address changes, calls go to a new
+// client (client.hpp) for it; the old one is kept for twice the call timeout so its calls in
+// flight finish, then closed. Polling instead of subscribing to +switch-master keeps this to
+// one small thread, and costs nothing in practice: the sentinels themselves learn of a
+// promotion through INFO about once a second (docs/operations.md measures what that costs). A READONLY reply means the script wrote nothing (a replica refuses the
 // first write), so that call is re-sent once to the new primary when there is time left.
 //
 // The constructor asks the sentinels once (each within connect_timeout); if none answers,

@@ -34,8 +34,9 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        start-up with FILE:LINE and the problem. SIGHUP reloads it; a bad new
                        file is logged and the old rules stay.
   --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
-                       every floodgated using it. Without it, state lives in this process
-                       (memory://).
+                       every floodgated using it; a Redis Cluster: redis+cluster://host:port[,...];
+                       Sentinel: redis+sentinel://host:port[,...]/master (docs/operations.md).
+                       Without it, state lives in this process (memory://).
   --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080; port 0 picks a free one,
                        logged at start-up). IPv6: [::1]:8080.
   --log-level LEVEL    trace, debug, info (default), warn, error, critical or off. Logs go to
@@ -165,6 +166,23 @@ int main(int argc, char** argv) {
 
     config_store store(std::move(rules));
     metrics stats;
+    // What a Redis Cluster or Sentinel backend saw: zero on the others.
+    stats.add_collector([l = limiter](std::string& out) {
+      const auto s = l->get_backend().stats();
+      auto family = [&out](const char* name, const char* type, const char* help, std::uint64_t v) {
+        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+               name + " " + std::to_string(v) + "\n";
+      };
+      family("floodgate_backend_redirections_total", "counter",
+             "Calls re-sent elsewhere: MOVED/ASK (Cluster), READONLY (Sentinel).", s.redirections);
+      family("floodgate_backend_failovers_total", "counter",
+             "Failovers the backend noticed (a master lost its slots, or a new primary).",
+             s.failovers_seen);
+      family("floodgate_backend_breaker_opens_total", "counter",
+             "Times a node's circuit breaker opened.", s.breaker_opens);
+      family("floodgate_backend_breakers_open", "gauge", "Nodes whose circuit breaker is open now.",
+             s.breakers_open);
+    });
     auto reload = [&store, &stats, path = f.config_path] {
       try {
         auto next = std::make_shared<const config>(load_config(path));

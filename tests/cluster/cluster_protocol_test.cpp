@@ -1,11 +1,12 @@
 // Cluster protocol pieces on plain strings and replies: CRC16 slots, MOVED/ASK, CLUSTER
-// SLOTS, and the redis+cluster:// URL.
+// SLOTS, and the redis+cluster:// and redis+sentinel:// URLs.
 #include "redis/cluster_protocol.hpp"
 
 #include <gtest/gtest.h>
 
 #include "floodgate/errors.hpp"
 #include "redis/cluster_url.hpp"
+#include "redis/sentinel_client.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -111,6 +112,38 @@ TEST(cluster_url, rejects_bad_seed_lists_without_leaking_the_password) {
   } catch (const config_error& e) {
     EXPECT_EQ(std::string(e.what()).find("topsecret"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("h:bad"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace floodgate::redis
+
+namespace floodgate::redis {
+namespace {
+
+TEST(sentinel_url, sentinels_master_name_and_the_primary_credentials) {
+  const auto c = parse_sentinel_url("redis+sentinel://app:pw@10.0.0.5,10.0.0.6:26380/fg/3");
+  ASSERT_EQ(c.sentinels.size(), 2u);
+  EXPECT_EQ(c.sentinels[0].host, "10.0.0.5");
+  EXPECT_EQ(c.sentinels[0].port, 26379);  // Sentinel's default port
+  EXPECT_EQ(c.sentinels[1].port, 26380);
+  EXPECT_FALSE(c.sentinels[0].password);  // sentinels are asked without AUTH
+  EXPECT_EQ(c.master_name, "fg");
+  EXPECT_EQ(c.primary.user, "app");
+  EXPECT_EQ(c.primary.password, "pw");
+  EXPECT_EQ(c.primary.db, 3);
+  EXPECT_TRUE(is_sentinel_url("REDIS+SENTINEL://h/m"));
+}
+
+TEST(sentinel_url, rejects_malformed_urls_without_leaking_the_password) {
+  for (const char* bad : {"redis+sentinel://h:1", "redis+sentinel://h:1/", "redis+sentinel://,h/m",
+                          "redis+sentinel://h:x/m", "redis+sentinel://h/m/x", "redis://h/m"})
+    EXPECT_THROW(parse_sentinel_url(bad), config_error) << bad;
+  try {
+    parse_sentinel_url("redis+sentinel://u:topsecret@h:bad/m");
+    FAIL();
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("topsecret"), std::string::npos) << e.what();
   }
 }
 

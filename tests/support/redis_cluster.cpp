@@ -149,7 +149,7 @@ int redis_cluster::wait_master_for(int slot, int not_this, std::chrono::millisec
 }
 
 void redis_cluster::move_slot(int slot, int from, int to,
-                              const std::function<void()>& between_batches) {
+                              const std::function<void()>& between_batches, int keys_per_batch) {
   const auto s = std::to_string(slot);
   const auto from_id = node_id(from), to_id = node_id(to);
   auto expect_ok = [](const reply& r, const char* what) {
@@ -158,7 +158,8 @@ void redis_cluster::move_slot(int slot, int from, int to,
   expect_ok(command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", from_id}), "IMPORTING");
   expect_ok(command(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", to_id}), "MIGRATING");
   for (;;) {
-    const auto keys = command(from, {"CLUSTER", "GETKEYSINSLOT", s, "10"});
+    const auto keys =
+        command(from, {"CLUSTER", "GETKEYSINSLOT", s, std::to_string(keys_per_batch)});
     if (keys.elements.empty()) break;
     std::vector<std::string> migrate = {
         "MIGRATE", "127.0.0.1", std::to_string(node(to).port()), "", "0", "5000", "KEYS"};

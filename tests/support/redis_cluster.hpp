@@ -59,7 +59,8 @@ class redis_cluster {
   // Moves one slot from master `from` to master `to` with SETSLOT IMPORTING/MIGRATING,
   // MIGRATE of its keys in batches, then SETSLOT NODE everywhere. `between_batches` runs
   // after each MIGRATE batch (the window in which clients meet ASK).
-  void move_slot(int slot, int from, int to, const std::function<void()>& between_batches = {});
+  void move_slot(int slot, int from, int to, const std::function<void()>& between_batches = {},
+                 int keys_per_batch = 10);
 
   // Runs one command on node i (any live node when i < 0).
   reply command(int i, const std::vector<std::string>& args) const;

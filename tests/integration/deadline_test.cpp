@@ -21,7 +21,7 @@ constexpr auto slack = 40ms;
 
 TEST(deadline, a_stopped_redis_costs_each_call_its_timeout_and_the_failure_mode_decides) {
   redis_server redis;
-  backend_options o = redis_options_for(unique_prefix("stop"));
+  backend_options o = redis_options_for(unique_prefix("stop"), {}, redis_options{}.timeout);
   ASSERT_EQ(o.redis.timeout, 50ms) << "the default this test is about";
   limiter l{redis.url(), o};
   const policy open{"open", algorithm::gcra, 1'000'000, 1s, std::nullopt, failure_mode::open};
@@ -77,7 +77,7 @@ TEST(deadline, a_stopped_redis_costs_each_call_its_timeout_and_the_failure_mode_
 
 TEST(deadline, a_late_reply_never_answers_the_next_call) {
   redis_server redis;
-  backend_options o = redis_options_for(unique_prefix("late"), fixed_clock());
+  backend_options o = redis_options_for(unique_prefix("late"), fixed_clock(), 50ms);
   o.redis.connections = 1;  // one pipe: a late reply would reach the next call if reused
   limiter l{redis.url(), o};
   const policy seven{"seven", algorithm::fixed_window, 7, 1h};
@@ -103,7 +103,7 @@ TEST(deadline, a_late_reply_never_answers_the_next_call) {
 
 TEST(deadline, async_calls_complete_exactly_once_through_stop_and_resume) {
   redis_server redis;
-  backend_options o = redis_options_for(unique_prefix("once"), fixed_clock());
+  backend_options o = redis_options_for(unique_prefix("once"), fixed_clock(), 50ms);
   auto b = make_backend(redis.url(), o);
   ASSERT_TRUE(wait_healthy(*b));
   const policy p{"p", algorithm::token_bucket, 1'000'000, 1h};

@@ -31,11 +31,15 @@ inline clock_fn fixed_clock(std::int64_t ms = clock_start_ms) {
   return [ms] { return std::chrono::milliseconds(ms); };
 }
 
-// A backend URL and options for the fixture, with the test's prefix and clock.
-inline backend_options redis_options_for(std::string prefix, clock_fn clock = {}) {
+// A backend URL and options for the fixture, with the test's prefix and clock. The deadline
+// is generous unless a test is about deadlines: on a loaded 2-core CI machine the first call,
+// which waits for connect + AUTH + SCRIPT LOAD, can take longer than the 50 ms default.
+inline backend_options redis_options_for(std::string prefix, clock_fn clock = {},
+                                         std::chrono::milliseconds timeout = std::chrono::seconds(2)) {
   backend_options o;
   o.redis.key_prefix = std::move(prefix);
   o.redis.test_clock = std::move(clock);
+  o.redis.timeout = timeout;
   return o;
 }
 

@@ -182,6 +182,9 @@ int main(int argc, char** argv) {
              "Times a node's circuit breaker opened.", s.breaker_opens);
       family("floodgate_backend_breakers_open", "gauge", "Nodes whose circuit breaker is open now.",
              s.breakers_open);
+      family("floodgate_backend_script_reloads_total", "counter",
+             "Scripts loaded again after NOSCRIPT (Redis restart, failover, SCRIPT FLUSH).",
+             s.script_reloads);
     });
     auto reload = [&store, &stats, path = f.config_path] {
       try {

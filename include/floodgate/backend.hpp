@@ -47,6 +47,7 @@ struct backend_stats {
   std::uint64_t failovers_seen = 0;  // slot-map refreshes in which a master lost all its slots
   std::uint64_t breaker_opens = 0;   // times a node's circuit breaker opened
   std::uint64_t breakers_open = 0;   // gauge: nodes whose breaker is open (or half-open) now
+  std::uint64_t script_reloads = 0;  // SCRIPT LOADs after NOSCRIPT (restart, failover, FLUSH)
 };
 
 using backend_handler = std::function<void(backend_reply)>;

@@ -92,6 +92,16 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
     flush_all();
   }
 
+  void script_reloaded() noexcept override {
+    script_reloads_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  backend_stats stats() const noexcept {
+    backend_stats s;
+    s.script_reloads = script_reloads_.load(std::memory_order_relaxed);
+    return s;
+  }
+
  private:
   void drain() {
     {
@@ -146,6 +156,7 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::vector<std::unique_ptr<connection>> connections_;
   std::atomic<int> ready_{0};
+  std::atomic<std::uint64_t> script_reloads_{0};
 
   std::mutex mutex_;
   std::vector<request_ptr> incoming_;  // guarded by mutex_
@@ -173,6 +184,10 @@ void client::submit(std::unique_ptr<request> r) {
 
 bool client::healthy() const noexcept {
   return impl_->healthy();
+}
+
+backend_stats client::stats() const noexcept {
+  return impl_->stats();
 }
 
 }  // namespace floodgate::redis

@@ -51,6 +51,7 @@ class client final : public transport {
 
   // True while at least one connection is ready.
   bool healthy() const noexcept override;
+  backend_stats stats() const noexcept override;
 
   class impl;
 

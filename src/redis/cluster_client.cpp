@@ -167,6 +167,7 @@ class cluster_client::impl final : public connection_owner,
     s.failovers_seen = failovers_seen_.load(std::memory_order_relaxed);
     s.breaker_opens = breaker_opens_.load(std::memory_order_relaxed);
     s.breakers_open = breakers_open_.load(std::memory_order_relaxed);
+    s.script_reloads = script_reloads_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -183,6 +184,10 @@ class cluster_client::impl final : public connection_owner,
   void redispatch(std::vector<request_ptr> requests) override {
     for (auto& r : requests) route(std::move(r));
     flush_dirty();
+  }
+
+  void script_reloaded() noexcept override {
+    script_reloads_.fetch_add(1, std::memory_order_relaxed);
   }
 
   // --- completions (io thread) -------------------------------------------------------------
@@ -512,7 +517,7 @@ class cluster_client::impl final : public connection_owner,
   bool started_ = false;  // nodes made from now on start connecting at once
 
   std::atomic<bool> healthy_{false};
-  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, breaker_opens_{0},
+  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, breaker_opens_{0}, script_reloads_{0},
       breakers_open_{0};
 
   std::mutex mutex_;

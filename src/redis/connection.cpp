@@ -339,8 +339,10 @@ void connection::on_call_reply(request_ptr call, reply& r) {
     const script* s = call->script;
     if (++call->noscript_replies == 1 &&
         std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
-        std::find(loading_.begin(), loading_.end(), s) == loading_.end())
+        std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
       loads_.push_back(s);
+      owner_.script_reloaded();
+    }
     if (call->deadline <= request::clock::now()) return call->complete(errc::timeout, nullptr);
     retries_.push_back(std::move(call));  // written after the SCRIPT LOAD, by the next flush
     return;

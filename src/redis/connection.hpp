@@ -45,6 +45,8 @@ class connection_owner {
   // Requests the connection held but never wrote, when it lost its socket: to be placed on
   // another connection (or this one, reconnecting), or failed.
   virtual void redispatch(std::vector<request_ptr> requests) = 0;
+  // A script met NOSCRIPT and is being loaded again (for metrics).
+  virtual void script_reloaded() noexcept {}
 
  protected:
   ~connection_owner() = default;

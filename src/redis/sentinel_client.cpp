@@ -175,6 +175,9 @@ class sentinel_client::impl {
     backend_stats s;
     s.redirections = resent_.load(std::memory_order_relaxed);
     s.failovers_seen = switches_.load(std::memory_order_relaxed);
+    std::lock_guard lock(mutex_);
+    // The current primary's client only: the count starts again after a switch.
+    if (current_) s.script_reloads = current_->stats().script_reloads;
     return s;
   }
 

@@ -87,6 +87,10 @@ TEST(noscript, script_flush_in_a_loop_is_invisible_and_never_double_counts) {
             << loads << ", EVAL fallbacks " << command_stat(redis, "eval", "calls") << "\n";
   EXPECT_GT(noscripts, 0);
   EXPECT_GT(loads, 2 * 6);
+  // Each reload after NOSCRIPT is counted for /metrics; handshake loads are not.
+  const auto reloads = l.get_backend().stats().script_reloads;
+  EXPECT_GT(reloads, 0u);
+  EXPECT_LE(reloads, static_cast<std::uint64_t>(loads - 2 * 6));
 }
 
 TEST(noscript, a_restarted_redis_is_used_again_after_reconnecting) {

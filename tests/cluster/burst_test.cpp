@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cluster_support.hpp"
+#include "pipe_io.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -15,27 +16,6 @@ constexpr int threads_per_process = 32;
 constexpr int rounds = 2;           // each thread checks every key this many times
 constexpr std::int64_t limit = 50;  // of processes * threads * rounds = 128 calls per key
 constexpr std::int64_t fixed_ms = 1'800'000'000'000;
-
-void write_all(int fd, const void* data, std::size_t n) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const auto w = ::write(fd, p, n);
-    if (w <= 0) ::_exit(3);
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-bool read_all(int fd, void* data, std::size_t n) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    const auto r = ::read(fd, p, n);
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
 
 struct counts {
   int admitted[3] = {0, 0, 0};

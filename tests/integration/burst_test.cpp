@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "pipe_io.hpp"
 #include "integration_support.hpp"
 
 namespace floodgate::test {
@@ -19,27 +20,6 @@ constexpr int processes = 4;
 constexpr int threads_per_process = 64;
 constexpr int calls_per_thread = 2;
 constexpr std::int64_t limit = 100;  // of 512 calls
-
-void write_all(int fd, const void* data, std::size_t n) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const auto w = ::write(fd, p, n);
-    if (w <= 0) ::_exit(3);
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-bool read_all(int fd, void* data, std::size_t n) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    const auto r = ::read(fd, p, n);
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
 
 // One child: connects, starts its threads, says ready, waits for "go", fires, reports.
 [[noreturn]] void child(const std::string& url, const std::string& prefix, algorithm a,

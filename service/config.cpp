@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -25,9 +27,18 @@ bool is_tchar(char c) {
          std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
 }
 
+// Group names follow policy names' rules: they appear in URLs (/v1/auth/{name}) and logs.
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > policy::max_name_length) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+      return false;
+  return true;
+}
+
 class parser {
  public:
-  explicit parser(std::string_view file) : file_(file) {}
+  parser(std::string_view file, placement where) : file_(file), where_(where) {}
 
   config parse(std::string_view text) {
     YAML::Node root;
@@ -40,31 +51,38 @@ class parser {
     if (!root.IsMap()) fail(line(root), "expected a map with 'rules:' at the top level");
 
     // std::optional: assigning to a YAML::Node would overwrite the node it refers to.
-    std::optional<YAML::Node> found;
+    std::optional<YAML::Node> rules_found;
+    std::optional<YAML::Node> groups_found;
     for (const auto& kv : root) {
       const auto key = kv.first.Scalar();
-      if (key != "rules") fail(line(kv.first), "unknown top-level field '" + key + "'");
-      if (found) fail(line(kv.first), "duplicate field 'rules'");
-      found.emplace(kv.second);
+      auto& slot = key == "rules" ? rules_found : groups_found;
+      if (key != "rules" && key != "groups")
+        fail(line(kv.first), "unknown top-level field '" + key + "' (expected rules, groups)");
+      if (slot) fail(line(kv.first), "duplicate field '" + key + "'");
+      slot.emplace(kv.second);
     }
-    if (!found) fail(line(root), "missing 'rules:'");
-    const YAML::Node& rules_node = *found;
+    if (!rules_found) fail(line(root), "missing 'rules:'");
+    const YAML::Node& rules_node = *rules_found;
     if (!rules_node.IsSequence()) fail(line(rules_node), "'rules' must be a list of rules");
     if (rules_node.size() == 0) fail(line(rules_node), "'rules' must hold at least one rule");
 
     std::vector<rule> rules;
-    std::map<std::string, int, std::less<>> first_line;
     std::size_t index = 0;
     for (const auto& node : rules_node) {
       ++index;
       rule r = parse_rule(node, index);
-      const auto [it, fresh] = first_line.emplace(r.name(), line(node));
-      if (!fresh)
-        fail(line(node), "rule '" + r.name() + "': duplicate rule name (first defined at line " +
-                             std::to_string(it->second) + ")");
+      claim_name(r.name(), "rule '" + r.name() + "'", line(node));
       rules.push_back(std::move(r));
     }
-    return config(std::move(rules));
+
+    std::vector<group> groups;
+    if (groups_found) {
+      const YAML::Node& groups_node = *groups_found;
+      if (!groups_node.IsSequence()) fail(line(groups_node), "'groups' must be a list of groups");
+      index = 0;
+      for (const auto& node : groups_node) groups.push_back(parse_group(node, ++index, rules));
+    }
+    return config(std::move(rules), std::move(groups));
   }
 
  private:
@@ -169,6 +187,72 @@ class parser {
     }
   }
 
+  // Rules and groups share one namespace: /v1/auth/{name} takes either.
+  void claim_name(const std::string& name, const std::string& what, int at) {
+    const auto [it, fresh] = first_line_.emplace(name, at);
+    if (!fresh)
+      fail(at,
+           what + ": duplicate name (first defined at line " + std::to_string(it->second) + ")");
+  }
+
+  group parse_group(const YAML::Node& node, std::size_t index, const std::vector<rule>& rules) {
+    std::string what = "group #" + std::to_string(index);
+    if (!node.IsMap()) fail(line(node), what + " must be a map");
+    std::optional<std::pair<YAML::Node, int>> name_field;
+    std::optional<std::pair<YAML::Node, int>> rules_field;
+    std::optional<std::pair<std::string, int>> unknown;  // reported once the name is known
+    for (const auto& kv : node) {
+      const auto key = kv.first.Scalar();
+      if (key != "name" && key != "rules") {
+        if (!unknown) unknown.emplace(key, line(kv.first));
+        continue;
+      }
+      auto& slot = key == "name" ? name_field : rules_field;
+      if (slot) fail(line(kv.first), what + ": duplicate field '" + key + "'");
+      slot.emplace(kv.second, line(kv.first));
+    }
+    if (!name_field) fail(line(node), what + ": missing field 'name'");
+    group g;
+    g.name = string_field(what, "name", *name_field);
+    what = "group '" + g.name + "'";
+    if (unknown)
+      fail(unknown->second,
+           what + ": unknown field '" + unknown->first + "' (expected name, rules)");
+    if (!valid_name(g.name))
+      fail(name_field->second, what + ": name must be 1 to " +
+                                   std::to_string(policy::max_name_length) +
+                                   " letters, digits, '_', '-' or '.'");
+    claim_name(g.name, what, name_field->second);
+
+    if (!rules_field) fail(line(node), what + ": missing field 'rules'");
+    const YAML::Node& list = rules_field->first;
+    if (!list.IsSequence() || list.size() == 0)
+      fail(rules_field->second, what + ": rules must be a non-empty list of rule names");
+    if (list.size() > max_group_rules)
+      fail(rules_field->second, what + ": at most " + std::to_string(max_group_rules) +
+                                    " rules (got " + std::to_string(list.size()) + ")");
+    const rule* first = nullptr;
+    for (const auto& entry : list) {
+      const int at = line(entry);
+      const auto name = string_field(what, "each of its rules", {entry, at});
+      std::size_t i = 0;
+      while (i < rules.size() && rules[i].name() != name) ++i;
+      if (i == rules.size()) fail(at, what + ": no rule named '" + name + "'");
+      for (auto seen : g.rules)
+        if (seen == i) fail(at, what + ": rule '" + name + "' is listed twice");
+      const rule& r = rules[i];
+      if (!first) first = &r;
+      if (where_ == placement::one_key_per_group && !r.key.same_as(first->key))
+        fail(at, what + ": rules '" + first->name() + "' (key " + first->key.describe() +
+                     ") and '" + r.name() + "' (key " + r.key.describe() +
+                     ") take different keys, so on Redis Cluster their counters live in "
+                     "different hash slots and cannot be decided in one atomic script; give "
+                     "every rule of the group the same key");
+      g.rules.push_back(i);
+    }
+    return g;
+  }
+
   std::string string_field(const std::string& what, std::string_view field,
                            const std::pair<YAML::Node, int>& value) const {
     if (!value.first.IsScalar())
@@ -201,6 +285,8 @@ class parser {
   }
 
   std::string file_;
+  placement where_;
+  std::map<std::string, int, std::less<>> first_line_;  // rule and group names
 };
 
 }  // namespace
@@ -209,23 +295,46 @@ std::string key_source::describe() const {
   return from == kind::header ? "header:" + header : "remote_addr";
 }
 
+bool key_source::same_as(const key_source& other) const noexcept {
+  if (from != other.from) return false;
+  if (from != kind::header) return true;
+  return header.size() == other.header.size() &&
+         std::equal(header.begin(), header.end(), other.header.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
 const rule* config::find(std::string_view name) const noexcept {
   for (const auto& r : rules_)
     if (r.name() == name) return &r;
   return nullptr;
 }
 
-config parse_config(std::string_view text, std::string_view file_name) {
-  return parser(file_name).parse(text);
+const group* config::find_group(std::string_view name) const noexcept {
+  for (const auto& g : groups_)
+    if (g.name == name) return &g;
+  return nullptr;
 }
 
-config load_config(const std::string& path) {
+std::vector<const rule*> config::rules_of(const group& g) const {
+  std::vector<const rule*> out;
+  out.reserve(g.rules.size());
+  for (auto i : g.rules) out.push_back(&rules_.at(i));
+  return out;
+}
+
+config parse_config(std::string_view text, std::string_view file_name, placement where) {
+  return parser(file_name, where).parse(text);
+}
+
+config load_config(const std::string& path, placement where) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw config_error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw config_error(path + ": cannot read: " + std::strerror(errno));
-  return parse_config(text.str(), path);
+  return parse_config(text.str(), path, where);
 }
 
 }  // namespace floodgate::service

@@ -8,9 +8,19 @@
 //       burst: 20                # token_bucket and gcra only
 //       failure_mode: open       # open | closed (default: closed)
 //       key: header:X-Api-Key    # for /v1/auth: header:NAME or remote_addr (default)
+//   groups:                      # optional: rules checked together, all-or-nothing
+//     - name: login
+//       rules: [login-per-minute, login-per-day]
 //
 //   auto cfg = floodgate::service::load_config("rules.yaml");  // throws config_error
 //   if (const rule* r = cfg.find("api")) ...
+//   if (const group* g = cfg.find_group("login")) for (const rule* r : cfg.rules_of(*g)) ...
+//
+// Rules and groups share one namespace (/v1/auth/{name} takes either). With
+// placement::one_key_per_group (a Redis Cluster backend), every rule of a group must take its
+// key from the same source: the caller key is the hash tag, so only then do a group's
+// counters share a slot and fit in one atomic script. Otherwise the file is rejected at load,
+// not at the first request.
 //
 // A bad file throws config_error naming the file, the line and the problem, e.g.
 // "rules.yaml:7: rule 'api': limit must be at least 1 (got 0)". Loading happens at start-up
@@ -35,6 +45,8 @@ struct key_source {
   std::string header;  // kind::header only: the name as written in the file
 
   std::string describe() const;  // "remote_addr" or "header:X-Api-Key", as in the file
+  // Whether both yield the same key for every request (header names are case-insensitive).
+  bool same_as(const key_source& other) const noexcept;
 };
 
 struct rule {
@@ -44,21 +56,42 @@ struct rule {
   const std::string& name() const noexcept { return policy.name(); }
 };
 
+// Rules decided together with check_all: all admitted and charged, or none.
+struct group {
+  std::string name;
+  std::vector<std::size_t> rules;  // indices into config::rules(), distinct, in file order
+};
+
+// What the backend needs of a group.
+enum class placement {
+  any,                // memory, Redis, Sentinel: one script can hold any keys
+  one_key_per_group,  // Redis Cluster: a group's rules must share their key source
+};
+
 class config {
  public:
   config() = default;
-  explicit config(std::vector<rule> rules) : rules_(std::move(rules)) {}
+  explicit config(std::vector<rule> rules, std::vector<group> groups = {})
+      : rules_(std::move(rules)), groups_(std::move(groups)) {}
 
   const rule* find(std::string_view name) const noexcept;
+  const group* find_group(std::string_view name) const noexcept;
   const std::vector<rule>& rules() const noexcept { return rules_; }
+  const std::vector<group>& groups() const noexcept { return groups_; }
+  std::vector<const rule*> rules_of(const group& g) const;
 
  private:
   std::vector<rule> rules_;
+  std::vector<group> groups_;
 };
 
+// At most this many rules in a group (the service's cap on one check_all).
+inline constexpr std::size_t max_group_rules = 16;
+
 // Reads and validates `path`; messages name the file as given.
-config load_config(const std::string& path);
+config load_config(const std::string& path, placement where = placement::any);
 // Validates YAML text; `file_name` is only used in messages.
-config parse_config(std::string_view text, std::string_view file_name);
+config parse_config(std::string_view text, std::string_view file_name,
+                    placement where = placement::any);
 
 }  // namespace floodgate::service

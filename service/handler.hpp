@@ -8,8 +8,9 @@
 //     });
 //
 // Endpoints (docs/service.md has the reference):
-//   POST /v1/check        {"rule","key","cost"} or {"rules":[...]}  → 200 / 429 (JSON)
-//   GET  /v1/auth/{rule}  key from the rule's key source           → 204 / 403 (nginx auth_request)
+//   POST /v1/check        {"rule","key","cost"}, {"rules":[...]} or {"group","key","cost"}
+//                                                                   → 200 / 429 (JSON)
+//   GET  /v1/auth/{name}  a rule or group; keys from the rules' sources → 204 / 403 (nginx)
 //   GET  /healthz, /readyz, /metrics
 #pragma once
 
@@ -30,14 +31,14 @@ namespace floodgate::service {
 // Caps on what one request may ask (beyond each rule's own capacity).
 struct request_limits {
   std::size_t max_key_size = 1024;  // bytes of one key
-  std::size_t max_items = 16;       // entries of one {"rules": [...]} check
+  std::size_t max_items = max_group_rules;  // entries of one {"rules": [...]} check
 };
 
 // A check to run: which (rule, key, cost) items, and how to answer.
 struct check_plan {
   enum class style {
     json,        // POST /v1/check {"rule": ...}: 200/429 with a JSON body
-    json_multi,  // POST /v1/check {"rules": [...]}: all-or-nothing, 200/429 with per-rule results
+    json_multi,  // {"rules": [...]} or {"group": ...}: all-or-nothing, 200/429 per-rule results
     auth,        // GET /v1/auth/{rule}: 204/403, no body
   };
   struct item {
@@ -48,6 +49,7 @@ struct check_plan {
 
   style kind = style::json;
   std::shared_ptr<const config> rules;  // keeps every item's rule alive until rendered
+  const service::group* group = nullptr;  // the group asked for, if any (points into `rules`)
   std::vector<item> items;
 
   // The items as the limiter takes them; valid while this plan lives.

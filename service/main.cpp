@@ -150,10 +150,6 @@ int main(int argc, char** argv) {
   const flags f = parse_flags(argc, argv);
   setup_logging(f.log_level);
   try {
-    auto rules = std::make_shared<const config>(load_config(f.config_path));
-    spdlog::info("msg=\"config loaded\" file={} rules={}", quote(f.config_path),
-                 rules->rules().size());
-
     floodgate::limiter_options limiter_options;
     server_options options;
     options.host = f.host;
@@ -161,8 +157,15 @@ int main(int argc, char** argv) {
     options.max_connections = connection_budget(options.max_connections);
     limiter_options.max_key_size = options.limits.max_key_size;
     limiter_options.max_items = options.limits.max_items;
+    // The backend first (it connects in the background): whether the rules fit depends on it.
     auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
                                                         limiter_options);
+    const auto where = limiter->get_backend().check_all_needs_one_key()
+                           ? placement::one_key_per_group
+                           : placement::any;
+    auto rules = std::make_shared<const config>(load_config(f.config_path, where));
+    spdlog::info("msg=\"config loaded\" file={} rules={} groups={}", quote(f.config_path),
+                 rules->rules().size(), rules->groups().size());
 
     config_store store(std::move(rules));
     metrics stats;
@@ -186,13 +189,14 @@ int main(int argc, char** argv) {
              "Scripts loaded again after NOSCRIPT (Redis restart, failover, SCRIPT FLUSH).",
              s.script_reloads);
     });
-    auto reload = [&store, &stats, path = f.config_path] {
+    auto reload = [&store, &stats, where, path = f.config_path] {
       try {
-        auto next = std::make_shared<const config>(load_config(path));
+        auto next = std::make_shared<const config>(load_config(path, where));
         const auto n = next->rules().size();
+        const auto groups = next->groups().size();
         store.set(std::move(next));
         stats.record_reload(true);
-        spdlog::info("msg=\"config reloaded\" file={} rules={}", quote(path), n);
+        spdlog::info("msg=\"config reloaded\" file={} rules={} groups={}", quote(path), n, groups);
       } catch (const std::exception& e) {
         stats.record_reload(false);
         spdlog::error("msg=\"config reload rejected; the old rules stay\" error={}",

@@ -72,6 +72,7 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
     res = json_response(allowed ? 200 : 429, body);
   } else {
     json::object body;
+    if (plan.group) body["group"] = plan.group->name;
     body["allowed"] = allowed;
     if (degraded) body["degraded"] = true;
     body["retry_after_ms"] = allowed ? 0 : retry_after.count();

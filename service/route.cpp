@@ -31,6 +31,35 @@ bool get_or_head(const http_request& req) {
   return req.method == "GET" || req.method == "HEAD";
 }
 
+// The "key" field (null if absent) into `out`; an error message otherwise.
+std::optional<std::string> parse_key(const json::value* key_v, const request_limits& limits,
+                                     std::string& out) {
+  if (!key_v) return std::string("missing field 'key'");
+  if (!key_v->is_string()) return std::string("'key' must be a string");
+  const auto key = std::string_view(key_v->get_string());
+  if (key.empty()) return std::string("'key' must not be empty");
+  if (key.size() > limits.max_key_size)
+    return "'key' is longer than " + std::to_string(limits.max_key_size) + " bytes";
+  out = key;
+  return std::nullopt;
+}
+
+// The "cost" field (null if absent: 1) for rule `r` into `out`; an error message otherwise.
+std::optional<std::string> parse_cost(const json::value* cost_v, const rule& r, std::int64_t& out) {
+  out = 1;
+  if (!cost_v) return std::nullopt;
+  if (!cost_v->is_int64() && !cost_v->is_uint64())
+    return std::string("'cost' must be an integer (0 peeks without consuming)");
+  const auto capacity = r.policy.capacity();
+  if (cost_v->is_int64() && cost_v->get_int64() < 0)
+    return std::string("'cost' must not be negative (0 peeks without consuming)");
+  if (cost_v->is_uint64() || cost_v->get_int64() > capacity)
+    return "'cost' exceeds the capacity of rule " + quoted(r.name()) + " (" +
+           std::to_string(capacity) + "): it could never be admitted";
+  out = cost_v->get_int64();
+  return std::nullopt;
+}
+
 // One {"rule", "key", "cost"} object into `out`; an error message otherwise.
 std::optional<std::string> parse_item(const json::object& o, const config& rules,
                                       const request_limits& limits, check_plan::item& out) {
@@ -53,25 +82,38 @@ std::optional<std::string> parse_item(const json::object& o, const config& rules
   out.rule = rules.find(name);
   if (!out.rule) return "unknown rule " + quoted(name);
 
-  if (!key_v) return std::string("missing field 'key'");
-  if (!key_v->is_string()) return std::string("'key' must be a string");
-  const auto key = std::string_view(key_v->get_string());
-  if (key.empty()) return std::string("'key' must not be empty");
-  if (key.size() > limits.max_key_size)
-    return "'key' is longer than " + std::to_string(limits.max_key_size) + " bytes";
-  out.key = key;
+  if (auto err = parse_key(key_v, limits, out.key)) return err;
 
-  out.cost = 1;
-  if (cost_v) {
-    if (!cost_v->is_int64() && !cost_v->is_uint64())
-      return std::string("'cost' must be an integer (0 peeks without consuming)");
-    const auto capacity = out.rule->policy.capacity();
-    if (cost_v->is_int64() && cost_v->get_int64() < 0)
-      return std::string("'cost' must not be negative (0 peeks without consuming)");
-    if (cost_v->is_uint64() || cost_v->get_int64() > capacity)
-      return "'cost' exceeds the capacity of rule " + quoted(out.rule->name()) + " (" +
-             std::to_string(capacity) + "): it could never be admitted";
-    out.cost = cost_v->get_int64();
+  return parse_cost(cost_v, *out.rule, out.cost);
+}
+
+// A {"group", "key", "cost"} object: every rule of the group with the one key and cost.
+std::optional<std::string> parse_group_check(const json::object& o, const config& rules,
+                                             const request_limits& limits, check_plan& plan) {
+  const json::value* group_v = nullptr;
+  const json::value* key_v = nullptr;
+  const json::value* cost_v = nullptr;
+  for (const auto& kv : o) {
+    if (kv.key() == "group")
+      group_v = &kv.value();
+    else if (kv.key() == "key")
+      key_v = &kv.value();
+    else if (kv.key() == "cost")
+      cost_v = &kv.value();
+    else
+      return "unknown field " + quoted(kv.key()) + " (a group check takes group, key, cost)";
+  }
+  if (!group_v) return std::string("missing field 'group'");
+  if (!group_v->is_string()) return std::string("'group' must be a string");
+  const auto name = std::string_view(group_v->get_string());
+  plan.group = rules.find_group(name);
+  if (!plan.group) return "unknown group " + quoted(name);
+  std::string key;
+  if (auto err = parse_key(key_v, limits, key)) return err;
+  for (const rule* r : rules.rules_of(*plan.group)) {
+    check_plan::item item{r, key, 1};
+    if (auto err = parse_cost(cost_v, *r, item.cost)) return err;
+    plan.items.push_back(std::move(item));
   }
   return std::nullopt;
 }
@@ -88,6 +130,13 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
 
   check_plan plan;
   plan.rules = std::move(rules);
+  if (obj->contains("group")) {
+    if (obj->contains("rules") || obj->contains("rule"))
+      return bad_request("give one of 'group', 'rules' or 'rule'");
+    plan.kind = check_plan::style::json_multi;
+    if (auto err = parse_group_check(*obj, *plan.rules, limits, plan)) return bad_request(*err);
+    return plan;
+  }
   if (const auto* list = obj->if_contains("rules")) {
     if (obj->size() != 1)
       return bad_request("give either 'rules' or 'rule', 'key' and 'cost', not both");
@@ -121,18 +170,16 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
   return plan;
 }
 
-route_result parse_auth(const http_request& req, std::string_view name,
-                        std::shared_ptr<const config> rules, const request_limits& limits) {
-  const rule* r = rules->find(name);
-  if (!r) return error_response(404, "unknown rule " + quoted(name));
-
+// The key /v1/auth takes for rule `r` from the request, or the 400 to answer.
+std::variant<std::string, http_response> key_from_source(const http_request& req, const rule& r,
+                                                         const request_limits& limits) {
   std::string key;
-  if (r->key.from == key_source::kind::header) {
-    const auto value = req.header(r->key.header);
+  if (r.key.from == key_source::kind::header) {
+    const auto value = req.header(r.key.header);
     if (!value)
-      return bad_request("missing header " + r->key.header + " (rule '" + r->name() +
+      return bad_request("missing header " + r.key.header + " (rule '" + r.name() +
                          "' takes its key from it)");
-    if (value->empty()) return bad_request("header " + r->key.header + " is empty");
+    if (value->empty()) return bad_request("header " + r.key.header + " is empty");
     key = *value;
   } else {
     // Behind a proxy the peer is the proxy: it must say who the client is. X-Real-IP, which
@@ -143,10 +190,28 @@ route_result parse_auth(const http_request& req, std::string_view name,
   }
   if (key.size() > limits.max_key_size)
     return bad_request("the key is longer than " + std::to_string(limits.max_key_size) + " bytes");
+  return key;
+}
 
+// /v1/auth/{name}: a rule, or a group whose rules each take their key from their own source.
+route_result parse_auth(const http_request& req, std::string_view name,
+                        std::shared_ptr<const config> rules, const request_limits& limits) {
   check_plan plan;
   plan.kind = check_plan::style::auth;
-  plan.items.push_back({r, std::move(key), 1});
+  std::vector<const rule*> wanted;
+  if (const rule* r = rules->find(name)) {
+    wanted.push_back(r);
+  } else if (const group* g = rules->find_group(name)) {
+    plan.group = g;
+    wanted = rules->rules_of(*g);
+  } else {
+    return error_response(404, "unknown rule or group " + quoted(name));
+  }
+  for (const rule* r : wanted) {
+    auto key = key_from_source(req, *r, limits);
+    if (auto* res = std::get_if<http_response>(&key)) return std::move(*res);
+    plan.items.push_back({r, std::move(std::get<std::string>(key)), 1});
+  }
   plan.rules = std::move(rules);
   return plan;
 }

@@ -72,6 +72,12 @@ class backend {
 
   // Redirections, failovers and circuit breakers seen so far; cheap, from any thread.
   virtual backend_stats stats() const noexcept { return {}; }
+
+  // True when a check_all is only sure to run if its items share one caller key: on Redis
+  // Cluster the caller key is the hash tag, so different keys may live on different nodes
+  // and one script cannot decide them (async_check answers errc::cross_slot). Services check
+  // their groups of policies against it at start-up.
+  virtual bool check_all_needs_one_key() const noexcept { return false; }
 };
 
 }  // namespace floodgate

@@ -97,5 +97,14 @@ TEST(redis_url, make_backend_rejects_bad_urls_at_construction) {
   EXPECT_THROW(make_backend("redis://127.0.0.1:1", bad), config_error);
 }
 
+// Only on Redis Cluster can the keys of one check_all be on different nodes; known before
+// anything is connected (floodgated checks its groups against it at load).
+TEST(redis_url, only_a_cluster_backend_needs_one_key_per_check_all) {
+  EXPECT_FALSE(make_backend("memory://")->check_all_needs_one_key());
+  EXPECT_FALSE(make_backend("redis://127.0.0.1:1")->check_all_needs_one_key());
+  EXPECT_FALSE(make_backend("redis+sentinel://127.0.0.1:1/mymaster")->check_all_needs_one_key());
+  EXPECT_TRUE(make_backend("redis+cluster://127.0.0.1:1")->check_all_needs_one_key());
+}
+
 }  // namespace
 }  // namespace floodgate::redis

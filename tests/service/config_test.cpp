@@ -73,6 +73,12 @@ TEST(config, the_shipped_example_is_valid) {
   const auto cfg = load_config(FLOODGATE_SOURCE_DIR "/examples/rules.yaml");
   EXPECT_GE(cfg.rules().size(), 2u);
   EXPECT_NE(cfg.find("api"), nullptr);
+  ASSERT_NE(cfg.find_group("login"), nullptr);
+  // Its group shares one key source, so the same file runs on Redis Cluster too.
+  EXPECT_EQ(load_config(FLOODGATE_SOURCE_DIR "/examples/rules.yaml", placement::one_key_per_group)
+                .groups()
+                .size(),
+            1u);
 }
 
 TEST(config, bad_files_name_file_line_and_problem) {
@@ -138,7 +144,7 @@ TEST(config, bad_files_name_file_line_and_problem) {
        "rules.yaml:2: rule 'api': missing field 'algorithm'"},
       // duplicates across rules
       {api + "    limit: 1\n    window: 1s\n" + api + "    limit: 2\n    window: 1s\n",
-       "rules.yaml:6: rule 'api': duplicate rule name (first defined at line 2)"},
+       "rules.yaml:6: rule 'api': duplicate name (first defined at line 2)"},
       {"  - just a string\n", "rules.yaml:2: rule #1 must be a map"},
   };
   for (const auto& c : cases) {
@@ -156,12 +162,106 @@ TEST(config, bad_documents) {
   EXPECT_EQ(error_for(""), "rules.yaml:1: the file is empty; expected 'rules:'");
   EXPECT_EQ(error_for("# only a comment\n"), "rules.yaml:1: the file is empty; expected 'rules:'");
   EXPECT_EQ(error_for("- a\n- b\n"), "rules.yaml:1: expected a map with 'rules:' at the top level");
-  EXPECT_EQ(error_for("limits: []\n"), "rules.yaml:1: unknown top-level field 'limits'");
+  EXPECT_EQ(error_for("limits: []\n"),
+            "rules.yaml:1: unknown top-level field 'limits' (expected rules, groups)");
   EXPECT_EQ(error_for("rules: 5\n"), "rules.yaml:1: 'rules' must be a list of rules");
   EXPECT_EQ(error_for("rules: []\n"), "rules.yaml:1: 'rules' must hold at least one rule");
   EXPECT_EQ(error_for("rules:\n  - name: a\n  bad: [\n").substr(0, 26),
             "rules.yaml:3: invalid YAML");
   EXPECT_EQ(error_for("rules:\n\t- name: a\n").substr(0, 26), "rules.yaml:2: invalid YAML");
+}
+
+// Rules for the group tests: two keyed on X-User-Id (one spelled in lower case), one on the
+// client address.
+constexpr const char* group_rules = R"(rules:
+  - {name: minute, algorithm: sliding_log, limit: 5, window: 1m, key: header:X-User-Id}
+  - {name: day, algorithm: fixed_window, limit: 100, window: 24h, key: header:x-user-id}
+  - {name: ip, algorithm: gcra, limit: 10, window: 1s}
+)";
+
+std::string group_error(const std::string& groups, placement where = placement::any) {
+  try {
+    parse_config(group_rules + groups, "rules.yaml", where);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(config, groups_name_rules_checked_together) {
+  const auto cfg = parse_config(group_rules + std::string(R"(groups:
+  - name: user
+    rules: [day, minute]
+  - {name: everything, rules: [minute, day, ip]}
+)"),
+                                "rules.yaml");
+  ASSERT_EQ(cfg.groups().size(), 2u);
+  const group* user = cfg.find_group("user");
+  ASSERT_NE(user, nullptr);
+  const auto members = cfg.rules_of(*user);
+  ASSERT_EQ(members.size(), 2u);
+  EXPECT_EQ(members[0]->name(), "day") << "in the order the group lists them";
+  EXPECT_EQ(members[1]->name(), "minute");
+  EXPECT_EQ(cfg.rules_of(*cfg.find_group("everything")).size(), 3u);
+  EXPECT_EQ(cfg.find_group("minute"), nullptr) << "a rule is not a group";
+  EXPECT_EQ(cfg.find("user"), nullptr) << "a group is not a rule";
+  EXPECT_TRUE(parse_config(group_rules, "rules.yaml").groups().empty()) << "groups are optional";
+}
+
+TEST(config, bad_groups_name_the_line_and_the_problem) {
+  struct bad {
+    std::string groups;
+    std::string message;
+  };
+  const std::vector<bad> cases = {
+      {"groups: {user: [minute]}\n", "rules.yaml:5: 'groups' must be a list of groups"},
+      {"groups:\n  - user\n", "rules.yaml:6: group #1 must be a map"},
+      {"groups:\n  - rules: [minute]\n", "rules.yaml:6: group #1: missing field 'name'"},
+      {"groups:\n  - name: user\n", "rules.yaml:6: group 'user': missing field 'rules'"},
+      {"groups:\n  - name: user\n    rules: []\n",
+       "rules.yaml:7: group 'user': rules must be a non-empty list of rule names"},
+      {"groups:\n  - name: user\n    rules: minute\n",
+       "rules.yaml:7: group 'user': rules must be a non-empty list of rule names"},
+      {"groups:\n  - name: user\n    rules:\n      - minute\n      - hour\n",
+       "rules.yaml:9: group 'user': no rule named 'hour'"},
+      {"groups:\n  - name: user\n    rules: [minute, day, minute]\n",
+       "rules.yaml:7: group 'user': rule 'minute' is listed twice"},
+      {"groups:\n  - name: user\n    rules: [[minute]]\n",
+       "rules.yaml:7: group 'user': each of its rules must be a string"},
+      {"groups:\n  - name: user\n    rules: [minute]\n    limit: 5\n",
+       "rules.yaml:8: group 'user': unknown field 'limit' (expected name, rules)"},
+      {"groups:\n  - name: a b\n    rules: [minute]\n",
+       "rules.yaml:6: group 'a b': name must be 1 to 64 letters, digits, '_', '-' or '.'"},
+      {"groups:\n  - name: ip\n    rules: [minute]\n",
+       "rules.yaml:6: group 'ip': duplicate name (first defined at line 4)"},
+      {"groups:\n  - {name: g, rules: [ip]}\n  - {name: g, rules: [day]}\n",
+       "rules.yaml:7: group 'g': duplicate name (first defined at line 6)"},
+      {"groups:\n  - name: big\n    rules: [" +
+           [] {
+             std::string list;
+             for (int i = 0; i < 17; ++i) list += (i ? ", " : "") + std::string("ip");
+             return list;
+           }() +
+           "]\n",
+       "rules.yaml:7: group 'big': at most 16 rules (got 17)"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(group_error(c.groups), c.message) << c.groups;
+}
+
+// On Redis Cluster the caller key is the hash tag: a group whose rules take different keys
+// would need one script on several nodes. Rejected when the file is loaded.
+TEST(config, on_cluster_a_group_must_share_one_key_source) {
+  const std::string mixed = "groups:\n  - name: login\n    rules:\n      - minute\n      - ip\n";
+  EXPECT_EQ(group_error(mixed, placement::one_key_per_group),
+            "rules.yaml:9: group 'login': rules 'minute' (key header:X-User-Id) and 'ip' (key "
+            "remote_addr) take different keys, so on Redis Cluster their counters live in "
+            "different hash slots and cannot be decided in one atomic script; give every rule "
+            "of the group the same key");
+  EXPECT_EQ(group_error(mixed), "") << "one Redis (or memory) decides any keys in one script";
+  EXPECT_EQ(group_error("groups:\n  - {name: user, rules: [minute, day]}\n",
+                        placement::one_key_per_group),
+            "")
+      << "header names are case-insensitive: X-User-Id and x-user-id are one key";
 }
 
 TEST(config, load_config_names_the_path_as_given) {
@@ -186,6 +286,23 @@ TEST(config, load_config_names_the_path_as_given) {
   } catch (const config_error& e) {
     EXPECT_EQ(std::string(e.what()), path + ": cannot open: No such file or directory");
   }
+}
+
+TEST(config, load_config_applies_the_placement) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("floodgate-config-placement-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "rules.yaml").string();
+  std::ofstream(path) << group_rules << "groups:\n  - {name: login, rules: [ip, day]}\n";
+  EXPECT_EQ(load_config(path).groups().size(), 1u);
+  try {
+    load_config(path, placement::one_key_per_group);
+    ADD_FAILURE() << "expected config_error";
+  } catch (const config_error& e) {
+    const std::string where = path + ":6: group 'login': ";
+    EXPECT_EQ(std::string(e.what()).substr(0, where.size()), where);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -22,7 +22,9 @@ std::shared_ptr<const config> test_rules() {
        {key_source::kind::header, "X-Api-Key"}});
   rules.push_back({policy("ip", algorithm::gcra, 10, 1s, 20, failure_mode::closed), {}});
   rules.push_back({policy("fast", algorithm::fixed_window, 3, 500ms), {}});
-  return std::make_shared<const config>(std::move(rules));
+  // Groups: "signup" (every rule on the client address), "mixed" (one per key source).
+  std::vector<group> groups{{"signup", {2, 1}}, {"mixed", {0, 1}}};
+  return std::make_shared<const config>(std::move(rules), std::move(groups));
 }
 
 http_request post_check(std::string body) {
@@ -213,6 +215,60 @@ TEST(route, auth_unknown_rule_is_404_and_wrong_method_405) {
   EXPECT_EQ(res.header("Allow").value_or(""), "GET, HEAD");
 }
 
+TEST(route, auth_on_a_group_checks_each_rule_with_its_own_key) {
+  const auto plan =
+      routed_plan(get_auth("mixed", {{"X-Api-Key", "k-1"}, {"X-Real-IP", "203.0.113.7"}}));
+  EXPECT_EQ(plan.kind, check_plan::style::auth);
+  ASSERT_NE(plan.group, nullptr);
+  EXPECT_EQ(plan.group->name, "mixed");
+  ASSERT_EQ(plan.items.size(), 2u);
+  EXPECT_EQ(plan.items[0].rule->name(), "api");
+  EXPECT_EQ(plan.items[0].key, "k-1");
+  EXPECT_EQ(plan.items[1].rule->name(), "ip");
+  EXPECT_EQ(plan.items[1].key, "203.0.113.7");
+
+  const auto missing = routed_error(get_auth("mixed"));
+  EXPECT_EQ(missing.status, 400) << "one rule's key is missing: the whole group is refused";
+  EXPECT_NE(error_of(missing).find("missing header X-Api-Key (rule 'api'"), std::string::npos);
+  EXPECT_EQ(routed_error(get_auth("nobody")).status, 404);
+  EXPECT_EQ(error_of(routed_error(get_auth("nobody"))), "unknown rule or group 'nobody'");
+}
+
+TEST(route, check_on_a_group_gives_every_rule_the_one_key_and_cost) {
+  const auto plan = routed_plan(post_check(R"({"group":"signup","key":"10.2.2.2","cost":3})"));
+  EXPECT_EQ(plan.kind, check_plan::style::json_multi);
+  ASSERT_NE(plan.group, nullptr);
+  ASSERT_EQ(plan.items.size(), 2u);
+  EXPECT_EQ(plan.items[0].rule->name(), "fast") << "in the group's order";
+  EXPECT_EQ(plan.items[1].rule->name(), "ip");
+  for (const auto& item : plan.items) {
+    EXPECT_EQ(item.key, "10.2.2.2");
+    EXPECT_EQ(item.cost, 3);
+  }
+  EXPECT_EQ(routed_plan(post_check(R"({"group":"signup","key":"a"})")).items[1].cost, 1);
+
+  struct bad {
+    std::string body;
+    std::string says;
+  };
+  for (const auto& c : std::vector<bad>{
+           {R"({"group":"nope","key":"a"})", "unknown group 'nope'"},
+           {R"({"group":5,"key":"a"})", "'group' must be a string"},
+           {R"({"group":"signup"})", "missing field 'key'"},
+           {R"({"group":"signup","key":""})", "'key' must not be empty"},
+           {R"({"group":"signup","key":"a","rule":"ip"})",
+            "give one of 'group', 'rules' or 'rule'"},
+           {R"({"group":"signup","key":"a","extra":1})",
+            "unknown field 'extra' (a group check takes group, key, cost)"},
+           {R"({"group":"signup","key":"a","cost":4})",
+            "'cost' exceeds the capacity of rule 'fast' (3): it could never be admitted"},
+       }) {
+    const auto res = routed_error(post_check(c.body));
+    EXPECT_EQ(res.status, 400) << c.body;
+    EXPECT_EQ(error_of(res), c.says) << c.body;
+  }
+}
+
 TEST(route, check_wants_post) {
   const auto res = routed_error({"GET", "/v1/check", {}, "", "1.1.1.1"});
   EXPECT_EQ(res.status, 405);
@@ -346,6 +402,22 @@ TEST(render, multi_check_reports_the_combined_verdict_and_each_rule) {
   EXPECT_EQ(allowed.status, 200);
   EXPECT_EQ(body_of(allowed)["retry_after_ms"].as_int64(), 0);
   EXPECT_FALSE(allowed.header("Retry-After"));
+}
+
+TEST(render, a_group_check_names_the_group) {
+  const auto plan = routed_plan(post_check(R"({"group":"signup","key":"10.2.2.2"})"));
+  const auto res =
+      render(plan, result_of(outcome::over_limit, {make_decision(false, 3, 0, 400ms, 400ms),
+                                                   make_decision(true, 20, 19, 100ms, 0ms)}));
+  EXPECT_EQ(res.status, 429);
+  auto body = body_of(res);
+  EXPECT_EQ(body["group"].as_string(), "signup");
+  EXPECT_EQ(body["results"].as_array().size(), 2u);
+  EXPECT_EQ(res.header("Retry-After").value_or(""), "1");
+  const auto rules_form = routed_plan(post_check(R"({"rules":[{"rule":"ip","key":"a"}]})"));
+  EXPECT_FALSE(body_of(render(rules_form, result_of(outcome::allowed,
+                                                    {make_decision(true, 20, 19, 100ms, 0ms)})))
+                   .contains("group"));
 }
 
 TEST(render, multi_check_backend_error_fails_closed_if_any_rule_does) {

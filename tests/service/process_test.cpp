@@ -192,6 +192,70 @@ TEST(floodgated, multi_rule_check_is_all_or_nothing) {
   EXPECT_EQ(json_of(peek)["remaining"].as_int64(), 3);
 }
 
+// A group over /v1/auth: each rule keyed by its own source, all-or-nothing. Mixed key sources
+// are fine on one store (here memory://).
+TEST(floodgated, auth_on_a_group_is_all_or_nothing_with_each_rules_key) {
+  floodgated_process fg(R"(rules:
+  - {name: user, algorithm: sliding_log, limit: 3, window: 1h, key: "header:X-User-Id"}
+  - {name: ip, algorithm: sliding_log, limit: 2, window: 1h}
+groups:
+  - {name: login, rules: [user, ip]}
+)");
+  http_connection c(fg.port());
+  auto login = [&](const std::string& user, const std::string& ip) {
+    return c.request("GET", "/v1/auth/login", {}, {{"X-User-Id", user}, {"X-Real-IP", ip}});
+  };
+  EXPECT_EQ(login("alice", "192.0.2.1").status, 204);
+  EXPECT_EQ(login("alice", "192.0.2.1").status, 204);
+  const auto denied = login("alice", "192.0.2.1");
+  EXPECT_EQ(denied.status, 403) << "the address is spent";
+  EXPECT_EQ(denied.header("RateLimit-Policy").value_or(""),
+            R"("user";q=3;w=3600, "ip";q=2;w=3600)");
+  // The denied login consumed nothing from alice: one more from another address passes...
+  EXPECT_EQ(login("alice", "192.0.2.2").status, 204);
+  // ...and then alice is spent, whatever the address.
+  EXPECT_EQ(login("alice", "192.0.2.3").status, 403);
+  EXPECT_EQ(login("bob", "192.0.2.3").status, 204);
+
+  const auto group_check =
+      c.request("POST", "/v1/check", R"({"group":"login","key":"carol","cost":2})");
+  EXPECT_EQ(group_check.status, 200) << group_check.body;
+  auto body = json_of(group_check);
+  EXPECT_EQ(body["group"].as_string(), "login");
+  EXPECT_EQ(body["results"].as_array().size(), 2u);
+  EXPECT_EQ(c.request("POST", "/v1/check", R"({"group":"login","key":"carol"})").status, 429)
+      << "ip allows 2 per key: carol used them";
+}
+
+// On Redis Cluster a group's rules must share their key (the hash tag): a file that breaks it
+// stops start-up, before the first request. The cluster need not be up to know that.
+TEST(floodgated, on_redis_cluster_a_group_with_different_keys_stops_start_up) {
+  char dir[] = "/tmp/floodgated-group-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/rules.yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(R"(rules:
+  - {name: user, algorithm: sliding_log, limit: 3, window: 1h, key: "header:X-User-Id"}
+  - {name: ip, algorithm: sliding_log, limit: 2, window: 1h}
+groups:
+  - name: login
+    rules: [user, ip]
+)",
+               f);
+    std::fclose(f);
+  }
+  const auto r = run_floodgated(
+      {"--config", path, "--listen", "127.0.0.1:0", "--redis", "redis+cluster://127.0.0.1:1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(path + ":6: group 'login': rules 'user' (key header:X-User-Id) and "
+                                 "'ip' (key remote_addr) take different keys"),
+            std::string::npos)
+      << r.output;
+  std::remove(path.c_str());
+  ::rmdir(dir);
+}
+
 // Several client processes, each with several keep-alive connections, hammer one key: an
 // exact algorithm admits exactly its limit.
 TEST(floodgated, limits_hold_exactly_under_concurrent_clients_from_several_processes) {

@@ -1,6 +1,5 @@
 -- fixed_window (docs/algorithms.md): hash {s = window start, c = count}.
-local function fixed_window(key, now, p, cost)
-  local l, w = p.limit, p.window
+local function fixed_window(key, now, l, w, b, cost)
   local ws = window_start(now, w)
   local state = redis.call('HMGET', key, 's', 'c')
   local q = 0

@@ -17,8 +17,7 @@ local function gcra_ceil_ahead(a, r, now, l)  -- ceil(d / L)
   return a - now + ceil_div(r, l)
 end
 
-local function gcra(key, now, p, cost)
-  local l, w, b = p.limit, p.window, p.burst
+local function gcra(key, now, l, w, b, cost)
   local bw = b * w
   local state = redis.call('HMGET', key, 'a', 'r')
   local a, r = tonumber(state[1]), tonumber(state[2])

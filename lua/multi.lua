@@ -9,6 +9,7 @@ if n < 1 or #ARGV ~= 1 + 5 * n then
 end
 local now, err = read_now(ARGV[1])
 if now == nil then return redis.error_reply(err) end
+-- Per item i: its decide function, then limit, window, burst and cost, at 5 * (i - 1) + 1..5.
 local items, seen = {}, {}
 for i = 1, n do
   local at = 1 + 5 * (i - 1)
@@ -22,15 +23,21 @@ for i = 1, n do
     return redis.error_reply('ERR floodgate: item ' .. i .. ' repeats the key of an earlier item')
   end
   seen[KEYS[i]] = true
-  local p, cost = parse_item('item ' .. i .. ' ', ARGV[at + 2], ARGV[at + 3], ARGV[at + 4],
-                             ARGV[at + 5])
-  if p == nil then return redis.error_reply(cost) end
-  items[i] = {decide = decide, p = p, cost = cost}
+  local l, w, b, cost = parse_item(ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5])
+  if l == nil then
+    return redis.error_reply(explain_item('item ' .. i .. ' ', ARGV[at + 2], ARGV[at + 3],
+                                          ARGV[at + 4], ARGV[at + 5]))
+  end
+  local base = 5 * (i - 1)
+  items[base + 1], items[base + 2], items[base + 3], items[base + 4], items[base + 5] =
+      decide, l, w, b, cost
 end
 local out, commits, all_allowed = {}, {}, true
 for i = 1, n do
-  local d, commit = items[i].decide(KEYS[i], now, items[i].p, items[i].cost)
-  for j = 1, 5 do out[#out + 1] = d[j] end
+  local base = 5 * (i - 1)
+  local d, commit = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
+                                    items[base + 4], items[base + 5])
+  for j = 1, 5 do out[base + j] = d[j] end
   if d[1] == 0 then all_allowed = false end
   if commit then commits[#commits + 1] = commit end
 end

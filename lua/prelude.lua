@@ -2,26 +2,34 @@
 --
 -- Every generated script is `#!lua` + this prelude + algorithm file(s) + an entry
 -- (cmake/embed_lua.cmake). An algorithm file defines one function
---   decide(key, now, p, cost) -> reply, commit
+--   decide(key, now, limit, window, burst, cost) -> reply, commit
 -- that reads the state, returns the five-integer reply and, only when the request is allowed
 -- with cost > 0, a function that writes the new state and its PEXPIRE. Nothing else writes.
+--
+-- Cost matters here: Redis runs these on its one thread, so every instruction is taken from
+-- every other client. In Redis's Lua a call into C (math.floor, tonumber, string.*) or a new
+-- table costs about as much as twenty arithmetic operations, so the hot path uses `%` and
+-- string-to-number coercion, keeps the policy in locals, and leaves error messages to a slow
+-- path that only runs for bad arguments (bench/compare measures the cost per call).
 
 -- The policy bound on limit x window and burst x window (and on cost and now_ms): below it
 -- every value fits a double exactly, so Lua computes what C++'s int64_t does.
 local max_value = 1e15
+local find, format = string.find, string.format
 
 local algorithms = {}
 
--- floor(a / b) and ceil(a / b) of exact rationals, b > 0. a / b is rounded, so check the
--- candidate quotient against a (the products are exact integers below 2^53).
+-- floor(a / b) of exact integers, b > 0. Lua's a % b is a - floor(a / b) * b with a rounded
+-- quotient, so it can land one b outside [0, b); corrected, a - m is a multiple of b and the
+-- division is exact (the products are exact integers below 2^53).
 local function floor_div(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then
-    q = q - 1
-  elseif (q + 1) * b <= a then
-    q = q + 1
+  local m = a % b
+  if m < 0 then
+    m = m + b
+  elseif m >= b then
+    m = m - b
   end
-  return q
+  return (a - m) / b
 end
 
 local function ceil_div(a, b)
@@ -35,7 +43,7 @@ end
 
 -- Numbers go to Redis as exact decimal strings: tostring() keeps only 14 digits.
 local function str(n)
-  return string.format('%d', n)
+  return format('%d', n)
 end
 
 -- The five integers of a decision; remaining and reset_after are never negative, and any
@@ -47,50 +55,63 @@ local function reply(allowed, limit, remaining, reset_after, retry_after)
   return {allowed and 1 or 0, limit, remaining, reset_after, retry_after}
 end
 
--- A decimal integer in [lo, hi], or nil. Rejects signs other than '-', spaces, exponents,
--- fractions, hex, 'nan' and 'inf', which tonumber() alone would accept.
-local function parse_int(s, lo, hi)
-  if type(s) ~= 'string' or #s > 20 or not string.find(s, '^%-?%d+$') then return nil end
-  local n = tonumber(s)
-  if n < lo or n > hi then return nil end
-  return n
-end
-
+-- An error reply's message: `what` must be `expected`, quoting (a cleaned prefix of) `value`.
 local function bad(what, value, expected)
   if type(value) ~= 'string' then value = tostring(value) end
   value = string.gsub(string.sub(value, 1, 32), '[^%w%.%-+_ ]', '?')
-  return 'ERR floodgate: ' .. what .. " must be " .. expected .. " (got '" .. value .. "')"
+  return 'ERR floodgate: ' .. what .. ' must be ' .. expected .. " (got '" .. value .. "')"
 end
 
--- Now in ms: the test clock when given, else Redis's TIME (read once per call).
+-- Why an item's arguments were refused: the error message, starting with `what` (e.g.
+-- 'item 2 ') to say where. Only called once parse_item has refused them.
+local function explain_item(what, limit, window, burst, cost)
+  -- A decimal integer in [lo, hi], or nil. Rejects signs other than '-', spaces, exponents,
+  -- fractions, hex, 'nan' and 'inf', which tonumber() alone would accept.
+  local function int(s, lo, hi)
+    if type(s) ~= 'string' or #s > 20 or not find(s, '^%-?%d+$') then return nil end
+    local n = tonumber(s)
+    if n < lo or n > hi then return nil end
+    return n
+  end
+  local l, w, b = int(limit, 1, max_value), int(window, 1, max_value), int(burst, 1, max_value)
+  if l == nil then return bad(what .. 'limit', limit, 'an integer in 1..1e15') end
+  if w == nil then return bad(what .. 'window_ms', window, 'an integer in 1..1e15') end
+  if b == nil then return bad(what .. 'burst', burst, 'an integer in 1..1e15') end
+  if l * w > max_value then
+    return bad(what .. 'limit x window_ms', limit .. 'x' .. window, 'at most 1e15')
+  end
+  if b * w > max_value then
+    return bad(what .. 'burst x window_ms', burst .. 'x' .. window, 'at most 1e15')
+  end
+  return bad(what .. 'cost', cost, 'an integer in 0..1e15')
+end
+
+-- limit, window, burst and cost as numbers when they are what floodgate sends (decimal
+-- integers within the policy bounds), else nil: then explain_item says why.
+local function parse_item(limit, window, burst, cost)
+  -- One pattern for all four: digits only, so the coercions below are exact and cannot fail.
+  if type(limit) ~= 'string' or type(window) ~= 'string' or type(burst) ~= 'string' or
+      type(cost) ~= 'string' or
+      not find(limit .. ',' .. window .. ',' .. burst .. ',' .. cost, '^%d+,%d+,%d+,%d+$') then
+    return nil
+  end
+  local l, w, b, c = limit + 0, window + 0, burst + 0, cost + 0
+  if l < 1 or w < 1 or b < 1 or c > max_value or l * w > max_value or b * w > max_value then
+    return nil
+  end
+  return l, w, b, c
+end
+
+-- Now in ms: the test clock when given, else Redis's TIME (read once per call); or nil and
+-- the error message.
 local function read_now(arg)
   if arg == nil or arg == '' then
     local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    return t[1] * 1000 + floor_div(t[2] + 0, 1000)
   end
-  local n = parse_int(arg, -max_value, max_value)
-  if n == nil then return nil, bad('now_ms', arg, 'empty or an integer in -1e15..1e15') end
-  return n
-end
-
--- {limit, window, burst} and the cost, or nil and the error message (which starts with
--- `what`, e.g. 'item 2 ', to say where).
-local function parse_item(what, limit, window, burst, cost)
-  local p = {
-    limit = parse_int(limit, 1, max_value),
-    window = parse_int(window, 1, max_value),
-    burst = parse_int(burst, 1, max_value),
-  }
-  if p.limit == nil then return nil, bad(what .. 'limit', limit, 'an integer in 1..1e15') end
-  if p.window == nil then return nil, bad(what .. 'window_ms', window, 'an integer in 1..1e15') end
-  if p.burst == nil then return nil, bad(what .. 'burst', burst, 'an integer in 1..1e15') end
-  if p.limit * p.window > max_value then
-    return nil, bad(what .. 'limit x window_ms', limit .. 'x' .. window, 'at most 1e15')
+  if type(arg) == 'string' and #arg <= 20 and find(arg, '^%-?%d+$') then
+    local n = arg + 0
+    if n >= -max_value and n <= max_value then return n end
   end
-  if p.burst * p.window > max_value then
-    return nil, bad(what .. 'burst x window_ms', burst .. 'x' .. window, 'at most 1e15')
-  end
-  local c = parse_int(cost, 0, max_value)
-  if c == nil then return nil, bad(what .. 'cost', cost, 'an integer in 0..1e15') end
-  return p, c
+  return nil, bad('now_ms', arg, 'empty or an integer in -1e15..1e15')
 end

@@ -5,10 +5,10 @@ if #KEYS ~= 1 or #ARGV ~= 5 then
                            '(limit, window_ms, burst, cost, now_ms), got ' .. #KEYS .. ' and ' ..
                            #ARGV)
 end
+local l, w, b, cost = parse_item(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+if l == nil then return redis.error_reply(explain_item('', ARGV[1], ARGV[2], ARGV[3], ARGV[4])) end
 local now, err = read_now(ARGV[5])
 if now == nil then return redis.error_reply(err) end
-local p, cost = parse_item('', ARGV[1], ARGV[2], ARGV[3], ARGV[4])
-if p == nil then return redis.error_reply(cost) end
-local out, commit = algorithms[algorithm](KEYS[1], now, p, cost)
+local out, commit = algorithms[algorithm](KEYS[1], now, l, w, b, cost)
 if commit then commit() end
 return out

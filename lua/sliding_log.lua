@@ -1,8 +1,7 @@
 -- sliding_log (docs/algorithms.md): sorted set, one member per admitted cost unit,
 -- score = admission time, member = '<time>:<n>' (unique even within one millisecond).
 -- O(log n + cost) per call: counts, ranks and trims use the skip list, never a scan.
-local function sliding_log(key, now, p, cost)
-  local l, w = p.limit, p.window
+local function sliding_log(key, now, l, w, b, cost)
   local horizon = now - w  -- entries t <= now - window have aged out
   local count = redis.call('ZCOUNT', key, '(' .. str(horizon), '+inf')
   local allowed = cost <= l and count + cost <= l

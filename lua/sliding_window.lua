@@ -1,7 +1,6 @@
 -- sliding_window (docs/algorithms.md): hash {s = current window start, p = previous count,
 -- c = current count}.
-local function sliding_window(key, now, p, cost)
-  local l, w = p.limit, p.window
+local function sliding_window(key, now, l, w, b, cost)
   local ws = window_start(now, w)
   local state = redis.call('HMGET', key, 's', 'p', 'c')
   local s = tonumber(state[1])

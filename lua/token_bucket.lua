@@ -1,18 +1,20 @@
 -- token_bucket (docs/algorithms.md): hash {v = level in units of 1/W token, t = last update}.
 -- An absent key is a full bucket.
-local function token_bucket(key, now, p, cost)
-  local l, w, b = p.limit, p.window, p.burst
+local function token_bucket(key, now, l, w, b, cost)
   local capacity = b * w
   local state = redis.call('HMGET', key, 'v', 't')
   local v, t = tonumber(state[1]), tonumber(state[2])
   local level, lag, updated = capacity, 0, now
   if v ~= nil and t ~= nil then
-    local elapsed = math.max(0, now - t)
+    -- After a backwards clock step t is ahead of now: the refill resumes only at t.
+    local elapsed = 0
+    if t > now then
+      lag, updated = t - now, t
+    else
+      elapsed = now - t
+    end
     -- Compare before multiplying: an idle key's elapsed * limit can leave the exact range.
     if elapsed < ceil_div(capacity - v, l) then level = v + elapsed * l end
-    -- After a backwards clock step t is ahead of now: the refill resumes only at t.
-    lag = math.max(0, t - now)
-    updated = math.max(t, now)
   end
   local function reset_after(x)
     if x >= capacity then return 0 end

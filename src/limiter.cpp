@@ -87,6 +87,8 @@ void limiter::async_check_all(std::span<const check_item> items,
   backend_->async_check(items, [on_failure = failure_decisions(items),
                                 handler = std::move(handler)](backend_reply reply) mutable {
     multi_check_result r;
+    if (!reply.error && reply.decisions.size() != on_failure.size())
+      reply.error = errc::protocol_error;
     if (reply.error && !is_backend_error(reply.error)) {
       // The backend refused the request itself (cross_slot): no failure mode applies.
       r.outcome = outcome::invalid_request;
@@ -105,14 +107,31 @@ void limiter::async_check_all(std::span<const check_item> items,
   });
 }
 
+// One item without check_all's containers: it is the hot path.
 void limiter::async_check(std::string_view key, const policy& p, std::int64_t cost,
                           std::function<void(check_result)> handler) {
   const check_item item{key, &p, cost};
-  async_check_all(std::span(&item, 1), [handler = std::move(handler)](multi_check_result m) {
+  if (auto ec = validate(item)) {
     check_result r;
-    r.outcome = m.outcome;
-    r.error = m.error;
-    if (!m.decisions.empty()) r.decision = m.decisions.front();
+    r.outcome = outcome::invalid_request;
+    r.error = ec;
+    return handler(r);
+  }
+  backend_->async_check(std::span(&item, 1), [on_failure = failure_decision(p),
+                                               handler = std::move(handler)](backend_reply reply) {
+    check_result r;
+    if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
+    if (reply.error && !is_backend_error(reply.error)) {
+      r.outcome = outcome::invalid_request;
+      r.error = reply.error;
+    } else if (reply.error) {
+      r.outcome = outcome::backend_error;
+      r.error = reply.error;
+      r.decision = on_failure;
+    } else {
+      r.decision = reply.decisions.front();
+      r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;
+    }
     handler(r);
   });
 }

@@ -8,11 +8,16 @@
 
 namespace floodgate::memory {
 
-std::string storage_key(const policy& p, std::string_view key) {
-  std::string out;
+void assign_storage_key(std::string& out, const policy& p, std::string_view key) {
   const auto algo = to_string(p.algo());
+  out.clear();
   out.reserve(p.name().size() + algo.size() + key.size() + 2);
   out.append(p.name()).append(":").append(algo).append(":").append(key);
+}
+
+std::string storage_key(const policy& p, std::string_view key) {
+  std::string out;
+  assign_storage_key(out, p, key);
   return out;
 }
 
@@ -40,49 +45,77 @@ void memory_backend::maybe_sweep(shard& s, std::int64_t now) {
   s.next_sweep = now + options_.sweep_interval.count();
 }
 
+memory_backend::entry* memory_backend::live_entry(shard& s, const std::string& key,
+                                                  std::int64_t now) {
+  auto it = s.entries.find(key);
+  return it != s.entries.end() && it->second.expires_at > now ? &it->second : nullptr;
+}
+
+decision memory_backend::decide(const entry* found, const check_item& item, std::int64_t now) {
+  const auto params = core::params::of(*item.policy);
+  if (found) return core::decide(found->state, now, params, item.cost);
+  return core::decide(core::empty_state(item.policy->algo()), now, params, item.cost);
+}
+
+void memory_backend::commit(shard& s, const std::string& key, entry* found,
+                            const check_item& item, std::int64_t now) {
+  if (item.cost == 0) return;
+  const auto params = core::params::of(*item.policy);
+  // An expired entry still in the map is overwritten: its state no longer counts.
+  entry& e = found ? *found : (s.entries[key] = entry{core::empty_state(item.policy->algo()), 0});
+  core::commit(e.state, now, params, item.cost);
+  e.expires_at = now + core::expiry(e.state, now, params);
+}
+
+backend_reply memory_backend::check_one(const check_item& item, std::int64_t now) {
+  // Reused per thread, so a decision on a known key allocates nothing but the reply.
+  thread_local std::string key;
+  assign_storage_key(key, *item.policy, item.key);
+  shard& s = shard_of(key);
+  backend_reply reply;
+  reply.decisions.reserve(1);
+  std::lock_guard lock(s.mutex);
+  entry* found = live_entry(s, key, now);
+  const decision d = decide(found, item, now);
+  if (d.allowed) commit(s, key, found, item, now);
+  reply.decisions.push_back(d);
+  maybe_sweep(s, now);
+  return reply;
+}
+
 backend_reply memory_backend::check(std::span<const check_item> items) {
   const std::int64_t t = now();
+  if (items.size() == 1) return check_one(items.front(), t);
   std::vector<std::string> keys;
-  std::vector<shard*> locked;
+  std::vector<shard*> shards;
   keys.reserve(items.size());
+  shards.reserve(items.size());
   for (const auto& item : items) {
     keys.push_back(storage_key(*item.policy, item.key));
-    locked.push_back(&shard_of(keys.back()));
+    shards.push_back(&shard_of(keys.back()));
   }
   // Lock every shard involved, each once, in address order: no deadlock between check_alls.
+  std::vector<shard*> locked = shards;
   std::sort(locked.begin(), locked.end());
   locked.erase(std::unique(locked.begin(), locked.end()), locked.end());
   std::vector<std::unique_lock<std::mutex>> locks;
   locks.reserve(locked.size());
   for (shard* s : locked) locks.emplace_back(s->mutex);
 
+  // All decided against the state before the call; all committed only if all are allowed.
+  // (Entry pointers stay valid across inserts: the map's nodes never move.)
   backend_reply reply;
   reply.decisions.reserve(items.size());
   std::vector<entry*> found(items.size(), nullptr);
   bool all_allowed = true;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const auto& item = items[i];
-    const auto params = core::params::of(*item.policy);
-    auto& entries = shard_of(keys[i]).entries;
-    auto it = entries.find(keys[i]);
-    if (it != entries.end() && it->second.expires_at > t) found[i] = &it->second;
-    const core::any_state empty = found[i] ? core::any_state{} : core::empty_state(item.policy->algo());
-    const decision d = core::decide(found[i] ? found[i]->state : empty, t, params, item.cost);
-    all_allowed = all_allowed && d.allowed;
-    reply.decisions.push_back(d);
+    found[i] = live_entry(*shards[i], keys[i], t);
+    reply.decisions.push_back(decide(found[i], items[i], t));
+    all_allowed = all_allowed && reply.decisions.back().allowed;
   }
-  if (all_allowed) {
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      const auto& item = items[i];
-      if (item.cost == 0) continue;
-      const auto params = core::params::of(*item.policy);
-      auto& entries = shard_of(keys[i]).entries;
-      entry& e = found[i] ? *found[i]
-                          : (entries[keys[i]] = entry{core::empty_state(item.policy->algo()), 0});
-      core::commit(e.state, t, params, item.cost);
-      e.expires_at = t + core::expiry(e.state, t, params);
-    }
-  }
+  if (all_allowed)
+    for (std::size_t i = 0; i < items.size(); ++i)
+      commit(*shards[i], keys[i], found[i], items[i], t);
   for (shard* s : locked) maybe_sweep(*s, t);
   return reply;
 }

@@ -45,6 +45,14 @@ class memory_backend final : public backend {
 
   std::int64_t now() const;
   shard& shard_of(const std::string& key);
+  // check() of one item: one shard, no per-call containers but the reply's.
+  backend_reply check_one(const check_item& item, std::int64_t now);
+  // With the shard `s` locked: the entry under `key` that is still live, or null; the decision
+  // against it (null: empty state); writing the allowed item's new state.
+  static entry* live_entry(shard& s, const std::string& key, std::int64_t now);
+  static decision decide(const entry* found, const check_item& item, std::int64_t now);
+  static void commit(shard& s, const std::string& key, entry* found, const check_item& item,
+                     std::int64_t now);
   void maybe_sweep(shard& s, std::int64_t now);
 
   memory_options options_;
@@ -53,5 +61,7 @@ class memory_backend final : public backend {
 
 // The storage key of (policy, caller key): unambiguous because policy names hold no ':'.
 std::string storage_key(const policy& p, std::string_view key);
+// The same, into `out` (replacing its contents; reuses its capacity).
+void assign_storage_key(std::string& out, const policy& p, std::string_view key);
 
 }  // namespace floodgate::memory

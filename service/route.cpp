@@ -60,59 +60,60 @@ std::optional<std::string> parse_cost(const json::value* cost_v, const rule& r, 
   return std::nullopt;
 }
 
+// The fields of a {"<what>", "key", "cost"} object (null when absent), or the first unknown
+// field's name.
+struct item_fields {
+  const json::value* what = nullptr;  // "rule" or "group"
+  const json::value* key = nullptr;
+  const json::value* cost = nullptr;
+};
+std::optional<std::string_view> fields_of(const json::object& o, std::string_view what,
+                                          item_fields& out) {
+  for (const auto& kv : o) {
+    if (kv.key() == what)
+      out.what = &kv.value();
+    else if (kv.key() == "key")
+      out.key = &kv.value();
+    else if (kv.key() == "cost")
+      out.cost = &kv.value();
+    else
+      return kv.key();
+  }
+  return std::nullopt;
+}
+
 // One {"rule", "key", "cost"} object into `out`; an error message otherwise.
 std::optional<std::string> parse_item(const json::object& o, const config& rules,
                                       const request_limits& limits, check_plan::item& out) {
-  const json::value* rule_v = nullptr;
-  const json::value* key_v = nullptr;
-  const json::value* cost_v = nullptr;
-  for (const auto& kv : o) {
-    if (kv.key() == "rule")
-      rule_v = &kv.value();
-    else if (kv.key() == "key")
-      key_v = &kv.value();
-    else if (kv.key() == "cost")
-      cost_v = &kv.value();
-    else
-      return "unknown field " + quoted(kv.key());
-  }
-  if (!rule_v) return std::string("missing field 'rule'");
-  if (!rule_v->is_string()) return std::string("'rule' must be a string");
-  const auto name = std::string_view(rule_v->get_string());
+  item_fields f;
+  if (auto unknown = fields_of(o, "rule", f)) return "unknown field " + quoted(*unknown);
+  if (!f.what) return std::string("missing field 'rule'");
+  if (!f.what->is_string()) return std::string("'rule' must be a string");
+  const auto name = std::string_view(f.what->get_string());
   out.rule = rules.find(name);
   if (!out.rule) return "unknown rule " + quoted(name);
 
-  if (auto err = parse_key(key_v, limits, out.key)) return err;
+  if (auto err = parse_key(f.key, limits, out.key)) return err;
 
-  return parse_cost(cost_v, *out.rule, out.cost);
+  return parse_cost(f.cost, *out.rule, out.cost);
 }
 
 // A {"group", "key", "cost"} object: every rule of the group with the one key and cost.
 std::optional<std::string> parse_group_check(const json::object& o, const config& rules,
                                              const request_limits& limits, check_plan& plan) {
-  const json::value* group_v = nullptr;
-  const json::value* key_v = nullptr;
-  const json::value* cost_v = nullptr;
-  for (const auto& kv : o) {
-    if (kv.key() == "group")
-      group_v = &kv.value();
-    else if (kv.key() == "key")
-      key_v = &kv.value();
-    else if (kv.key() == "cost")
-      cost_v = &kv.value();
-    else
-      return "unknown field " + quoted(kv.key()) + " (a group check takes group, key, cost)";
-  }
-  if (!group_v) return std::string("missing field 'group'");
-  if (!group_v->is_string()) return std::string("'group' must be a string");
-  const auto name = std::string_view(group_v->get_string());
+  item_fields f;
+  if (auto unknown = fields_of(o, "group", f))
+    return "unknown field " + quoted(*unknown) + " (a group check takes group, key, cost)";
+  if (!f.what) return std::string("missing field 'group'");
+  if (!f.what->is_string()) return std::string("'group' must be a string");
+  const auto name = std::string_view(f.what->get_string());
   plan.group = rules.find_group(name);
   if (!plan.group) return "unknown group " + quoted(name);
   std::string key;
-  if (auto err = parse_key(key_v, limits, key)) return err;
+  if (auto err = parse_key(f.key, limits, key)) return err;
   for (const rule* r : rules.rules_of(*plan.group)) {
     check_plan::item item{r, key, 1};
-    if (auto err = parse_cost(cost_v, *r, item.cost)) return err;
+    if (auto err = parse_cost(f.cost, *r, item.cost)) return err;
     plan.items.push_back(std::move(item));
   }
   return std::nullopt;

@@ -46,6 +46,12 @@ std::vector<decision> failure_decisions(std::span<const check_item> items) {
   return out;
 }
 
+// What a failed reply means: the backend refused the request itself (cross_slot: no failure
+// mode applies), or it failed (the policies' failure modes decide).
+outcome failed_outcome(std::error_code ec) noexcept {
+  return is_backend_error(ec) ? outcome::backend_error : outcome::invalid_request;
+}
+
 bool same_state(const check_item& a, const check_item& b) {
   return a.key == b.key && a.policy->name() == b.policy->name() &&
          a.policy->algo() == b.policy->algo();
@@ -89,14 +95,10 @@ void limiter::async_check_all(std::span<const check_item> items,
     multi_check_result r;
     if (!reply.error && reply.decisions.size() != on_failure.size())
       reply.error = errc::protocol_error;
-    if (reply.error && !is_backend_error(reply.error)) {
-      // The backend refused the request itself (cross_slot): no failure mode applies.
-      r.outcome = outcome::invalid_request;
+    if (reply.error) {
+      r.outcome = failed_outcome(reply.error);
       r.error = reply.error;
-    } else if (reply.error) {
-      r.outcome = outcome::backend_error;
-      r.error = reply.error;
-      r.decisions = std::move(on_failure);
+      if (r.outcome == outcome::backend_error) r.decisions = std::move(on_failure);
     } else {
       r.decisions = std::move(reply.decisions);
       bool all = true;
@@ -121,13 +123,10 @@ void limiter::async_check(std::string_view key, const policy& p, std::int64_t co
                                                handler = std::move(handler)](backend_reply reply) {
     check_result r;
     if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
-    if (reply.error && !is_backend_error(reply.error)) {
-      r.outcome = outcome::invalid_request;
+    if (reply.error) {
+      r.outcome = failed_outcome(reply.error);
       r.error = reply.error;
-    } else if (reply.error) {
-      r.outcome = outcome::backend_error;
-      r.error = reply.error;
-      r.decision = on_failure;
+      if (r.outcome == outcome::backend_error) r.decision = on_failure;
     } else {
       r.decision = reply.decisions.front();
       r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;

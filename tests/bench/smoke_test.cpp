@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <memory>
@@ -106,13 +107,19 @@ TEST_F(bench_smoke, exact_algorithms_admit_exactly_the_capacity_of_a_burst) {
 
 TEST_F(bench_smoke, the_naive_limiter_over_admits_a_burst) {
   // 4 processes x 4 threads x 25 requests on one key, limit 5: every worker's first GET races.
-  const auto o = run_json({"--redis", redis_->url(), "--naive", "--limit", "5", "--window", "60s",
-                           "--burst", "25", "--processes", "4", "--threads", "4"});
-  expect_report_shape(o);
-  EXPECT_EQ(integer(o, "decisions"), 400);
-  EXPECT_GT(integer(o, "allowed"), 5);
-  EXPECT_GT(integer(o, "over_admitted"), 0);
-  EXPECT_EQ(integer(o, "over_admitted"), integer(o, "allowed") - 5);
+  // A race needs two workers between one GET and its SET; on a loaded machine the scheduler
+  // can serialise a whole burst, so a few bursts (each on a fresh key) get the chance to show it.
+  for (int attempt = 1; attempt <= 5; ++attempt) {
+    redis_->command({"FLUSHALL"});
+    const auto o = run_json({"--redis", redis_->url(), "--naive", "--limit", "5", "--window",
+                             "60s", "--burst", "25", "--processes", "4", "--threads", "4"});
+    expect_report_shape(o);
+    EXPECT_EQ(integer(o, "decisions"), 400);
+    // Whatever happened, the report counts it right.
+    EXPECT_EQ(integer(o, "over_admitted"), std::max<std::int64_t>(0, integer(o, "allowed") - 5));
+    if (integer(o, "allowed") > 5) return;
+  }
+  ADD_FAILURE() << "5 bursts of 400 GET-then-SET checks on one key never over-admitted";
 }
 
 TEST_F(bench_smoke, print_script_gives_the_exact_script_floodgate_loads) {

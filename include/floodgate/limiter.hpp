@@ -28,7 +28,9 @@ namespace floodgate {
 
 // Builds a backend from a URL: memory://, redis://[user:password@]host:port[/db],
 // redis+cluster://[user:password@]host:port[,host:port...] (seeds of a Redis Cluster),
-// redis+sentinel://[user:password@]host:port[,...]/master-name[/db] (sentinels).
+// redis+sentinel://[user:password@]host:port[,...]/master-name[/db] (sentinels). A Redis URL
+// may end in options that override options.redis: ?timeout=100ms&connect_timeout=2s&
+// connections=4&key_prefix=rl: (docs/operations.md).
 // Throws config_error for a malformed or unsupported URL.
 std::shared_ptr<backend> make_backend(std::string_view url, const backend_options& options = {});
 

@@ -9,6 +9,7 @@
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/sha256.hpp"
+#include "redis/url_options.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -112,8 +113,9 @@ void check_prefix(const redis_options& o) {
 
 }  // namespace
 
-redis_backend::redis_backend(std::string_view url, const redis_options& options)
+redis_backend::redis_backend(std::string_view full_url, const redis_options& options)
     : options_(options) {
+  const std::string_view url = apply_url_options(full_url, options_);
   if (is_cluster_url(url)) {
     auto seeds = parse_cluster_url(url);
     check_prefix(options_);

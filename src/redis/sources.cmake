@@ -6,6 +6,7 @@ target_sources(floodgate PRIVATE
   redis/resp_reader.cpp
   redis/resp_writer.cpp
   redis/url.cpp
+  redis/url_options.cpp
   redis/key.cpp
   redis/connection.cpp
   redis/client.cpp

@@ -163,6 +163,20 @@ TEST_F(redis_backend_test, select_db_from_the_url) {
   redis_->command({"EVAL", "redis.call('SELECT', 5) return redis.call('FLUSHDB')", "0"});
 }
 
+TEST_F(redis_backend_test, options_in_the_url_override_the_options_in_code) {
+  const auto prefix = unique_prefix("urlopt");
+  backend_options o;
+  o.redis.key_prefix = "not-this:";
+  auto b = make_backend(redis_->url() + "?key_prefix=" + prefix + "&timeout=2s&connections=3", o);
+  const auto& redis = dynamic_cast<const redis::redis_backend&>(*b);
+  EXPECT_EQ(redis.options().timeout, 2000ms);
+  EXPECT_EQ(redis.options().connections, 3u);
+  limiter l{b};
+  ASSERT_EQ(l.check("k", policy{"p", algorithm::gcra, 10, 1s}).outcome, outcome::allowed);
+  EXPECT_EQ(scan_keys(*redis_, prefix + "*"), std::vector<std::string>{prefix + "p:gcra:{k}"});
+  EXPECT_TRUE(scan_keys(*redis_, "not-this:*").empty());
+}
+
 TEST(redis_auth, acl_user_and_password_and_wrong_password) {
   redis_server redis;
   redis.command({"ACL", "SETUSER", "limiter", "on", ">s3cret p@ss", "~fgt:*", "+@all"});

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "redis/url_options.hpp"
+
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
 
@@ -48,7 +50,7 @@ TEST(redis_url, bad_urls_throw_config_error_naming_the_problem) {
       {"redis://h:1/-1", "database"},
       {"redis://h:1/1/2", "database"},
       {"redis://h:1/99999999999", "database"},
-      {"redis://h:1?timeout=5", "query"},
+      {"redis://h:1?timeout=5", "query"},  // parse_redis_url sees the URL without its options
       {"redis://h:1#frag", "query"},
       {"redis://alice@h:1", "userinfo"},
       {"redis://a:b%zz@h:1", "escape"},
@@ -95,6 +97,62 @@ TEST(redis_url, make_backend_rejects_bad_urls_at_construction) {
   bad = {};
   bad.redis.reconnect_backoff_max = std::chrono::milliseconds(1);
   EXPECT_THROW(make_backend("redis://127.0.0.1:1", bad), config_error);
+}
+
+TEST(redis_url_options, the_query_string_tunes_the_client) {
+  using namespace std::chrono_literals;
+  redis_options o;
+  EXPECT_EQ(apply_url_options("redis://h:1/2", o), "redis://h:1/2");
+  EXPECT_EQ(o.timeout, redis_options{}.timeout) << "no query: nothing changes";
+
+  const auto base = apply_url_options(
+      "redis://u:p@h:1/2?timeout=120ms&connect_timeout=3s&connections=8&key_prefix=rl:v2.", o);
+  EXPECT_EQ(base, "redis://u:p@h:1/2");
+  EXPECT_EQ(o.timeout, 120ms);
+  EXPECT_EQ(o.connect_timeout, 3000ms);
+  EXPECT_EQ(o.connections, 8u);
+  EXPECT_EQ(o.key_prefix, "rl:v2.");
+
+  redis_options c;
+  EXPECT_EQ(apply_url_options("redis+cluster://a:1,b:2?timeout=1s", c), "redis+cluster://a:1,b:2");
+  EXPECT_EQ(c.timeout, 1000ms);
+}
+
+TEST(redis_url_options, bad_options_name_the_option_and_hide_the_password) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"redis://h:1?", "empty query string"},
+      {"redis://h:1?timeout=5", "timeout must be a duration of at least 1ms"},
+      {"redis://h:1?timeout=0ms", "timeout must be a duration of at least 1ms"},
+      {"redis://h:1?timeout=-5ms", "timeout must be"},
+      {"redis://h:1?connect_timeout=soon", "connect_timeout must be"},
+      {"redis://h:1?connections=0", "connections must be a number from 1 to 1024 (got '0')"},
+      {"redis://h:1?connections=2000", "connections must be"},
+      {"redis://h:1?connections=2x", "connections must be"},
+      {"redis://h:1?key_prefix=a{b}", "key_prefix may hold only"},
+      {"redis://h:1?timeout", "option 'timeout' has no value"},
+      {"redis://h:1?timeout=1s&timeout=2s", "option 'timeout' given twice"},
+      {"redis://h:1?=1", "an option without a name"},
+      {"redis://h:1?tiemout=1s", "unknown option 'tiemout' (expected timeout, connect_timeout"},
+      {"redis://h:1?timeout=1s#x", "fragments"},
+  };
+  for (const auto& [url, why] : cases) {
+    redis_options o;
+    try {
+      apply_url_options(url, o);
+      ADD_FAILURE() << url << " was accepted";
+    } catch (const config_error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << url << ": " << e.what();
+    }
+  }
+  redis_options o;
+  try {
+    apply_url_options("redis://app:s3cret@h:1?bogus=1", o);
+    ADD_FAILURE() << "accepted";
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_backend("redis://h:1?connections=0"), config_error)
+      << "make_backend applies them";
 }
 
 // Only on Redis Cluster can the keys of one check_all be on different nodes; known before

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace floodgate::service {
+namespace floodgate {
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) noexcept {
   std::int64_t value = 0;
@@ -29,4 +29,4 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) n
   return std::chrono::milliseconds(value * scale);
 }
 
-}  // namespace floodgate::service
+}  // namespace floodgate

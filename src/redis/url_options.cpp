@@ -1,0 +1,72 @@
+#include "redis/url_options.hpp"
+
+#include <charconv>
+#include <string>
+
+#include "duration.hpp"
+#include "floodgate/errors.hpp"
+#include "redis/url.hpp"
+
+namespace floodgate::redis {
+namespace {
+
+constexpr std::string_view known = "timeout, connect_timeout, connections, key_prefix";
+
+bool prefix_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == ':';
+}
+
+}  // namespace
+
+std::string_view apply_url_options(std::string_view url, redis_options& options) {
+  const auto question = url.find('?');
+  if (question == std::string_view::npos) return url;
+  const std::string_view base = url.substr(0, question);
+  std::string_view query = url.substr(question + 1);
+  auto fail = [&](const std::string& why) {
+    throw config_error("redis URL '" + redact_url(url) + "': " + why);
+  };
+  if (query.empty()) fail("empty query string after '?'");
+  if (query.find('#') != std::string_view::npos) fail("fragments are not supported");
+
+  std::string seen = ",";
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    const auto eq = pair.find('=');
+    const std::string name(pair.substr(0, eq));
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    if (name.empty()) fail("an option without a name (expected " + std::string(known) + ")");
+    if (seen.find("," + name + ",") != std::string::npos) fail("option '" + name + "' given twice");
+    seen += name + ",";
+    if (value.empty()) fail("option '" + name + "' has no value");
+
+    if (name == "timeout" || name == "connect_timeout") {
+      const auto d = parse_duration(value);
+      if (!d || d->count() < 1)
+        fail(name + " must be a duration of at least 1ms such as 50ms or 2s (got '" +
+             std::string(value) + "')");
+      (name == "timeout" ? options.timeout : options.connect_timeout) = *d;
+    } else if (name == "connections") {
+      std::size_t n = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || end != value.data() + value.size() || n < 1 || n > 1024)
+        fail("connections must be a number from 1 to 1024 (got '" + std::string(value) + "')");
+      options.connections = n;
+    } else if (name == "key_prefix") {
+      for (char c : value)
+        if (!prefix_char(c))
+          fail("key_prefix may hold only letters, digits and _ - . : (got '" + std::string(value) +
+               "')");
+      options.key_prefix = std::string(value);
+    } else {
+      fail("unknown option '" + name + "' (expected " + std::string(known) + ")");
+    }
+  }
+  return base;
+}
+
+}  // namespace floodgate::redis

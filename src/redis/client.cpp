@@ -1,17 +1,12 @@
 #include "redis/client.hpp"
 
 #include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <mutex>
-#include <thread>
 
 #include "floodgate/errors.hpp"
 #include "redis/connection.hpp"
+#include "redis/io_worker.hpp"
 
 namespace floodgate::redis {
-
-namespace asio = boost::asio;
 
 std::error_code error_for(const reply& r) noexcept {
   const auto code = r.error_code();
@@ -32,16 +27,17 @@ void validate_options(const redis_options& o) {
   if (o.max_pending_per_connection < 1) fail("max_pending_per_connection must be at least 1");
 }
 
-// The pool: owns the io_context, its thread and the connections. Calls cross from callers'
-// threads through `incoming_` (one lock, held only to push or swap); everything else is
-// touched on the io thread alone.
-class client::impl final : public connection_owner, public std::enable_shared_from_this<impl> {
+// The pool: owns the io thread (worker_) and the connections. Calls cross from callers'
+// threads through the worker's queue; everything else is touched on the io thread alone.
+class client::impl final : public connection_owner,
+                           public io_worker_owner,
+                           public std::enable_shared_from_this<impl> {
  public:
   impl(redis_endpoint endpoint, const redis_options& options, std::vector<const script*> scripts)
-      : config_{std::move(endpoint), options, std::move(scripts)}, work_(io_.get_executor()) {
+      : config_{std::move(endpoint), options, std::move(scripts)} {
     connections_.reserve(options.connections);
     for (std::size_t i = 0; i < options.connections; ++i)
-      connections_.push_back(std::make_unique<connection>(io_, config_, *this));
+      connections_.push_back(std::make_unique<connection>(worker_.context(), config_, *this));
   }
 
   void start() {
@@ -49,37 +45,12 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
     // find every connection already connecting.
     for (auto& c : connections_) c->start();
     // The thread keeps the pool alive, so it can outlive a client destroyed on this thread.
-    thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
+    worker_.start(shared_from_this());
   }
 
-  void submit(request_ptr r) {
-    bool post = false;
-    {
-      std::lock_guard lock(mutex_);
-      if (!stopping_) {
-        incoming_.push_back(std::move(r));
-        post = !std::exchange(drain_posted_, true);
-      }
-    }
-    if (r) return r->complete(errc::shutting_down, nullptr);
-    if (post) asio::post(io_, [this] { drain(); });
-  }
+  void submit(request_ptr r) { worker_.submit(std::move(r)); }
 
-  void shutdown() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    if (std::this_thread::get_id() == thread_.get_id()) {
-      // Destroyed from one of our own completions: we cannot join ourselves. Tear down once
-      // this completion returns; the thread then exits and releases the pool.
-      asio::post(io_, [self = shared_from_this()] { self->teardown(); });
-      thread_.detach();
-      return;
-    }
-    asio::post(io_, [this] { teardown(); });
-    thread_.join();
-  }
+  void shutdown() { worker_.shutdown(); }
 
   bool healthy() const noexcept { return ready_.load(std::memory_order_relaxed) > 0; }
 
@@ -102,18 +73,17 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
     return s;
   }
 
- private:
-  void drain() {
-    {
-      std::lock_guard lock(mutex_);
-      draining_.swap(incoming_);
-      drain_posted_ = false;
-    }
-    for (auto& r : draining_) dispatch(std::move(r));
-    draining_.clear();
+  void dispatch_batch(std::vector<request_ptr>& batch) override {
+    for (auto& r : batch) dispatch(std::move(r));
     flush_all();
   }
 
+  void tear_down(std::vector<request_ptr>& out) override {
+    for (auto& c : connections_) c->stop(out);
+    ready_.store(0, std::memory_order_relaxed);
+  }
+
+ private:
   // To the ready connection holding the fewest calls; failing that, to one that is
   // connecting (it may be ready before the call's deadline); failing that, not_connected now.
   void dispatch(request_ptr r) {
@@ -138,33 +108,11 @@ class client::impl final : public connection_owner, public std::enable_shared_fr
     for (auto& c : connections_) c->flush();
   }
 
-  void teardown() {
-    std::vector<request_ptr> all;
-    {
-      std::lock_guard lock(mutex_);
-      all = std::move(incoming_);
-    }
-    for (auto& c : connections_) c->stop(all);
-    ready_.store(0, std::memory_order_relaxed);
-    work_.reset();
-    io_.stop();
-    for (auto& r : all) r->complete(errc::shutting_down, nullptr);
-  }
-
   const connection_config config_;  // before the connections, which refer to it
-  asio::io_context io_{1};          // before the connections: destroyed after them
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  io_worker worker_{*this};         // before the connections: its io_context outlives them
   std::vector<std::unique_ptr<connection>> connections_;
   std::atomic<int> ready_{0};
   std::atomic<std::uint64_t> script_reloads_{0};
-
-  std::mutex mutex_;
-  std::vector<request_ptr> incoming_;  // guarded by mutex_
-  bool drain_posted_ = false;          // guarded by mutex_
-  bool stopping_ = false;              // guarded by mutex_
-  std::vector<request_ptr> draining_;  // io thread
-
-  std::thread thread_;
 };
 
 client::client(redis_endpoint endpoint, const redis_options& options,

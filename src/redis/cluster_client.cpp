@@ -3,16 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include "floodgate/errors.hpp"
 #include "redis/cluster_protocol.hpp"
 #include "redis/connection.hpp"
+#include "redis/io_worker.hpp"
 #include "redis/resp_writer.hpp"
 
 namespace floodgate::redis {
@@ -106,16 +104,16 @@ class slots_call final : public request {
 };
 
 class cluster_client::impl final : public connection_owner,
+                                   public io_worker_owner,
                                    public std::enable_shared_from_this<impl> {
  public:
   impl(std::vector<redis_endpoint> seeds, const redis_options& options,
        std::vector<const script*> scripts)
       : options_(options),
         scripts_(std::move(scripts)),
-        work_(io_.get_executor()),
-        refresh_timer_(io_),
-        deferred_timer_(io_),
-        tick_timer_(io_) {
+        refresh_timer_(worker_.context()),
+        deferred_timer_(worker_.context()),
+        tick_timer_(worker_.context()) {
     credentials_ = seeds.front();
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
@@ -125,39 +123,16 @@ class cluster_client::impl final : public connection_owner,
       for (auto& c : n->connections)
         if (c->current_state() == connection::state::idle) c->start();
     started_ = true;
-    thread_ = std::thread([self = shared_from_this()] { self->io_.run(); });
-    asio::post(io_, [this] {
+    worker_.start(shared_from_this());
+    asio::post(worker_.context(), [this] {
       request_refresh();
       tick();
     });
   }
 
-  void submit(request_ptr r) {
-    bool post = false;
-    {
-      std::lock_guard lock(mutex_);
-      if (!stopping_) {
-        incoming_.push_back(std::make_unique<cluster_call>(std::move(r), this));
-        post = !std::exchange(drain_posted_, true);
-      }
-    }
-    if (r) return r->complete(errc::shutting_down, nullptr);
-    if (post) asio::post(io_, [this] { drain(); });
-  }
+  void submit(request_ptr r) { worker_.submit(std::move(r)); }
 
-  void shutdown() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    if (std::this_thread::get_id() == thread_.get_id()) {
-      asio::post(io_, [self = shared_from_this()] { self->teardown(); });
-      thread_.detach();
-      return;
-    }
-    asio::post(io_, [this] { teardown(); });
-    thread_.join();
-  }
+  void shutdown() { worker_.shutdown(); }
 
   bool healthy() const noexcept { return healthy_.load(std::memory_order_relaxed); }
 
@@ -169,6 +144,27 @@ class cluster_client::impl final : public connection_owner,
     s.breakers_open = breakers_open_.load(std::memory_order_relaxed);
     s.script_reloads = script_reloads_.load(std::memory_order_relaxed);
     return s;
+  }
+
+  // --- io_worker_owner ---------------------------------------------------------------------
+
+  // Each call is wrapped here, on the io thread: a wrapper is never completed elsewhere, so
+  // on_call_complete() always runs on this thread.
+  void dispatch_batch(std::vector<request_ptr>& batch) override {
+    for (auto& r : batch) route(std::make_unique<cluster_call>(std::move(r), this));
+    flush_dirty();
+  }
+
+  void tear_down(std::vector<request_ptr>& out) override {
+    torn_down_ = true;
+    for (auto& c : deferred_) out.push_back(std::move(c));
+    deferred_.clear();
+    for (auto& [name, n] : nodes_)
+      for (auto& c : n->connections) c->stop(out);
+    refresh_timer_.cancel();
+    deferred_timer_.cancel();
+    tick_timer_.cancel();
+    healthy_.store(false, std::memory_order_relaxed);
   }
 
   // --- connection_owner ------------------------------------------------------------------
@@ -273,7 +269,8 @@ class cluster_client::impl final : public connection_owner,
       slot->config.options = options_;
       slot->config.scripts = scripts_;
       for (std::size_t i = 0; i < options_.connections; ++i)
-        slot->connections.push_back(std::make_unique<connection>(io_, slot->config, *this));
+        slot->connections.push_back(
+            std::make_unique<connection>(worker_.context(), slot->config, *this));
       // Seeds start in start(), before the thread; nodes found later start right away.
       if (started_)
         for (auto& c : slot->connections) c->start();
@@ -352,17 +349,6 @@ class cluster_client::impl final : public connection_owner,
   }
 
   // --- routing -----------------------------------------------------------------------------
-
-  void drain() {
-    {
-      std::lock_guard lock(mutex_);
-      draining_.swap(incoming_);
-      drain_posted_ = false;
-    }
-    for (auto& r : draining_) route(std::move(r));
-    draining_.clear();
-    flush_dirty();
-  }
 
   void route(request_ptr r) {
     auto& c = static_cast<cluster_call&>(*r);
@@ -472,31 +458,10 @@ class cluster_client::impl final : public connection_owner,
     healthy_.store(ok, std::memory_order_relaxed);
   }
 
-  void teardown() {
-    torn_down_ = true;
-    std::vector<request_ptr> all;
-    {
-      std::lock_guard lock(mutex_);
-      all = std::move(incoming_);
-    }
-    for (auto& c : deferred_) all.push_back(std::move(c));
-    deferred_.clear();
-    for (auto& [name, n] : nodes_)
-      for (auto& c : n->connections) c->stop(all);
-    refresh_timer_.cancel();
-    deferred_timer_.cancel();
-    tick_timer_.cancel();
-    healthy_.store(false, std::memory_order_relaxed);
-    work_.reset();
-    io_.stop();
-    for (auto& r : all) r->complete(errc::shutting_down, nullptr);
-  }
-
   const redis_options options_;
   const std::vector<const script*> scripts_;
   redis_endpoint credentials_;  // user, password for every node
-  asio::io_context io_{1};      // before the nodes: destroyed after their connections
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  io_worker worker_{*this};     // before the nodes and timers: its io_context outlives them
   std::map<std::string, std::unique_ptr<node>> nodes_;  // "host:port"; never removed
   std::vector<node*> seeds_;
   std::array<node*, cluster_slots> slots_{};
@@ -517,16 +482,8 @@ class cluster_client::impl final : public connection_owner,
   bool started_ = false;  // nodes made from now on start connecting at once
 
   std::atomic<bool> healthy_{false};
-  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, breaker_opens_{0}, script_reloads_{0},
-      breakers_open_{0};
-
-  std::mutex mutex_;
-  std::vector<request_ptr> incoming_;  // guarded by mutex_
-  bool drain_posted_ = false;          // guarded by mutex_
-  bool stopping_ = false;              // guarded by mutex_
-  std::vector<request_ptr> draining_;  // io thread
-
-  std::thread thread_;
+  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, breaker_opens_{0},
+      script_reloads_{0}, breakers_open_{0};
 };
 
 void cluster_call::complete(std::error_code ec, reply* r) noexcept {

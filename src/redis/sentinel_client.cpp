@@ -121,14 +121,15 @@ class sentinel_call final : public request {
   sentinel_client::impl* owner_;
 };
 
-class sentinel_client::impl {
+class sentinel_client::impl : public std::enable_shared_from_this<impl> {
  public:
   impl(sentinel_config config, const redis_options& options, std::vector<const script*> scripts)
       : config_(std::move(config)), options_(options), scripts_(std::move(scripts)) {}
 
   void start() {
     if (auto ep = ask_sentinels()) switch_to(*ep);
-    thread_ = std::thread([this] { run(); });
+    // The thread holds the impl, so it outlives a client destroyed on that thread.
+    thread_ = std::thread([self = shared_from_this()] { self->run(); });
   }
 
   void stop() {
@@ -137,7 +138,13 @@ class sentinel_client::impl {
       stopping_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      // Destroyed from a completion the resolver thread ran (a parked call's deadline): it
+      // cannot join itself; run() ends when that completion returns.
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
     std::shared_ptr<client> current;
     std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired;
     std::vector<std::unique_ptr<sentinel_call>> parked;

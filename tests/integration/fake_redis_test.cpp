@@ -23,7 +23,15 @@ fake_redis::responder answering(std::string reply) {
   };
 }
 
-check_result check_once(const std::string& url, backend_options o = {}) {
+// A deadline that covers a first call waiting for the handshake on a loaded machine: these
+// tests are about replies, not deadlines.
+backend_options patient() {
+  backend_options o;
+  o.redis.timeout = 2s;
+  return o;
+}
+
+check_result check_once(const std::string& url, backend_options o = patient()) {
   limiter l{url, o};
   return l.check("k", p);
 }
@@ -95,7 +103,7 @@ TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
     if (c[0] == "EVALSHA") return "-NOSCRIPT No matching script. Please use EVAL.\r\n";
     return good_reply;
   });
-  backend_options o;
+  backend_options o = patient();
   o.redis.connections = 1;
   const auto r = check_once(fake.url(), o);
   ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
@@ -188,6 +196,46 @@ TEST(fake_redis, reconnects_back_off_exponentially) {
   std::cout << attempts << " connection attempts in 1 s over 2 connections\n";
   EXPECT_GE(attempts, 2 * 8);
   EXPECT_LE(attempts, 2 * 40);
+}
+
+}  // namespace
+}  // namespace floodgate::test
+
+namespace floodgate::test {
+namespace {
+
+// A Sentinel set-up whose primary keeps answering READONLY: the call is parked until a new
+// primary is known, and fails with timeout at its deadline on the resolver thread. The
+// handler drops the last owner of the backend right there; it must be destroyed cleanly
+// (not join its own thread and terminate).
+TEST(fake_redis, a_sentinel_backend_may_be_dropped_inside_a_completion_on_its_own_thread) {
+  fake_redis primary([](const fake_redis::command& c) -> std::string {
+    if (fake_redis::is_script_load(c)) return fake_redis::sha_reply(c);
+    return "-READONLY You can't write against a read only replica.\r\n";
+  });
+  const std::string port = std::to_string(primary.port());
+  fake_redis sentinel([&port](const fake_redis::command& c) -> std::string {
+    if (c.size() == 3 && c[0] == "SENTINEL")
+      return "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(port.size()) + "\r\n" + port + "\r\n";
+    return "-ERR unknown\r\n";
+  });
+  backend_options o;
+  o.redis.timeout = 300ms;
+  auto b = make_backend(
+      "redis+sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/mymaster", o);
+  ASSERT_TRUE(wait_healthy(*b));
+  std::atomic<bool> done{false};
+  std::error_code error;
+  const check_item item{"k", &p, 1};
+  b->async_check(std::span(&item, 1), [&](backend_reply r) {
+    error = r.error;
+    b.reset();  // the last owner, on whichever thread completes the call
+    done.store(true);
+    done.notify_one();
+  });
+  done.wait(false);
+  EXPECT_EQ(error, errc::timeout) << error.message();
+  std::this_thread::sleep_for(100ms);  // the resolver thread winds down with the backend
 }
 
 }  // namespace

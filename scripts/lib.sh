@@ -7,7 +7,8 @@ FLOODGATE_BUILD=${FLOODGATE_BUILD:-$FLOODGATE_ROOT/build}
 # Every Debian package the project builds, tests or benchmarks with.
 FLOODGATE_PACKAGES=(
   cmake ninja-build g++ pkg-config ccache
-  libboost1.81-dev libboost-json1.81-dev libhiredis-dev libyaml-cpp-dev libspdlog-dev
+  libboost1.81-dev libboost-json1.81-dev libhiredis-dev libyaml-cpp-dev libspdlog-dev libssl-dev
+  openssl
   libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools nginx
   gnuplot-nox

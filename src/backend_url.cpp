@@ -18,9 +18,12 @@ std::chrono::milliseconds system_now() noexcept {
 std::shared_ptr<backend> make_backend(std::string_view url, const backend_options& options) {
   if (url == "memory://" || url == "memory:" || url == "memory")
     return std::make_shared<memory::memory_backend>(options.memory);
-  // redis:// and rediss:// (which the URL parser rejects with a clear message until TLS lands).
   std::string scheme(url.substr(0, url.find("://")));
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme == "rediss+cluster" || scheme == "rediss+sentinel")
+    throw config_error("backend URL '" + redis::redact_url(url) +
+                       "': TLS is supported to one Redis server (rediss://) so far, not yet to "
+                       "a Cluster or through Sentinel");
   if (scheme == "redis" || scheme == "rediss" || scheme == "redis+cluster" ||
       scheme == "redis+sentinel")
     return std::make_shared<redis::redis_backend>(url, options.redis);

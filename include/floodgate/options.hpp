@@ -28,6 +28,16 @@ struct memory_options {
   std::chrono::milliseconds sweep_interval = 1s;
 };
 
+// TLS to Redis (a rediss:// URL). Files are PEM. Redis asks clients for a certificate unless
+// the server sets tls-auth-clients no (or optional).
+struct tls_options {
+  std::string ca_file;      // CAs that sign the server's certificate; empty: the system's CAs
+  std::string cert_file;    // this client's certificate, if the server asks for one
+  std::string key_file;     // its private key
+  std::string server_name;  // checked against the certificate and sent as SNI; empty: the host
+  bool verify_peer = true;  // false accepts any certificate: never outside tests
+};
+
 struct redis_options {
   // Deadline of one call, from the moment it is issued until its reply (covers reconnect,
   // NOSCRIPT reload and retries). Past it the call fails with errc::timeout.
@@ -48,6 +58,8 @@ struct redis_options {
   // Calls waiting for a connection or a reply, per connection; beyond it a call fails at once
   // with errc::not_connected instead of queueing without bound.
   std::size_t max_pending_per_connection = 65536;
+  // Used by rediss:// URLs only.
+  tls_options tls;
   // Testing only: when set, scripts take "now" from this clock instead of Redis's TIME.
   clock_fn test_clock;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/write.hpp>
 
 #include "floodgate/errors.hpp"
@@ -14,6 +15,41 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
+tls_context_result make_tls_context(const tls_options& o) {
+  namespace ssl = asio::ssl;
+  tls_context_result out;
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  error_code ec;
+  auto failed = [&](const std::string& what) {
+    out.error = what + ": " + ec.message();
+    return out;
+  };
+  if (o.ca_file.empty()) {
+    if (ctx->set_default_verify_paths(ec); ec) return failed("the system's CAs");
+  } else if (ctx->load_verify_file(o.ca_file, ec); ec) {
+    return failed("tls ca_file '" + o.ca_file + "'");
+  }
+  if (o.cert_file.empty() != o.key_file.empty()) {
+    out.error = "tls cert_file and key_file go together: give both or neither";
+    return out;
+  }
+  if (!o.cert_file.empty()) {
+    if (ctx->use_certificate_chain_file(o.cert_file, ec); ec)
+      return failed("tls cert_file '" + o.cert_file + "'");
+    if (ctx->use_private_key_file(o.key_file, ssl::context::pem, ec); ec)
+      return failed("tls key_file '" + o.key_file + "'");
+  }
+  ctx->set_verify_mode(o.verify_peer ? ssl::verify_peer : ssl::verify_none);
+  out.context = std::move(ctx);
+  return out;
+}
+
+void validate_tls_options(const tls_options& o) {
+  if (auto made = make_tls_context(o); !made.context) throw config_error("TLS: " + made.error);
+}
+
 connection::connection(asio::io_context& io, const connection_config& config,
                        connection_owner& owner)
     : io_(io),
@@ -22,7 +58,21 @@ connection::connection(asio::io_context& io, const connection_config& config,
       state_timer_(io),
       deadline_timer_(io),
       backoff_(config.options.reconnect_backoff_min),
-      jitter_(std::random_device{}()) {}
+      jitter_(std::random_device{}()) {
+  if (config.endpoint.tls) {
+    auto made = make_tls_context(config.options.tls);
+    tls_context_ = std::move(made.context);
+    tls_error_ = std::move(made.error);
+  }
+}
+
+template <class Handler>
+void connection::write(const session_ptr& s, const std::string& buffer, Handler&& handler) {
+  if (s->tls)
+    asio::async_write(*s->tls, asio::buffer(buffer), std::forward<Handler>(handler));
+  else
+    asio::async_write(s->socket, asio::buffer(buffer), std::forward<Handler>(handler));
+}
 
 void connection::start() {
   connect();
@@ -69,12 +119,33 @@ void connection::connect() {
       });
 }
 
-// The handshake is pipelined in one write: AUTH, SELECT, then SCRIPT LOAD of every script, so
-// a ready connection never meets NOSCRIPT unless the scripts are flushed later. Calls wait
-// until every reply is in: a connection is ready only when it is fully usable.
+// Connected: TLS first for rediss://, then the Redis handshake.
 void connection::on_connected(const session_ptr& s) {
   error_code ignored;
   s->socket.set_option(tcp::no_delay(true), ignored);
+  if (!config_.endpoint.tls) return send_handshake(s);
+  if (!tls_context_) return connect_failed("TLS: " + tls_error_);
+  namespace ssl = asio::ssl;
+  s->tls = std::make_unique<ssl::stream<tcp::socket&>>(s->socket, *tls_context_);
+  const auto& tls = config_.options.tls;
+  const std::string& name = tls.server_name.empty() ? config_.endpoint.host : tls.server_name;
+  // SNI for a host name (not an address); the certificate must name what we connect to.
+  error_code is_address;
+  asio::ip::make_address(name, is_address);
+  if (is_address) SSL_set_tlsext_host_name(s->tls->native_handle(), name.c_str());
+  if (tls.verify_peer) s->tls->set_verify_callback(ssl::host_name_verification(name));
+  s->tls->async_handshake(ssl::stream_base::client, [this, s](const error_code& ec) {
+    if (s != session_) return;
+    if (ec)
+      return connect_failed("TLS handshake with " + config_.endpoint.host + ": " + ec.message());
+    send_handshake(s);
+  });
+}
+
+// The handshake is pipelined in one write: AUTH, SELECT, then SCRIPT LOAD of every script, so
+// a ready connection never meets NOSCRIPT unless the scripts are flushed later. Calls wait
+// until every reply is in: a connection is ready only when it is fully usable.
+void connection::send_handshake(const session_ptr& s) {
   const auto& ep = config_.endpoint;
   std::string& out = s->write_buffer;
   out.clear();
@@ -100,7 +171,7 @@ void connection::on_connected(const session_ptr& s) {
   for (std::size_t i = 0; i < commands; ++i)
     in_flight_.push_back({in_flight::kind::handshake, nullptr, nullptr});
   writing_ = true;
-  asio::async_write(s->socket, asio::buffer(out), [this, s](const error_code& ec, std::size_t) {
+  write(s, out, [this, s](const error_code& ec, std::size_t) {
     if (s != session_) return;
     writing_ = false;
     if (ec) return connect_failed("write: " + ec.message());
@@ -264,7 +335,7 @@ void connection::flush() {
   if (!out.empty()) {
     writing_ = true;
     auto s = session_;
-    asio::async_write(s->socket, asio::buffer(out), [this, s](const error_code& ec, std::size_t) {
+    write(s, out, [this, s](const error_code& ec, std::size_t) {
       if (s != session_) return;
       writing_ = false;
       if (ec) return drop("write: " + ec.message(), errc::not_connected);
@@ -275,8 +346,7 @@ void connection::flush() {
 }
 
 void connection::start_read(const session_ptr& s) {
-  s->socket.async_read_some(asio::buffer(s->read_buffer), [this, s](const error_code& ec,
-                                                                    std::size_t n) {
+  auto on_read = [this, s](const error_code& ec, std::size_t n) {
     if (s != session_) return;
     auto lost = [&](std::string why, errc for_in_flight) {
       if (state_ == state::connecting) return connect_failed(std::move(why));
@@ -302,7 +372,11 @@ void connection::start_read(const session_ptr& s) {
     }
     start_read(s);
     flush();  // NOSCRIPT retries, and anything queued while the write was busy
-  });
+  };
+  if (s->tls)
+    s->tls->async_read_some(asio::buffer(s->read_buffer), std::move(on_read));
+  else
+    s->socket.async_read_some(asio::buffer(s->read_buffer), std::move(on_read));
 }
 
 void connection::on_reply(reply& r) {
@@ -379,8 +453,11 @@ void connection::on_deadline() {
   if (!deadline_deferred_ && state_ == state::ready && session_ &&
       std::any_of(in_flight_.begin(), in_flight_.end(),
                   [&](const in_flight& f) { return f.call && f.call->deadline <= now; })) {
+    // (With TLS, bytes may also wait decrypted inside OpenSSL.)
     error_code ec;
-    if (session_->socket.available(ec) > 0 && !ec) {
+    const bool waiting = (session_->socket.available(ec) > 0 && !ec) ||
+                         (session_->tls && SSL_pending(session_->tls->native_handle()) > 0);
+    if (waiting) {
       deadline_deferred_ = true;
       arm_deadline(now + deadline_granularity);
       return;

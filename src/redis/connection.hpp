@@ -11,6 +11,8 @@
 #include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
@@ -34,6 +36,14 @@ struct connection_config {
   redis_options options;
   std::vector<const script*> scripts;  // loaded on connect
 };
+
+// The TLS context for options.tls (CAs, client certificate, verification), or the reason it
+// cannot be made (a file missing or unreadable, a key that does not match its certificate).
+struct tls_context_result {
+  std::shared_ptr<boost::asio::ssl::context> context;
+  std::string error;
+};
+tls_context_result make_tls_context(const tls_options& options);
 
 class connection;
 
@@ -95,6 +105,8 @@ class connection {
         : socket(io), resolver(io), reader(max_reply_size) {}
     boost::asio::ip::tcp::socket socket;
     boost::asio::ip::tcp::resolver resolver;
+    // Over `socket`, for a rediss:// endpoint (after `socket`: destroyed before it).
+    std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls;
     resp_reader reader;
     std::string write_buffer;
     std::array<char, 16 * 1024> read_buffer;
@@ -111,6 +123,10 @@ class connection {
 
   void connect();
   void on_connected(const session_ptr& s);
+  void send_handshake(const session_ptr& s);
+  // Writes all of `buffer` to the session (through TLS when it has it).
+  template <class Handler>
+  void write(const session_ptr& s, const std::string& buffer, Handler&& handler);
   void become_ready();
   void connect_failed(std::string why);
   void drop(std::string why, std::error_code for_in_flight);
@@ -128,6 +144,8 @@ class connection {
   boost::asio::io_context& io_;
   const connection_config& config_;
   connection_owner& owner_;
+  std::shared_ptr<boost::asio::ssl::context> tls_context_;  // rediss:// only
+  std::string tls_error_;  // why tls_context_ could not be made: every connect fails with it
 
   state state_ = state::idle;
   session_ptr session_;

@@ -133,6 +133,7 @@ redis_backend::redis_backend(std::string_view full_url, const redis_options& opt
   }
   auto endpoint = parse_redis_url(url);
   check_prefix(options_);
+  if (endpoint.tls) validate_tls_options(options_.tls);
   client_ = std::make_unique<client>(std::move(endpoint), options_, all_scripts());
 }
 

@@ -21,6 +21,8 @@ target_sources(floodgate PRIVATE
 set_source_files_properties(redis/connection.cpp redis/client.cpp redis/cluster_client.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "-Wno-null-dereference;$<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>")
-# hiredis (the reply parser) is a link dependency of the static library for users of the
-# installed package too, not only inside this build: floodgate-config.cmake finds it.
-target_link_libraries(floodgate PRIVATE PkgConfig::HIREDIS)
+# hiredis (the reply parser) and OpenSSL (rediss://) are link dependencies of the static
+# library for users of the installed package too, not only inside this build:
+# floodgate-config.cmake finds them, floodgate.pc requires them.
+find_package(OpenSSL REQUIRED)
+target_link_libraries(floodgate PRIVATE PkgConfig::HIREDIS OpenSSL::SSL OpenSSL::Crypto)

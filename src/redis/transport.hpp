@@ -23,5 +23,8 @@ class transport {
 
 // Throws config_error for options that cannot work (no connections, a zero timeout, ...).
 void validate_options(const redis_options& o);
+// Throws config_error when TLS with `o` cannot work (a file missing or unreadable, a key that
+// does not match its certificate), so rediss:// fails at start-up rather than at each connect.
+void validate_tls_options(const tls_options& o);
 
 }  // namespace floodgate::redis

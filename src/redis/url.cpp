@@ -71,15 +71,15 @@ redis_endpoint parse_redis_url(std::string_view url) {
   auto fail = [&](const std::string& why) -> redis_endpoint {
     throw config_error("redis URL '" + redact_url(url) + "': " + why);
   };
-  if (iequals_prefix(url, "rediss://"))
-    return fail("TLS (rediss://) is not supported yet; use redis://");
-  if (!iequals_prefix(url, "redis://"))
-    return fail("expected redis://[user:password@]host[:port][/db]");
-  std::string_view rest = url.substr(8);
+  const bool tls = iequals_prefix(url, "rediss://");
+  if (!tls && !iequals_prefix(url, "redis://"))
+    return fail("expected redis://[user:password@]host[:port][/db] (or rediss:// for TLS)");
+  std::string_view rest = url.substr(tls ? 9 : 8);
   if (rest.find_first_of("?#") != std::string_view::npos)
     return fail("query strings and fragments are not supported");
 
   redis_endpoint ep;
+  ep.tls = tls;
   // userinfo: everything before the last '@' (passwords may contain '@' when encoded as %40,
   // but an unencoded one still has to end at the last '@' before the host).
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {

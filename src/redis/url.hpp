@@ -1,4 +1,5 @@
-// Parses redis://[user:password@]host[:port][/db] into what a connection needs.
+// Parses redis://[user:password@]host[:port][/db] (or rediss://, the same over TLS) into what
+// a connection needs.
 //
 //   auto ep = floodgate::redis::parse_redis_url("redis://app:s3cret@127.0.0.1:6379/2");
 //   // ep.host "127.0.0.1", ep.port 6379, ep.user "app", ep.password "s3cret", ep.db 2
@@ -22,6 +23,7 @@ struct redis_endpoint {
   std::string user;                     // empty: AUTH with the password alone (if any)
   std::optional<std::string> password;  // none: no AUTH
   std::int64_t db = 0;                  // SELECT it when not 0
+  bool tls = false;                     // rediss://: TLS, as redis_options::tls says
 
   friend bool operator==(const redis_endpoint&, const redis_endpoint&) = default;
 };

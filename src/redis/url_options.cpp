@@ -10,7 +10,9 @@
 namespace floodgate::redis {
 namespace {
 
-constexpr std::string_view known = "timeout, connect_timeout, connections, key_prefix";
+constexpr std::string_view known =
+    "timeout, connect_timeout, connections, key_prefix, tls_ca_file, tls_cert_file, "
+    "tls_key_file, tls_server_name, tls_verify";
 
 bool prefix_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -62,6 +64,18 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
           fail("key_prefix may hold only letters, digits and _ - . : (got '" + std::string(value) +
                "')");
       options.key_prefix = std::string(value);
+    } else if (name == "tls_ca_file") {
+      options.tls.ca_file = value;
+    } else if (name == "tls_cert_file") {
+      options.tls.cert_file = value;
+    } else if (name == "tls_key_file") {
+      options.tls.key_file = value;
+    } else if (name == "tls_server_name") {
+      options.tls.server_name = value;
+    } else if (name == "tls_verify") {
+      if (value != "yes" && value != "no")
+        fail("tls_verify must be yes or no (got '" + std::string(value) + "')");
+      options.tls.verify_peer = value == "yes";
     } else {
       fail("unknown option '" + name + "' (expected " + std::string(known) + ")");
     }

@@ -8,6 +8,8 @@
 //   connect_timeout  connect + handshake deadline (redis_options::connect_timeout)
 //   connections      connections per server, 1..1024 (redis_options::connections)
 //   key_prefix       prepended to every key: letters, digits and _ - . : only
+//   tls_ca_file, tls_cert_file, tls_key_file, tls_server_name, tls_verify=yes|no
+//                    redis_options::tls, for rediss:// (paths as they are: no %-escapes)
 //
 // A URL's options override the redis_options given in code. Unknown names, repeated names,
 // empty values and bad values are config_errors naming the URL (password masked) and the option.

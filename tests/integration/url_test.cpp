@@ -31,6 +31,11 @@ TEST(redis_url, good_urls) {
   EXPECT_EQ(parse_redis_url("redis://[::1]"), endpoint("::1", 6379));
   // An unencoded '@' in the password: the host starts after the last one.
   EXPECT_EQ(parse_redis_url("redis://u:a@b@h:1"), endpoint("h", 1, "u", "a@b"));
+  // rediss://: the same, over TLS.
+  auto secure = endpoint("h", 6380, "", "pw", 1);
+  secure.tls = true;
+  EXPECT_EQ(parse_redis_url("rediss://:pw@h:6380/1"), secure);
+  EXPECT_FALSE(parse_redis_url("redis://h").tls);
 }
 
 TEST(redis_url, bad_urls_throw_config_error_naming_the_problem) {
@@ -38,7 +43,7 @@ TEST(redis_url, bad_urls_throw_config_error_naming_the_problem) {
       {"", "expected redis://"},
       {"http://h:1", "expected redis://"},
       {"redis:/h:1", "expected redis://"},
-      {"rediss://h:6379", "TLS"},
+      {"rediss:/h:6379", "expected redis://"},
       {"redis://", "missing host"},
       {"redis://:6379", "missing host"},
       {"redis://h:", "port"},
@@ -84,7 +89,7 @@ TEST(redis_url, messages_never_show_the_password) {
 
 TEST(redis_url, make_backend_rejects_bad_urls_at_construction) {
   EXPECT_THROW(make_backend("redis://h:notaport"), config_error);
-  EXPECT_THROW(make_backend("rediss://127.0.0.1:6379"), config_error);
+  EXPECT_THROW(make_backend("rediss://127.0.0.1:6379?tls_ca_file=/nonexistent.pem"), config_error);
   EXPECT_THROW(make_backend("redis+cluster://127.0.0.1:7000/3"), config_error);  // db 0 only
   EXPECT_THROW(make_backend("redis+cluster://127.0.0.1:7000,"), config_error);
   EXPECT_THROW(make_backend("mysql://h"), config_error);

@@ -1,0 +1,172 @@
+// rediss://: a real redis-server with its TLS port open and client certificates required
+// (Redis's default), certificates made by the openssl tool for each run. Decisions over TLS,
+// and every way the handshake can refuse: wrong CA, wrong name, no client certificate, plain
+// text to the TLS port. Bad TLS files are errors at start-up.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "integration_support.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A scratch CA, a server certificate for 127.0.0.1 and localhost, a client certificate, and
+// an unrelated CA.
+class certificates {
+ public:
+  certificates() {
+    char tmpl[] = "/tmp/floodgate-tls-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    const std::string script =
+        "set -e; cd '" + dir_ + "'; exec 2>openssl.log; " + "openssl req -x509 " + key +
+        " -keyout ca.key -out ca.crt -days 2 -subj '/CN=test CA'; " + "openssl req -x509 " + key +
+        " -keyout other.key -out other.crt -days 2 -subj '/CN=other'; " + "openssl req " + key +
+        " -keyout server.key -out server.csr -subj '/CN=localhost'; " +
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext; " +
+        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 " +
+        "-extfile san.ext -out server.crt; " + "openssl req " + key +
+        " -keyout client.key -out client.csr -subj '/CN=client'; " +
+        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 " +
+        "-out client.crt";
+    if (std::system(script.c_str()) != 0)
+      throw std::runtime_error("openssl failed; see " + dir_ + "/openssl.log");
+  }
+  ~certificates() { std::filesystem::remove_all(dir_); }
+  certificates(const certificates&) = delete;
+  certificates& operator=(const certificates&) = delete;
+
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+
+ private:
+  std::string dir_;
+};
+
+class tls : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    certs_ = new certificates();
+    tls_port_ = free_port();
+    redis_server::options o;
+    o.extra_args = {"--tls-port",         std::to_string(tls_port_),
+                    "--tls-cert-file",    certs_->path("server.crt"),
+                    "--tls-key-file",     certs_->path("server.key"),
+                    "--tls-ca-cert-file", certs_->path("ca.crt")};
+    redis_ = new redis_server(o);
+  }
+  static void TearDownTestSuite() {
+    delete redis_;
+    delete certs_;
+    redis_ = nullptr;
+    certs_ = nullptr;
+  }
+
+  // rediss:// to the TLS port with the given query options.
+  static std::string url(const std::string& query) {
+    return "rediss://127.0.0.1:" + std::to_string(tls_port_) + "?" + query;
+  }
+  static std::string trusted() {
+    return "tls_ca_file=" + certs_->path("ca.crt") +
+           "&tls_cert_file=" + certs_->path("client.crt") +
+           "&tls_key_file=" + certs_->path("client.key");
+  }
+
+  // One check through a fresh backend on `u`, with a deadline long enough for a handshake.
+  static check_result check_once(const std::string& u) {
+    limiter l{u, redis_options_for(unique_prefix("tls"))};
+    return l.check("k", policy{"p", algorithm::gcra, 10, 1s});
+  }
+
+  static certificates* certs_;
+  static redis_server* redis_;
+  static std::uint16_t tls_port_;
+};
+certificates* tls::certs_ = nullptr;
+redis_server* tls::redis_ = nullptr;
+std::uint16_t tls::tls_port_ = 0;
+
+TEST_F(tls, decisions_over_tls_are_exact_and_land_in_the_same_redis) {
+  const auto prefix = unique_prefix("tls-exact");
+  limiter l{url(trusted() + "&key_prefix=" + prefix), redis_options_for("ignored:")};
+  const policy p{"p", algorithm::sliding_log, 5, 1min};
+  int admitted = 0;
+  for (int i = 0; i < 12; ++i) {
+    const auto r = l.check("alice", p);
+    ASSERT_NE(r.outcome, outcome::backend_error) << r.error.message();
+    admitted += r.decision.allowed ? 1 : 0;
+  }
+  EXPECT_EQ(admitted, 5);
+  // The same server seen over its plain port: the state is there, with its TTL.
+  EXPECT_EQ(scan_keys(*redis_, prefix + "*"),
+            std::vector<std::string>{prefix + "p:sliding_log:{alice}"});
+  EXPECT_EQ(redis_->command({"ZCARD", prefix + "p:sliding_log:{alice}"}).integer, 5);
+}
+
+TEST_F(tls, the_server_name_may_be_a_host_name_in_the_certificate) {
+  const auto r = check_once(url(trusted() + "&tls_server_name=localhost"));
+  EXPECT_EQ(r.outcome, outcome::allowed) << r.error.message();
+}
+
+TEST_F(tls, a_refused_handshake_is_not_connected_and_fails_fast) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"a server certificate from another CA", "tls_ca_file=" + certs_->path("other.crt") +
+                                                   "&tls_cert_file=" + certs_->path("client.crt") +
+                                                   "&tls_key_file=" + certs_->path("client.key")},
+      {"a certificate that does not name the server", trusted() + "&tls_server_name=example.org"},
+      {"no client certificate", "tls_ca_file=" + certs_->path("ca.crt")},
+  };
+  for (const auto& [why, query] : refused) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = check_once(url(query));
+    EXPECT_EQ(r.outcome, outcome::backend_error) << why;
+    EXPECT_EQ(r.error, errc::not_connected) << why << ": " << r.error.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s) << why << ": not the 2 s deadline";
+  }
+}
+
+TEST_F(tls, verification_can_be_turned_off_for_tests_only) {
+  const auto r = check_once(url("tls_verify=no&tls_ca_file=" + certs_->path("other.crt") +
+                                "&tls_cert_file=" + certs_->path("client.crt") +
+                                "&tls_key_file=" + certs_->path("client.key")));
+  EXPECT_EQ(r.outcome, outcome::allowed) << r.error.message();
+}
+
+TEST_F(tls, plain_text_and_tls_do_not_mix) {
+  // redis:// to the TLS port: the server waits for a TLS hello and drops the connection.
+  const auto plain = check_once("redis://127.0.0.1:" + std::to_string(tls_port_));
+  EXPECT_EQ(plain.outcome, outcome::backend_error);
+  // rediss:// to the plain port: no TLS server there.
+  const auto secure =
+      check_once("rediss://127.0.0.1:" + std::to_string(redis_->port()) + "?" + trusted());
+  EXPECT_EQ(secure.outcome, outcome::backend_error);
+  EXPECT_EQ(secure.error, errc::not_connected) << secure.error.message();
+}
+
+TEST_F(tls, unusable_tls_settings_are_errors_at_start_up) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"tls_ca_file=/nonexistent/ca.crt", "tls ca_file '/nonexistent/ca.crt'"},
+      {"tls_cert_file=" + certs_->path("client.crt"), "cert_file and key_file go together"},
+      {"tls_cert_file=" + certs_->path("client.crt") +
+           "&tls_key_file=" + certs_->path("server.key"),
+       "tls key_file"},
+      {"tls_verify=maybe", "tls_verify must be yes or no"},
+  };
+  for (const auto& [query, says] : bad) {
+    try {
+      make_backend(url(query));
+      ADD_FAILURE() << query << " was accepted";
+    } catch (const config_error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << query << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(make_backend("rediss+cluster://127.0.0.1:7000"), config_error);
+  EXPECT_THROW(make_backend("rediss+sentinel://127.0.0.1:26379/m"), config_error);
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -25,6 +25,8 @@ void validate_options(const redis_options& o) {
     fail("reconnect_backoff_max must not be below reconnect_backoff_min");
   if (o.max_reply_size < 64) fail("max_reply_size must be at least 64 bytes");
   if (o.max_pending_per_connection < 1) fail("max_pending_per_connection must be at least 1");
+  if (o.breaker_failures < 1) fail("breaker_failures must be at least 1");
+  if (o.breaker_open_for.count() < 1) fail("breaker_open_for must be at least 1 ms");
 }
 
 // The pool: owns the io thread (worker_) and the connections. Calls cross from callers'

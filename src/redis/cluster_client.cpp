@@ -24,8 +24,6 @@ namespace {
 constexpr int max_redirects = 5;
 constexpr auto refresh_min_interval = 100ms;
 constexpr auto unhealthy_refresh_interval = 500ms;
-constexpr int breaker_threshold = 5;
-constexpr auto breaker_cooldown = 500ms;
 constexpr auto tryagain_backoff = 5ms;
 
 struct node {
@@ -335,14 +333,14 @@ class cluster_client::impl final : public connection_owner,
       if (probe) n.probe_in_flight = false;
       return;
     }
-    if (probe ||
-        (n.state == node::breaker::closed && ++n.consecutive_failures >= breaker_threshold)) {
+    if (probe || (n.state == node::breaker::closed &&
+                  ++n.consecutive_failures >= options_.breaker_failures)) {
       if (n.state == node::breaker::closed) {
         breakers_open_.fetch_add(1, std::memory_order_relaxed);
         breaker_opens_.fetch_add(1, std::memory_order_relaxed);
       }
       n.state = node::breaker::open;
-      n.open_until = steady::now() + breaker_cooldown;
+      n.open_until = steady::now() + options_.breaker_open_for;
       n.probe_in_flight = false;
       update_health();
     }

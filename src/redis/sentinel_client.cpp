@@ -294,6 +294,20 @@ class sentinel_client::impl : public std::enable_shared_from_this<impl> {
 
   // SENTINEL get-master-addr-by-name, of each sentinel in turn; the primary's endpoint (with
   // its credentials and db) from the first that knows it.
+  // AUTH to a sentinel when redis_options says it has a password; false if refused.
+  bool authenticate(redisContext* c) const {
+    if (!options_.sentinel_password) return true;
+    const auto& user = options_.sentinel_user;
+    const auto& password = *options_.sentinel_password;
+    auto* r = static_cast<redisReply*>(
+        user.empty() ? redisCommand(c, "AUTH %b", password.data(), password.size())
+                     : redisCommand(c, "AUTH %b %b", user.data(), user.size(), password.data(),
+                                    password.size()));
+    const bool ok = r != nullptr && r->type != REDIS_REPLY_ERROR;
+    if (r != nullptr) freeReplyObject(r);
+    return ok;
+  }
+
   std::optional<redis_endpoint> ask_sentinels() const {
     const auto ms = options_.connect_timeout.count();
     const timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
@@ -301,7 +315,7 @@ class sentinel_client::impl : public std::enable_shared_from_this<impl> {
       redisContext* c = redisConnectWithTimeout(s.host.c_str(), s.port, tv);
       if (c == nullptr) continue;
       std::optional<redis_endpoint> found;
-      if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK) {
+      if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK && authenticate(c)) {
         auto* r = static_cast<redisReply*>(redisCommand(c, "SENTINEL get-master-addr-by-name %b",
                                                         config_.master_name.data(),
                                                         config_.master_name.size()));

@@ -1,5 +1,6 @@
 #include "redis/url.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <optional>
@@ -58,12 +59,22 @@ std::optional<T> parse_number(std::string_view s) {
 }  // namespace
 
 std::string redact_url(std::string_view url) {
+  // A password in the query string (sentinel_password=...) up to the next '&' or the end.
+  std::string out(url);
+  constexpr std::string_view secret = "password=";
+  for (auto at = out.find(secret); at != std::string::npos; at = out.find(secret, at + 1)) {
+    const auto value = at + secret.size();
+    const auto end = std::min(out.find('&', value), out.size());
+    out.replace(value, end - value, "***");
+  }
+  url = out;
   const auto scheme_end = url.find("://");
   const std::size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
-  const auto at = url.find('@', start);
-  if (at == std::string_view::npos) return std::string(url);
+  const auto query = std::min(url.find('?'), url.size());
+  const auto at = url.substr(0, query).find('@', start);
+  if (at == std::string_view::npos) return out;
   const auto colon = url.find(':', start);
-  if (colon == std::string_view::npos || colon > at) return std::string(url);
+  if (colon == std::string_view::npos || colon > at) return out;
   return std::string(url.substr(0, colon + 1)) + "***" + std::string(url.substr(at));
 }
 

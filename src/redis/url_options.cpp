@@ -1,6 +1,7 @@
 #include "redis/url_options.hpp"
 
 #include <charconv>
+#include <optional>
 #include <string>
 
 #include "duration.hpp"
@@ -11,8 +12,18 @@ namespace floodgate::redis {
 namespace {
 
 constexpr std::string_view known =
-    "timeout, connect_timeout, connections, key_prefix, tls_ca_file, tls_cert_file, "
-    "tls_key_file, tls_server_name, tls_verify";
+    "timeout, connect_timeout, connections, key_prefix, breaker_failures, breaker_open_for, "
+    "tls_ca_file, tls_cert_file, tls_key_file, tls_server_name, tls_verify, sentinel_user, "
+    "sentinel_password";
+
+// A decimal number in [lo, hi], or nullopt.
+std::optional<long long> number(std::string_view text, long long lo, long long hi) {
+  long long n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || end != text.data() + text.size() || n < lo || n > hi)
+    return std::nullopt;
+  return n;
+}
 
 bool prefix_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -46,24 +57,35 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
     seen += name + ",";
     if (value.empty()) fail("option '" + name + "' has no value");
 
-    if (name == "timeout" || name == "connect_timeout") {
+    if (name == "timeout" || name == "connect_timeout" || name == "breaker_open_for") {
       const auto d = parse_duration(value);
       if (!d || d->count() < 1)
         fail(name + " must be a duration of at least 1ms such as 50ms or 2s (got '" +
              std::string(value) + "')");
-      (name == "timeout" ? options.timeout : options.connect_timeout) = *d;
+      (name == "timeout"           ? options.timeout
+       : name == "connect_timeout" ? options.connect_timeout
+                                   : options.breaker_open_for) = *d;
     } else if (name == "connections") {
-      std::size_t n = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc{} || end != value.data() + value.size() || n < 1 || n > 1024)
+      const auto n = number(value, 1, 1024);
+      if (!n)
         fail("connections must be a number from 1 to 1024 (got '" + std::string(value) + "')");
-      options.connections = n;
+      options.connections = static_cast<std::size_t>(*n);
+    } else if (name == "breaker_failures") {
+      const auto n = number(value, 1, 1'000'000);
+      if (!n)
+        fail("breaker_failures must be a number from 1 to 1000000 (got '" + std::string(value) +
+             "')");
+      options.breaker_failures = static_cast<int>(*n);
     } else if (name == "key_prefix") {
       for (char c : value)
         if (!prefix_char(c))
           fail("key_prefix may hold only letters, digits and _ - . : (got '" + std::string(value) +
                "')");
       options.key_prefix = std::string(value);
+    } else if (name == "sentinel_user") {
+      options.sentinel_user = value;
+    } else if (name == "sentinel_password") {
+      options.sentinel_password = std::string(value);
     } else if (name == "tls_ca_file") {
       options.tls.ca_file = value;
     } else if (name == "tls_cert_file") {

@@ -8,6 +8,8 @@
 //   connect_timeout  connect + handshake deadline (redis_options::connect_timeout)
 //   connections      connections per server, 1..1024 (redis_options::connections)
 //   key_prefix       prepended to every key: letters, digits and _ - . : only
+//   breaker_failures, breaker_open_for   a Cluster node's circuit breaker (redis_options)
+//   sentinel_user, sentinel_password     the sentinels' own credentials (masked in messages)
 //   tls_ca_file, tls_cert_file, tls_key_file, tls_server_name, tls_verify=yes|no
 //                    redis_options::tls, for rediss:// (paths as they are: no %-escapes)
 //

@@ -212,5 +212,33 @@ TEST(cluster_failover, stalled_master_opens_the_breaker_and_closes_after) {
   EXPECT_TRUE(wait_healthy(l.get_backend(), 2s));
 }
 
+// The breaker's threshold comes from the options (here the URL's): set high, a stall is
+// answered call by call at the deadline and the breaker stays closed.
+TEST(cluster_failover, the_breaker_threshold_is_an_option) {
+  redis_cluster::options opts;
+  opts.node_timeout = 5s;
+  redis_cluster c{opts};
+  const auto m = c.masters()[0];
+  const auto key = key_on(c, m, "hot");
+  constexpr auto timeout = 50ms;
+  limiter l{c.url() + "?breaker_failures=1000", options_for(unique_prefix("nobreaker"), timeout)};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"hot", algorithm::gcra, 1'000'000, 1h};
+  ASSERT_EQ(l.check(key, p).outcome, outcome::allowed);
+  c.node(m).pause();
+  int at_deadline = 0;
+  for (int i = 0; i < 12; ++i) {  // more than the default threshold of 5
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = l.check(key, p);
+    EXPECT_EQ(r.outcome, outcome::backend_error);
+    if (r.error == errc::timeout && std::chrono::steady_clock::now() - start >= timeout - 5ms)
+      ++at_deadline;
+  }
+  EXPECT_GE(at_deadline, 6) << "the stalled node was asked every time, not skipped";
+  EXPECT_EQ(l.get_backend().stats().breaker_opens, 0u);
+  c.node(m).resume();
+  EXPECT_TRUE(wait_for([&] { return l.check(key, p).outcome == outcome::allowed; }, 5s));
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -70,3 +70,38 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
 
 }  // namespace
 }  // namespace floodgate::test
+
+namespace floodgate::test {
+namespace {
+
+// Sentinels with requirepass: the sentinels' own password comes as a URL option (the URL's
+// user:password are the primary's), and never shows in messages.
+TEST(sentinel, sentinels_that_require_a_password) {
+  redis_sentinel::options o;
+  o.password = "s3ntinel";
+  redis_sentinel s{o};
+  backend_options bo;
+  bo.redis.timeout = 2s;
+  const policy p{"p", algorithm::sliding_log, 3, 1h};
+
+  limiter with{s.url() + "?sentinel_password=s3ntinel", bo};
+  int admitted = 0;
+  for (int i = 0; i < 5; ++i) admitted += with.check("k", p).decision.allowed ? 1 : 0;
+  EXPECT_EQ(admitted, 3);
+
+  limiter without{s.url(), bo};
+  const auto r = without.check("k2", p);
+  EXPECT_EQ(r.outcome, outcome::backend_error) << "no sentinel answers without the password";
+  EXPECT_EQ(r.error, errc::not_connected) << r.error.message();
+
+  try {
+    make_backend(s.url() + "?sentinel_password=s3ntinel&bogus=1");
+    ADD_FAILURE() << "accepted";
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()).find("s3ntinel"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sentinel_password=***"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -111,7 +111,11 @@ TEST(redis_url_options, the_query_string_tunes_the_client) {
   EXPECT_EQ(o.timeout, redis_options{}.timeout) << "no query: nothing changes";
 
   const auto base = apply_url_options(
-      "redis://u:p@h:1/2?timeout=120ms&connect_timeout=3s&connections=8&key_prefix=rl:v2.", o);
+      "redis://u:p@h:1/2?timeout=120ms&connect_timeout=3s&connections=8&key_prefix=rl:v2."
+      "&breaker_failures=3&breaker_open_for=2s",
+      o);
+  EXPECT_EQ(o.breaker_failures, 3);
+  EXPECT_EQ(o.breaker_open_for, 2000ms);
   EXPECT_EQ(base, "redis://u:p@h:1/2");
   EXPECT_EQ(o.timeout, 120ms);
   EXPECT_EQ(o.connect_timeout, 3000ms);
@@ -134,6 +138,8 @@ TEST(redis_url_options, bad_options_name_the_option_and_hide_the_password) {
       {"redis://h:1?connections=2000", "connections must be"},
       {"redis://h:1?connections=2x", "connections must be"},
       {"redis://h:1?key_prefix=a{b}", "key_prefix may hold only"},
+      {"redis://h:1?breaker_failures=0", "breaker_failures must be a number from 1"},
+      {"redis://h:1?breaker_open_for=1", "breaker_open_for must be a duration"},
       {"redis://h:1?timeout", "option 'timeout' has no value"},
       {"redis://h:1?timeout=1s&timeout=2s", "option 'timeout' given twice"},
       {"redis://h:1?=1", "an option without a name"},
@@ -156,6 +162,18 @@ TEST(redis_url_options, bad_options_name_the_option_and_hide_the_password) {
   } catch (const config_error& e) {
     EXPECT_EQ(std::string(e.what()).find("s3cret"), std::string::npos) << e.what();
   }
+  try {
+    apply_url_options("redis+sentinel://h:1/m?sentinel_password=pw%26x&sentinel_user=u&x=1", o);
+    ADD_FAILURE() << "accepted";
+  } catch (const config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("sentinel_password=***&sentinel_user=u"),
+              std::string::npos)
+        << e.what();
+  }
+  redis_options s;
+  apply_url_options("redis+sentinel://h:1/m?sentinel_user=app&sentinel_password=pw", s);
+  EXPECT_EQ(s.sentinel_user, "app");
+  EXPECT_EQ(s.sentinel_password, "pw");
   EXPECT_THROW(make_backend("redis://h:1?connections=0"), config_error)
       << "make_backend applies them";
 }

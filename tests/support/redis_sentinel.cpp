@@ -16,7 +16,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-reply command_on(std::uint16_t port, const std::vector<std::string>& args) {
+reply command_on(std::uint16_t port, const std::vector<std::string>& args,
+                 const std::string& password = {}) {
   timeval tv{1, 0};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (!c || c->err) {
@@ -24,6 +25,9 @@ reply command_on(std::uint16_t port, const std::vector<std::string>& args) {
     throw std::runtime_error("redis_sentinel: connect failed");
   }
   redisSetTimeout(c, tv);
+  if (!password.empty())
+    if (auto* auth = static_cast<redisReply*>(redisCommand(c, "AUTH %s", password.c_str())))
+      freeReplyObject(auth);
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const auto& a : args) {
@@ -70,7 +74,7 @@ bool wait_until(F done, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-redis_sentinel::redis_sentinel() {
+redis_sentinel::redis_sentinel(options opts) : options_(std::move(opts)) {
   char tmpl[] = "/tmp/floodgate-sentinel-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("redis_sentinel: mkdtemp failed");
   dir_ = tmpl;
@@ -98,6 +102,9 @@ redis_sentinel::redis_sentinel() {
                         << " 2\n"
                         << "sentinel down-after-milliseconds " << master_name << " 1000\n"
                         << "sentinel failover-timeout " << master_name << " 5000\n";
+    if (!options_.password.empty())
+      std::ofstream(conf, std::ios::app) << "requirepass " << options_.password << "\n"
+                                         << "sentinel sentinel-pass " << options_.password << "\n";
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("redis_sentinel: fork failed");
     if (pid == 0) {
@@ -112,8 +119,11 @@ redis_sentinel::redis_sentinel() {
   for (auto port : sentinel_ports_)
     if (!wait_until(
             [&] {
-              return command_on(port, {"SENTINEL", "REPLICAS", master_name}).elements.size() == 1 &&
-                     command_on(port, {"SENTINEL", "SENTINELS", master_name}).elements.size() == 2;
+              const auto& pw = options_.password;
+              return command_on(port, {"SENTINEL", "REPLICAS", master_name}, pw).elements.size() ==
+                         1 &&
+                     command_on(port, {"SENTINEL", "SENTINELS", master_name}, pw).elements.size() ==
+                         2;
             },
             20s))
       throw std::runtime_error("redis_sentinel: sentinels did not discover each other");
@@ -139,7 +149,7 @@ std::string redis_sentinel::url() const {
 reply redis_sentinel::sentinel_command(const std::vector<std::string>& args) const {
   for (auto port : sentinel_ports_) {
     try {
-      return command_on(port, args);
+      return command_on(port, args, options_.password);
     } catch (const std::exception&) {
     }
   }

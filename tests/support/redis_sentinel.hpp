@@ -22,7 +22,12 @@ class redis_sentinel {
  public:
   static constexpr const char* master_name = "fg";
 
-  redis_sentinel();
+  struct options {
+    std::string password;  // non-empty: the sentinels require it (requirepass, sentinel-pass)
+  };
+
+  redis_sentinel() : redis_sentinel(options{}) {}
+  explicit redis_sentinel(options opts);
   ~redis_sentinel();
   redis_sentinel(const redis_sentinel&) = delete;
   redis_sentinel& operator=(const redis_sentinel&) = delete;
@@ -38,6 +43,7 @@ class redis_sentinel {
   bool wait_primary_port(int port, std::chrono::milliseconds limit);
 
  private:
+  options options_;
   std::string dir_;
   std::vector<std::unique_ptr<redis_server>> nodes_;
   std::vector<std::uint16_t> sentinel_ports_;

@@ -3,39 +3,22 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace floodgate::test {
 namespace {
 
-pid_t spawn(const std::vector<std::string>& args, int out_fd, int err_fd) {
-  std::vector<std::string> full{FLOODGATE_BENCH_EXE};
-  full.insert(full.end(), args.begin(), args.end());
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::dup2(out_fd, STDOUT_FILENO);
-    ::dup2(err_fd, STDERR_FILENO);
-    std::vector<char*> argv;
-    for (auto& a : full) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-int decode(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
+child_process spawn(const std::vector<std::string>& args, int out_fd, int err_fd) {
+  std::vector<std::string> argv{FLOODGATE_BENCH_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  child_process::options o;
+  o.out_fd = out_fd;
+  o.err_fd = err_fd;
+  return child_process(argv, o);
 }
 
 }  // namespace
@@ -44,7 +27,7 @@ bench_run run_bench(const std::vector<std::string>& args, int timeout_s) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
-  const pid_t pid = spawn(args, out[1], err[1]);
+  auto process = spawn(args, out[1], err[1]);
   ::close(out[1]);
   ::close(err[1]);
 
@@ -70,22 +53,17 @@ bench_run run_bench(const std::vector<std::string>& args, int timeout_s) {
   }
   for (auto& f : fds)
     if (f.fd >= 0) ::close(f.fd);
-  int status = 0;
-  if (open > 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    return r;  // exit_code stays −1: it timed out
-  }
-  ::waitpid(pid, &status, 0);
-  r.exit_code = decode(status);
+  // Both pipes closed: it has exited or is about to. Still open: it timed out (exit_code −1,
+  // and `process` kills it).
+  if (open == 0) r.exit_code = process.wait_exit(std::chrono::seconds(timeout_s)).value_or(-1);
   return r;
 }
 
-pid_t start_bench(const std::vector<std::string>& args) {
+child_process start_bench(const std::vector<std::string>& args) {
   const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  const pid_t pid = spawn(args, null, null);
+  auto process = spawn(args, null, null);
   ::close(null);
-  return pid;
+  return process;
 }
 
 std::vector<pid_t> children_of(pid_t parent) {

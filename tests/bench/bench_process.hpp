@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
+
 namespace floodgate::test {
 
 struct bench_run {
@@ -20,8 +22,8 @@ struct bench_run {
 // Runs to completion (at most `timeout_s`, then SIGKILL and exit_code −1).
 bench_run run_bench(const std::vector<std::string>& args, int timeout_s = 60);
 
-// Starts it with output discarded; the caller signals and reaps it.
-pid_t start_bench(const std::vector<std::string>& args);
+// Starts it with output discarded; killed when the result goes away.
+child_process start_bench(const std::vector<std::string>& args);
 
 // Processes whose parent is `pid` (read from /proc).
 std::vector<pid_t> children_of(pid_t pid);

@@ -176,26 +176,25 @@ bool all_gone(const std::vector<pid_t>& pids) {
 }
 
 TEST_F(bench_smoke, workers_die_with_a_killed_parent) {
-  const pid_t pid = start_bench({"--redis", redis_->url(), "--naive", "--duration", "60s",
-                                 "--processes", "3", "--threads", "1", "--limit", "1000000"});
-  const auto kids = workers_of(pid, 3);
+  auto bench = start_bench({"--redis", redis_->url(), "--naive", "--duration", "60s", "--processes",
+                            "3", "--threads", "1", "--limit", "1000000"});
+  const auto kids = workers_of(bench.pid(), 3);
   ASSERT_EQ(kids.size(), 3u);
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
+  bench.kill();
   EXPECT_TRUE(all_gone(kids));
 }
 
 TEST_F(bench_smoke, sigint_stops_the_run_and_reaps_the_workers) {
-  const pid_t pid = start_bench({"--redis", redis_->url(), "--naive", "--duration", "60s",
-                                 "--processes", "2", "--threads", "1", "--limit", "1000000"});
-  const auto kids = workers_of(pid, 2);
+  auto bench = start_bench({"--redis", redis_->url(), "--naive", "--duration", "60s", "--processes",
+                            "2", "--threads", "1", "--limit", "1000000"});
+  const auto kids = workers_of(bench.pid(), 2);
   ASSERT_EQ(kids.size(), 2u);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
+  bench.signal(SIGINT);
+  const auto code = bench.wait_exit(std::chrono::seconds(10));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(bench.killed_by(), 0) << "it handles SIGINT and exits by itself";
+  EXPECT_EQ(*code, 130);
   EXPECT_TRUE(all_gone(kids));
 }
 

@@ -31,6 +31,17 @@ inline std::string unique_prefix(std::string_view name) {
          std::to_string(n.fetch_add(1)) + ":";
 }
 
+// Polls `done` every 2 ms until it says yes (true) or `limit` passes (false).
+template <class F>
+bool wait_for(F done, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
 // A caller key (stored plain, so its slot is the key's own) served by master `m`.
 inline std::string key_on(const redis_cluster& c, int m, const std::string& stem) {
   for (int i = 0;; ++i) {

@@ -22,16 +22,6 @@ backend_options options_for(const std::string& prefix, std::chrono::milliseconds
   return o;
 }
 
-template <class F>
-bool wait_for(F done, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
-
 TEST(cluster_failover, resharding_a_hot_slot_under_load_keeps_the_limit) {
   redis_cluster c;
   const auto from = c.masters()[0], to = c.masters()[1];

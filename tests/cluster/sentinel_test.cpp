@@ -9,16 +9,6 @@
 namespace floodgate::test {
 namespace {
 
-template <class F>
-bool wait_for(F done, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
-
 TEST(sentinel, failover_under_load_follows_the_new_primary) {
   redis_sentinel s;
   backend_options o;
@@ -31,8 +21,9 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   const policy p{"hot", algorithm::gcra, 40000, 1h};
   load ld(l, "alice", p, 4);
   ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, 10s));
-  ASSERT_EQ(s.sentinel_command({"SENTINEL", "FAILOVER", redis_sentinel::master_name}).kind,
-            reply::string);
+  const auto failover = s.sentinel_command({"SENTINEL", "FAILOVER", redis_sentinel::master_name});
+  ASSERT_EQ(failover.kind, reply::status) << failover.str;
+  ASSERT_EQ(failover.str, "OK");
   const auto asked = std::chrono::steady_clock::now();
   ASSERT_TRUE(
       wait_for([&] { return s.node(1).command({"ROLE"}).elements.at(0).str == "master"; }, 20s));

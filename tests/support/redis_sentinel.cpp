@@ -1,10 +1,5 @@
 #include "redis_sentinel.hpp"
 
-#include <hiredis/hiredis.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -15,49 +10,6 @@ namespace floodgate::test {
 using namespace std::chrono_literals;
 
 namespace {
-
-reply command_on(std::uint16_t port, const std::vector<std::string>& args,
-                 const std::string& password = {}) {
-  timeval tv{1, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (!c || c->err) {
-    if (c) redisFree(c);
-    throw std::runtime_error("redis_sentinel: connect failed");
-  }
-  redisSetTimeout(c, tv);
-  if (!password.empty())
-    if (auto* auth = static_cast<redisReply*>(redisCommand(c, "AUTH %s", password.c_str())))
-      freeReplyObject(auth);
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
-  reply out;
-  if (r) {
-    if (r->type == REDIS_REPLY_ARRAY) {
-      out.kind = reply::array;
-      for (size_t i = 0; i < r->elements; ++i) {
-        reply e;
-        e.kind = r->element[i]->type == REDIS_REPLY_INTEGER ? reply::number : reply::string;
-        if (r->element[i]->str) e.str.assign(r->element[i]->str, r->element[i]->len);
-        e.integer = r->element[i]->integer;
-        out.elements.push_back(e);
-      }
-    } else {
-      out.kind = r->type == REDIS_REPLY_ERROR ? reply::error : reply::string;
-      if (r->str) out.str.assign(r->str, r->len);
-      out.integer = r->integer;
-    }
-    freeReplyObject(r);
-  }
-  redisFree(c);
-  if (!r) throw std::runtime_error("redis_sentinel: command failed");
-  return out;
-}
 
 template <class F>
 bool wait_until(F done, std::chrono::milliseconds limit) {
@@ -74,10 +26,8 @@ bool wait_until(F done, std::chrono::milliseconds limit) {
 
 }  // namespace
 
-redis_sentinel::redis_sentinel(options opts) : options_(std::move(opts)) {
-  char tmpl[] = "/tmp/floodgate-sentinel-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw std::runtime_error("redis_sentinel: mkdtemp failed");
-  dir_ = tmpl;
+redis_sentinel::redis_sentinel(options opts)
+    : options_(std::move(opts)), dir_(make_temp_dir("floodgate-sentinel-")) {
   redis_server::options primary;
   primary.extra_args = {"--repl-diskless-sync-delay", "0"};
   nodes_.push_back(std::make_unique<redis_server>(primary));
@@ -105,13 +55,7 @@ redis_sentinel::redis_sentinel(options opts) : options_(std::move(opts)) {
     if (!options_.password.empty())
       std::ofstream(conf, std::ios::app) << "requirepass " << options_.password << "\n"
                                          << "sentinel sentinel-pass " << options_.password << "\n";
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("redis_sentinel: fork failed");
-    if (pid == 0) {
-      ::execlp("redis-server", "redis-server", conf.c_str(), "--sentinel", nullptr);
-      ::_exit(127);
-    }
-    sentinel_pids_.push_back(pid);
+    sentinels_.emplace_back(std::vector<std::string>{"redis-server", conf, "--sentinel"});
     sentinel_ports_.push_back(port);
   }
   // Every sentinel knows the replica and the two other sentinels: a failover can then be
@@ -120,9 +64,9 @@ redis_sentinel::redis_sentinel(options opts) : options_(std::move(opts)) {
     if (!wait_until(
             [&] {
               const auto& pw = options_.password;
-              return command_on(port, {"SENTINEL", "REPLICAS", master_name}, pw).elements.size() ==
+              return command_at(port, {"SENTINEL", "REPLICAS", master_name}, pw).elements.size() ==
                          1 &&
-                     command_on(port, {"SENTINEL", "SENTINELS", master_name}, pw).elements.size() ==
+                     command_at(port, {"SENTINEL", "SENTINELS", master_name}, pw).elements.size() ==
                          2;
             },
             20s))
@@ -130,10 +74,7 @@ redis_sentinel::redis_sentinel(options opts) : options_(std::move(opts)) {
 }
 
 redis_sentinel::~redis_sentinel() {
-  for (pid_t pid : sentinel_pids_) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-  }
+  sentinels_.clear();  // killed first: no failover of a primary going away
   nodes_.clear();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
@@ -149,7 +90,7 @@ std::string redis_sentinel::url() const {
 reply redis_sentinel::sentinel_command(const std::vector<std::string>& args) const {
   for (auto port : sentinel_ports_) {
     try {
-      return command_on(port, args, options_.password);
+      return command_at(port, args, options_.password);
     } catch (const std::exception&) {
     }
   }

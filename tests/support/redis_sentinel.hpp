@@ -47,7 +47,7 @@ class redis_sentinel {
   std::string dir_;
   std::vector<std::unique_ptr<redis_server>> nodes_;
   std::vector<std::uint16_t> sentinel_ports_;
-  std::vector<pid_t> sentinel_pids_;
+  std::vector<child_process> sentinels_;
 };
 
 }  // namespace floodgate::test

@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +14,9 @@
 #include <thread>
 
 namespace floodgate::test {
+
+using namespace std::chrono_literals;
+
 namespace {
 
 reply flatten(const redisReply* r) {
@@ -52,10 +54,8 @@ std::uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
-redis_server::redis_server(options opts) : options_(std::move(opts)) {
-  char tmpl[] = "/tmp/floodgate-redis-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw std::runtime_error("redis_server: mkdtemp failed");
-  dir_ = tmpl;
+redis_server::redis_server(options opts)
+    : options_(std::move(opts)), dir_(make_temp_dir("floodgate-redis-")) {
   // A port can be taken between free_port() and redis binding it: try a few.
   for (int attempt = 0;; ++attempt) {
     port_ = free_port();
@@ -81,46 +81,26 @@ void redis_server::start() {
   if (options_.enable_debug) args.insert(args.end(), {"--enable-debug-command", "local"});
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
 
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("redis_server: fork failed");
-  if (pid_ == 0) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execvp("redis-server", argv.data());
-    ::_exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("redis_server: redis-server exited at start (port " +
-                               std::to_string(port_) + "; see " + dir_ + "/redis.log)");
-    }
-    try {
-      if (command({"PING"}).str == "PONG") return;
-    } catch (const std::exception&) {
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  kill();
-  throw std::runtime_error("redis_server: no PONG within 10 s");
+  process_ = child_process(args);
+  const auto started = process_.wait_ready([&] { return command({"PING"}).str == "PONG"; }, 10s);
+  if (started == child_process::readiness::ready) return;
+  process_.kill();
+  throw std::runtime_error(started == child_process::readiness::exited
+                               ? "redis_server: redis-server exited at start (port " +
+                                     std::to_string(port_) + "; see " + dir_ + "/redis.log)"
+                               : std::string("redis_server: no PONG within 10 s"));
 }
 
 void redis_server::pause() {
-  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  process_.signal(SIGSTOP);
 }
 
 void redis_server::resume() {
-  if (pid_ > 0) ::kill(pid_, SIGCONT);
+  process_.signal(SIGCONT);
 }
 
 void redis_server::kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
-  pid_ = -1;
+  process_.kill();
 }
 
 void redis_server::restart() {
@@ -129,14 +109,22 @@ void redis_server::restart() {
 }
 
 reply redis_server::command(const std::vector<std::string>& args) const {
+  return command_at(port_, args);
+}
+
+reply command_at(std::uint16_t port, const std::vector<std::string>& args,
+                 const std::string& password) {
   timeval tv{1, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
   if (!c || c->err) {
     std::string err = c ? c->errstr : "allocation failed";
     if (c) redisFree(c);
-    throw std::runtime_error("redis_server: connect: " + err);
+    throw std::runtime_error("redis command on port " + std::to_string(port) + ": connect: " + err);
   }
   redisSetTimeout(c, tv);
+  if (!password.empty())
+    if (auto* auth = static_cast<redisReply*>(redisCommand(c, "AUTH %s", password.c_str())))
+      freeReplyObject(auth);
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const auto& a : args) {
@@ -148,7 +136,7 @@ reply redis_server::command(const std::vector<std::string>& args) const {
   if (!r) {
     std::string err = c->errstr;
     redisFree(c);
-    throw std::runtime_error("redis_server: command: " + err);
+    throw std::runtime_error("redis command on port " + std::to_string(port) + ": " + err);
   }
   reply out = flatten(r);
   freeReplyObject(r);

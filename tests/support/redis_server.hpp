@@ -7,10 +7,13 @@
 //   redis.pause(); ...; redis.resume();               // SIGSTOP / SIGCONT
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
-#include <sys/types.h>
 #include <vector>
+
+#include "child_process.hpp"
 
 namespace floodgate::test {
 
@@ -24,6 +27,11 @@ struct reply {
   long long integer = 0;     // number
   std::vector<reply> elements;  // array
 };
+
+// Runs one command on a fresh connection to 127.0.0.1:port (1 s timeout), after AUTH when a
+// password is given; throws on connection failure.
+reply command_at(std::uint16_t port, const std::vector<std::string>& args,
+                 const std::string& password = {});
 
 class redis_server {
  public:
@@ -40,7 +48,7 @@ class redis_server {
 
   std::uint16_t port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
 
   void pause();    // SIGSTOP: the socket stays open, nothing answers
   void resume();   // SIGCONT
@@ -56,7 +64,7 @@ class redis_server {
   options options_;
   std::string dir_;
   std::uint16_t port_ = 0;
-  pid_t pid_ = -1;
+  child_process process_;
 };
 
 }  // namespace floodgate::test

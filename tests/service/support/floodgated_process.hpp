@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "child_process.hpp"
+
 namespace floodgate::test {
 
 class floodgated_process {
@@ -34,7 +36,7 @@ class floodgated_process {
   floodgated_process& operator=(const floodgated_process&) = delete;
 
   std::uint16_t port() const { return port_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   const std::string& rules_path() const { return rules_path_; }
 
   void write_rules(const std::string& yaml) const;
@@ -51,7 +53,7 @@ class floodgated_process {
   std::string dir_;
   std::string rules_path_;
   std::string log_path_;
-  pid_t pid_ = -1;
+  child_process process_;
   std::uint16_t port_ = 0;
 };
 

@@ -4,28 +4,22 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "redis_server.hpp"  // free_port()
 
 namespace floodgate::test {
-namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using namespace std::chrono_literals;
+
+namespace {
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   std::size_t n = 0;
@@ -49,10 +43,8 @@ bool accepts(std::uint16_t port) {
 
 }  // namespace
 
-nginx_process::nginx_process(std::uint16_t floodgated_port) {
-  char tmpl[] = "/tmp/floodgate-nginx-XXXXXX";
-  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-  dir_ = tmpl;
+nginx_process::nginx_process(std::uint16_t floodgated_port)
+    : dir_(make_temp_dir("floodgate-nginx-")) {
   std::filesystem::create_directories(dir_ + "/logs");
   // A free port can be taken before nginx binds it: try a few.
   for (int attempt = 0;; ++attempt) {
@@ -75,41 +67,20 @@ void nginx_process::start(std::uint16_t floodgated_port) {
   std::ofstream(dir_ + "/nginx.conf") << conf;
   std::filesystem::remove(dir_ + "/logs/app_access.log");
 
-  pid_ = ::fork();
-  if (pid_ < 0) throw std::runtime_error("fork failed");
-  if (pid_ == 0) {
-    const std::string conf_path = dir_ + "/nginx.conf";
-    const std::string err = dir_ + "/logs/error.log";
-    ::execlp("nginx", "nginx", "-p", dir_.c_str(), "-c", conf_path.c_str(), "-e", err.c_str(), "-g",
-             "daemon off;", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      throw std::runtime_error("nginx exited at start:\n" + error_log());
-    }
-    if (accepts(port_) && accepts(app_port)) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  throw std::runtime_error("nginx did not listen within 10 s:\n" + error_log());
+  const std::string conf_path = dir_ + "/nginx.conf";
+  process_ = child_process(
+      {"nginx", "-p", dir_, "-c", conf_path, "-e", dir_ + "/logs/error.log", "-g", "daemon off;"});
+  const auto started =
+      process_.wait_ready([&] { return accepts(port_) && accepts(app_port); }, 10s);
+  if (started == child_process::readiness::exited)
+    throw std::runtime_error("nginx exited at start:\n" + error_log());
+  if (started == child_process::readiness::timed_out)
+    throw std::runtime_error("nginx did not listen within 10 s:\n" + error_log());
 }
 
 nginx_process::~nginx_process() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);  // fast shutdown; the master stops its workers
-    bool exited = false;
-    for (int i = 0; i < 500 && !exited; ++i) {
-      exited = ::waitpid(pid_, nullptr, WNOHANG) == pid_;
-      if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    if (!exited) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
+  process_.signal(SIGTERM);  // fast shutdown: the master stops its workers
+  if (!process_.wait_exit(5s)) process_.kill();
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }

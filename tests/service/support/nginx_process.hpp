@@ -7,10 +7,10 @@
 //   nginx.app_hits(1);   // requests the app saw
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <string>
+
+#include "child_process.hpp"
 
 namespace floodgate::test {
 
@@ -31,7 +31,7 @@ class nginx_process {
   void start(std::uint16_t floodgated_port);
 
   std::string dir_;
-  pid_t pid_ = -1;
+  child_process process_;
   std::uint16_t port_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "redis/url_options.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <optional>
 #include <string>
@@ -43,6 +44,16 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
   if (query.empty()) fail("empty query string after '?'");
   if (query.find('#') != std::string_view::npos) fail("fragments are not supported");
 
+  // Options of one kind of URL only: elsewhere they would be silently ignored.
+  auto scheme_is = [&](std::string_view scheme) {
+    if (base.size() < scheme.size()) return false;
+    for (std::size_t i = 0; i < scheme.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(base[i])) != scheme[i]) return false;
+    return true;
+  };
+  const bool tls_url = scheme_is("rediss://");
+  const bool sentinel_url = scheme_is("redis+sentinel://");
+
   std::string seen = ",";
   while (!query.empty()) {
     const auto amp = query.find('&');
@@ -56,6 +67,10 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
     if (seen.find("," + name + ",") != std::string::npos) fail("option '" + name + "' given twice");
     seen += name + ",";
     if (value.empty()) fail("option '" + name + "' has no value");
+    if (name.starts_with("tls_") && !tls_url)
+      fail("option '" + name + "' applies to rediss:// URLs only");
+    if (name.starts_with("sentinel_") && !sentinel_url)
+      fail("option '" + name + "' applies to redis+sentinel:// URLs only");
 
     if (name == "timeout" || name == "connect_timeout" || name == "breaker_open_for") {
       const auto d = parse_duration(value);

@@ -28,7 +28,8 @@ namespace floodgate {
 
 // Builds a backend from a URL: memory://, redis://[user:password@]host:port[/db] (rediss://
 // for TLS, see redis_options::tls),
-// redis+cluster://[user:password@]host:port[,host:port...] (seeds of a Redis Cluster),
+// redis+cluster://[user:password@]host:port[,host:port...] (seeds of a Redis Cluster; also
+// rediss+cluster://),
 // redis+sentinel://[user:password@]host:port[,...]/master-name[/db] (sentinels). A Redis URL
 // may end in options that override options.redis: ?timeout=100ms&connect_timeout=2s&
 // connections=4&key_prefix=rl: (docs/operations.md).

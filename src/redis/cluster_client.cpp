@@ -175,8 +175,16 @@ class cluster_client::impl final : public connection_owner,
     update_health();
   }
 
+  // Calls a connection gave back unsent (it lost its socket, or never got one). A CLUSTER
+  // SLOTS of a refresh is not a routed call: it fails, and the refresh is asked again.
   void redispatch(std::vector<request_ptr> requests) override {
-    for (auto& r : requests) route(std::move(r));
+    for (auto& r : requests) {
+      if (dynamic_cast<cluster_call*>(r.get()) == nullptr) {
+        r->complete(errc::not_connected, nullptr);
+        continue;
+      }
+      route(std::move(r));
+    }
     flush_dirty();
   }
 

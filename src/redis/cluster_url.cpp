@@ -8,23 +8,30 @@
 namespace floodgate::redis {
 namespace {
 
-constexpr std::string_view scheme = "redis+cluster://";
+constexpr std::string_view plain_scheme = "redis+cluster://";
+constexpr std::string_view tls_scheme = "rediss+cluster://";
 
-}  // namespace
-
-bool is_cluster_url(std::string_view url) noexcept {
+bool starts_with_scheme(std::string_view url, std::string_view scheme) noexcept {
   if (url.size() < scheme.size()) return false;
   for (std::size_t i = 0; i < scheme.size(); ++i)
     if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
   return true;
 }
 
+}  // namespace
+
+bool is_cluster_url(std::string_view url) noexcept {
+  return starts_with_scheme(url, plain_scheme) || starts_with_scheme(url, tls_scheme);
+}
+
 std::vector<redis_endpoint> parse_cluster_url(std::string_view url) {
   auto fail = [&](const std::string& why) -> std::vector<redis_endpoint> {
     throw config_error("redis+cluster URL '" + redact_url(url) + "': " + why);
   };
-  if (!is_cluster_url(url)) return fail("expected redis+cluster://[user:password@]host:port[,...]");
-  std::string_view rest = url.substr(scheme.size());
+  if (!is_cluster_url(url))
+    return fail("expected redis+cluster://[user:password@]host:port[,...] (or rediss+cluster://)");
+  const bool tls = starts_with_scheme(url, tls_scheme);
+  std::string_view rest = url.substr(tls ? tls_scheme.size() : plain_scheme.size());
   std::string_view userinfo;
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     userinfo = rest.substr(0, at + 1);  // with the '@'
@@ -41,7 +48,8 @@ std::vector<redis_endpoint> parse_cluster_url(std::string_view url) {
     const auto hostport = rest.substr(0, comma);
     if (hostport.empty()) return fail("empty host in the seed list");
     try {
-      seeds.push_back(parse_redis_url("redis://" + std::string(userinfo) + std::string(hostport)));
+      seeds.push_back(parse_redis_url((tls ? "rediss://" : "redis://") + std::string(userinfo) +
+                                      std::string(hostport)));
     } catch (const config_error& e) {
       // The inner message names "redis://...": say which seed, without the password.
       const std::string what = e.what();

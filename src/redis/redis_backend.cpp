@@ -119,6 +119,7 @@ redis_backend::redis_backend(std::string_view full_url, const redis_options& opt
   if (is_cluster_url(url)) {
     auto seeds = parse_cluster_url(url);
     check_prefix(options_);
+    if (seeds.front().tls) validate_tls_options(options_.tls);
     cluster_ = true;
     kind_ = "redis-cluster";
     client_ = std::make_unique<cluster_client>(std::move(seeds), options_, all_scripts());

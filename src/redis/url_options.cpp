@@ -51,7 +51,7 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
       if (std::tolower(static_cast<unsigned char>(base[i])) != scheme[i]) return false;
     return true;
   };
-  const bool tls_url = scheme_is("rediss://");
+  const bool tls_url = scheme_is("rediss://") || scheme_is("rediss+cluster://");
   const bool sentinel_url = scheme_is("redis+sentinel://");
 
   std::string seen = ",";
@@ -68,7 +68,7 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
     seen += name + ",";
     if (value.empty()) fail("option '" + name + "' has no value");
     if (name.starts_with("tls_") && !tls_url)
-      fail("option '" + name + "' applies to rediss:// URLs only");
+      fail("option '" + name + "' applies to rediss:// and rediss+cluster:// URLs only");
     if (name.starts_with("sentinel_") && !sentinel_url)
       fail("option '" + name + "' applies to redis+sentinel:// URLs only");
 

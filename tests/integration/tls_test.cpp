@@ -4,59 +4,21 @@
 // text to the TLS port. Bad TLS files are errors at start-up.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-
 #include "integration_support.hpp"
+#include "tls_certificates.hpp"
 
 namespace floodgate::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-// A scratch CA, a server certificate for 127.0.0.1 and localhost, a client certificate, and
-// an unrelated CA.
-class certificates {
- public:
-  certificates() {
-    char tmpl[] = "/tmp/floodgate-tls-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    dir_ = tmpl;
-    const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    const std::string script =
-        "set -e; cd '" + dir_ + "'; exec 2>openssl.log; " + "openssl req -x509 " + key +
-        " -keyout ca.key -out ca.crt -days 2 -subj '/CN=test CA'; " + "openssl req -x509 " + key +
-        " -keyout other.key -out other.crt -days 2 -subj '/CN=other'; " + "openssl req " + key +
-        " -keyout server.key -out server.csr -subj '/CN=localhost'; " +
-        "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' >san.ext; " +
-        "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 " +
-        "-extfile san.ext -out server.crt; " + "openssl req " + key +
-        " -keyout client.key -out client.csr -subj '/CN=client'; " +
-        "openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 " +
-        "-out client.crt";
-    if (std::system(script.c_str()) != 0)
-      throw std::runtime_error("openssl failed; see " + dir_ + "/openssl.log");
-  }
-  ~certificates() { std::filesystem::remove_all(dir_); }
-  certificates(const certificates&) = delete;
-  certificates& operator=(const certificates&) = delete;
-
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-
- private:
-  std::string dir_;
-};
-
 class tls : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    certs_ = new certificates();
+    certs_ = new tls_certificates();
     tls_port_ = free_port();
     redis_server::options o;
-    o.extra_args = {"--tls-port",         std::to_string(tls_port_),
-                    "--tls-cert-file",    certs_->path("server.crt"),
-                    "--tls-key-file",     certs_->path("server.key"),
-                    "--tls-ca-cert-file", certs_->path("ca.crt")};
+    o.extra_args = certs_->server_args(tls_port_);
     redis_ = new redis_server(o);
   }
   static void TearDownTestSuite() {
@@ -70,11 +32,7 @@ class tls : public ::testing::Test {
   static std::string url(const std::string& query) {
     return "rediss://127.0.0.1:" + std::to_string(tls_port_) + "?" + query;
   }
-  static std::string trusted() {
-    return "tls_ca_file=" + certs_->path("ca.crt") +
-           "&tls_cert_file=" + certs_->path("client.crt") +
-           "&tls_key_file=" + certs_->path("client.key");
-  }
+  static std::string trusted() { return certs_->client_query(); }
 
   // One check through a fresh backend on `u`, with a deadline long enough for a handshake.
   static check_result check_once(const std::string& u) {
@@ -82,11 +40,11 @@ class tls : public ::testing::Test {
     return l.check("k", policy{"p", algorithm::gcra, 10, 1s});
   }
 
-  static certificates* certs_;
+  static tls_certificates* certs_;
   static redis_server* redis_;
   static std::uint16_t tls_port_;
 };
-certificates* tls::certs_ = nullptr;
+tls_certificates* tls::certs_ = nullptr;
 redis_server* tls::redis_ = nullptr;
 std::uint16_t tls::tls_port_ = 0;
 
@@ -164,7 +122,8 @@ TEST_F(tls, unusable_tls_settings_are_errors_at_start_up) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << query << ": " << e.what();
     }
   }
-  EXPECT_THROW(make_backend("rediss+cluster://127.0.0.1:7000"), config_error);
+  EXPECT_THROW(make_backend("rediss+cluster://127.0.0.1:7000?tls_ca_file=/nonexistent"),
+               config_error);
   EXPECT_THROW(make_backend("rediss+sentinel://127.0.0.1:26379/m"), config_error);
 }
 

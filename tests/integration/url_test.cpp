@@ -145,7 +145,8 @@ TEST(redis_url_options, bad_options_name_the_option_and_hide_the_password) {
       {"redis://h:1?=1", "an option without a name"},
       {"redis://h:1?tiemout=1s", "unknown option 'tiemout' (expected timeout, connect_timeout"},
       {"redis://h:1?timeout=1s#x", "fragments"},
-      {"redis://h:1?tls_ca_file=/ca.pem", "option 'tls_ca_file' applies to rediss:// URLs only"},
+      {"redis://h:1?tls_ca_file=/ca.pem",
+       "option 'tls_ca_file' applies to rediss:// and rediss+cluster:// URLs only"},
       {"redis+cluster://h:1?sentinel_password=x",
        "option 'sentinel_password' applies to redis+sentinel:// URLs only"},
   };

@@ -19,8 +19,21 @@ redis_cluster::redis_cluster(options opts) {
                              // Replicas sync at once (the default waits 5 s for more replicas
                              // to share one transfer): an unsynced replica cannot fail over.
                              "--repl-diskless-sync-delay", "0"};
-  for (int i = 0; i < node_count; ++i)
-    nodes_.push_back(std::make_unique<redis_server>(node_options));
+  if (opts.tls)
+    node_options.extra_args.insert(node_options.extra_args.end(),
+                                   {"--tls-cluster", "yes", "--tls-replication", "yes"});
+  for (int i = 0; i < node_count; ++i) {
+    auto o = node_options;
+    if (opts.tls) {
+      // With tls-cluster the bus listens on the TLS port + 10000: it must exist too.
+      std::uint16_t port = free_port();
+      while (port > 55535) port = free_port();
+      tls_ports_.push_back(port);
+      const auto tls_args = opts.tls->server_args(tls_ports_.back());
+      o.extra_args.insert(o.extra_args.end(), tls_args.begin(), tls_args.end());
+    }
+    nodes_.push_back(std::make_unique<redis_server>(o));
+  }
   std::string cmd = "redis-cli --cluster create";
   for (const auto& n : nodes_) cmd += " 127.0.0.1:" + std::to_string(n->port());
   cmd += " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1";
@@ -46,6 +59,14 @@ std::string redis_cluster::url() const {
   return url;
 }
 
+std::string redis_cluster::tls_url(const std::string& query) const {
+  if (tls_ports_.empty()) throw std::logic_error("redis_cluster: not started with TLS");
+  std::string url = "rediss+cluster://";
+  for (std::size_t i = 0; i < tls_ports_.size(); ++i)
+    url += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(tls_ports_[i]);
+  return url + "?" + query;
+}
+
 int redis_cluster::any_live() const {
   for (int i = 0; i < node_count; ++i)
     if (alive(i)) return i;
@@ -53,8 +74,10 @@ int redis_cluster::any_live() const {
 }
 
 int redis_cluster::index_of_port(long long port) const {
-  for (int i = 0; i < node_count; ++i)
-    if (nodes_[static_cast<std::size_t>(i)]->port() == port) return i;
+  for (int i = 0; i < node_count; ++i) {
+    const auto n = static_cast<std::size_t>(i);
+    if (nodes_[n]->port() == port || (n < tls_ports_.size() && tls_ports_[n] == port)) return i;
+  }
   return -1;
 }
 
@@ -86,8 +109,9 @@ int redis_cluster::replica_of(int master) const {
     if (i == master || !alive(i)) continue;
     try {
       const auto r = command(i, {"ROLE"});
+      // A TLS replica names its master's TLS port.
       if (r.elements.size() >= 3 && r.elements[0].str == "slave" &&
-          r.elements[2].integer == node(master).port())
+          index_of_port(r.elements[2].integer) == master)
         return i;
     } catch (const std::exception&) {
     }

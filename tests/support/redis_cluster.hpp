@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "redis_server.hpp"
+#include "tls_certificates.hpp"
 
 namespace floodgate::test {
 
@@ -26,6 +27,9 @@ class redis_cluster {
  public:
   struct options {
     std::chrono::milliseconds node_timeout{1000};  // cluster-node-timeout
+    // Non-null: every node also serves TLS with these certificates (tls-cluster yes), and
+    // tls_url() names the TLS ports. The plain ports stay for the fixture's own commands.
+    const tls_certificates* tls = nullptr;
   };
 
   redis_cluster() : redis_cluster(options{}) {}
@@ -37,6 +41,8 @@ class redis_cluster {
 
   // The seed URL: every node (any one is enough to discover the cluster).
   std::string url() const;
+  // rediss+cluster:// on the nodes' TLS ports (options::tls only), then `query`'s options.
+  std::string tls_url(const std::string& query) const;
   redis_server& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
   const redis_server& node(int i) const { return *nodes_.at(static_cast<std::size_t>(i)); }
   bool alive(int i) const { return nodes_.at(static_cast<std::size_t>(i))->pid() > 0; }
@@ -71,6 +77,7 @@ class redis_cluster {
   std::string node_id(int i) const;
 
   std::vector<std::unique_ptr<redis_server>> nodes_;
+  std::vector<std::uint16_t> tls_ports_;
 };
 
 }  // namespace floodgate::test

@@ -85,10 +85,13 @@ void redis_server::start() {
   const auto started = process_.wait_ready([&] { return command({"PING"}).str == "PONG"; }, 10s);
   if (started == child_process::readiness::ready) return;
   process_.kill();
-  throw std::runtime_error(started == child_process::readiness::exited
-                               ? "redis_server: redis-server exited at start (port " +
-                                     std::to_string(port_) + "; see " + dir_ + "/redis.log)"
-                               : std::string("redis_server: no PONG within 10 s"));
+  // The log's last lines say why (a port taken, a bad argument), and the directory goes away.
+  auto log = read_file(dir_ + "/redis.log");
+  if (log.size() > 800) log = "..." + log.substr(log.size() - 800);
+  throw std::runtime_error(std::string(started == child_process::readiness::exited
+                                           ? "redis_server: redis-server exited at start"
+                                           : "redis_server: no PONG within 10 s") +
+                           " (port " + std::to_string(port_) + "):\n" + log);
 }
 
 void redis_server::pause() {

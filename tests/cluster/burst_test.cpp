@@ -2,11 +2,9 @@
 // keys on all three masters at the same instant. Every exact algorithm must admit exactly its
 // limit per key: each key's scripts run one at a time on its master.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cluster_support.hpp"
-#include "pipe_io.hpp"
+#include "forked_burst.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -22,9 +20,8 @@ struct counts {
   int errors = 0;
 };
 
-[[noreturn]] void child(const std::string& url, const std::string& prefix, algorithm a,
-                        const std::vector<std::string>& keys, int ready_fd, int go_fd,
-                        int result_fd) {
+void child(burst_child& me, const std::string& url, const std::string& prefix, algorithm a,
+           const std::vector<std::string>& keys) {
   backend_options o;
   o.redis.key_prefix = prefix;
   o.redis.test_clock = [] { return std::chrono::milliseconds(fixed_ms); };  // one millisecond
@@ -48,16 +45,13 @@ struct counts {
           errors.fetch_add(1);
       }
     });
-  char c = 'r';
-  write_all(ready_fd, &c, 1);
-  if (!read_all(go_fd, &c, 1)) ::_exit(5);
+  me.ready_and_wait();
   go.store(true, std::memory_order_release);
   for (auto& t : threads) t.join();
   counts out;
   for (int k = 0; k < 3; ++k) out.admitted[k] = admitted[k].load();
   out.errors = errors.load();
-  write_all(result_fd, &out, sizeof out);
-  ::_exit(0);
+  me.report(out);
 }
 
 class cluster_burst : public ::testing::TestWithParam<algorithm> {};
@@ -70,34 +64,14 @@ TEST_P(cluster_burst, admits_exactly_the_limit_on_every_master) {
   for (int m : c.masters()) keys.push_back(key_on(c, m, "hot"));
   ASSERT_EQ(keys.size(), 3u);
 
-  int ready[2], go[2], result[2];
-  ASSERT_EQ(::pipe(ready) | ::pipe(go) | ::pipe(result), 0);
-  std::vector<pid_t> pids;
-  for (int i = 0; i < processes; ++i) {
-    const pid_t pid = ::fork();
-    if (pid == 0) child(c.url(), prefix, a, keys, ready[1], go[0], result[1]);
-    pids.push_back(pid);
-  }
-  ::close(ready[1]);
-  ::close(go[0]);
-  ::close(result[1]);
-  char ch;
-  for (int i = 0; i < processes; ++i) ASSERT_TRUE(read_all(ready[0], &ch, 1));
-  const std::string gos(processes, 'g');
-  write_all(go[1], gos.data(), gos.size());
+  const auto results = forked_burst<counts>(
+      processes, [&](burst_child& me) { child(me, c.url(), prefix, a, keys); });
+  ASSERT_TRUE(results) << "a child failed";
   counts total;
-  for (int i = 0; i < processes; ++i) {
-    counts r;
-    ASSERT_TRUE(read_all(result[0], &r, sizeof r));
+  for (const auto& r : *results) {
     for (int k = 0; k < 3; ++k) total.admitted[k] += r.admitted[k];
     total.errors += r.errors;
   }
-  for (pid_t pid : pids) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  for (int fd : {ready[0], go[1], result[0]}) ::close(fd);
   EXPECT_EQ(total.errors, 0);
   for (int k = 0; k < 3; ++k)
     EXPECT_EQ(total.admitted[k], limit)

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_keys.hpp"
 #include "floodgate/floodgate.hpp"
 
 namespace {
@@ -22,12 +23,7 @@ using namespace std::chrono_literals;
 using floodgate::algorithm;
 
 const std::vector<std::string>& keys() {
-  static const std::vector<std::string> k = [] {
-    std::vector<std::string> out;
-    for (int i = 0; i < 1000; ++i) out.push_back("user" + std::to_string(i));
-    return out;
-  }();
-  return k;
+  return floodgate::bench::user_keys();
 }
 
 void check(benchmark::State& state) {

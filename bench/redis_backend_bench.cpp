@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_keys.hpp"
 #include "floodgate/floodgate.hpp"
 #include "redis_server.hpp"
 
@@ -53,12 +54,7 @@ floodgate::policy policy_for(algorithm a) {
 }
 
 const std::vector<std::string>& keys() {
-  static const std::vector<std::string> k = [] {
-    std::vector<std::string> out;
-    for (int i = 0; i < 1000; ++i) out.push_back("user" + std::to_string(i));
-    return out;
-  }();
-  return k;
+  return floodgate::bench::user_keys();
 }
 
 void report_latency(benchmark::State& state, std::vector<double>& us) {

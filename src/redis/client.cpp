@@ -36,7 +36,8 @@ class client::impl final : public connection_owner,
                            public std::enable_shared_from_this<impl> {
  public:
   impl(redis_endpoint endpoint, const redis_options& options, std::vector<const script*> scripts)
-      : config_{std::move(endpoint), options, std::move(scripts)} {
+      : config_{endpoint, options, std::move(scripts),
+                endpoint.tls ? make_tls_context(options.tls) : tls_context_result{}} {
     connections_.reserve(options.connections);
     for (std::size_t i = 0; i < options.connections; ++i)
       connections_.push_back(std::make_unique<connection>(worker_.context(), config_, *this));

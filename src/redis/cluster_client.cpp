@@ -113,6 +113,7 @@ class cluster_client::impl final : public connection_owner,
         deferred_timer_(worker_.context()),
         tick_timer_(worker_.context()) {
     credentials_ = seeds.front();
+    if (credentials_.tls) tls_ = make_tls_context(options_.tls);  // one for every node
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
 
@@ -274,6 +275,7 @@ class cluster_client::impl final : public connection_owner,
       slot->config.endpoint.db = 0;
       slot->config.options = options_;
       slot->config.scripts = scripts_;
+      slot->config.tls = tls_;
       for (std::size_t i = 0; i < options_.connections; ++i)
         slot->connections.push_back(
             std::make_unique<connection>(worker_.context(), slot->config, *this));
@@ -466,7 +468,8 @@ class cluster_client::impl final : public connection_owner,
 
   const redis_options options_;
   const std::vector<const script*> scripts_;
-  redis_endpoint credentials_;  // user, password for every node
+  redis_endpoint credentials_;  // user, password (and TLS) for every node
+  tls_context_result tls_;      // shared by every node's connections
   io_worker worker_{*this};     // before the nodes and timers: its io_context outlives them
   std::map<std::string, std::unique_ptr<node>> nodes_;  // "host:port"; never removed
   std::vector<node*> seeds_;

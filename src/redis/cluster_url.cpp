@@ -1,6 +1,5 @@
 #include "redis/cluster_url.hpp"
 
-#include <cctype>
 #include <string>
 
 #include "floodgate/errors.hpp"
@@ -11,17 +10,10 @@ namespace {
 constexpr std::string_view plain_scheme = "redis+cluster://";
 constexpr std::string_view tls_scheme = "rediss+cluster://";
 
-bool starts_with_scheme(std::string_view url, std::string_view scheme) noexcept {
-  if (url.size() < scheme.size()) return false;
-  for (std::size_t i = 0; i < scheme.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
-  return true;
-}
-
 }  // namespace
 
 bool is_cluster_url(std::string_view url) noexcept {
-  return starts_with_scheme(url, plain_scheme) || starts_with_scheme(url, tls_scheme);
+  return iequals_prefix(url, plain_scheme) || iequals_prefix(url, tls_scheme);
 }
 
 std::vector<redis_endpoint> parse_cluster_url(std::string_view url) {
@@ -30,7 +22,7 @@ std::vector<redis_endpoint> parse_cluster_url(std::string_view url) {
   };
   if (!is_cluster_url(url))
     return fail("expected redis+cluster://[user:password@]host:port[,...] (or rediss+cluster://)");
-  const bool tls = starts_with_scheme(url, tls_scheme);
+  const bool tls = iequals_prefix(url, tls_scheme);
   std::string_view rest = url.substr(tls ? tls_scheme.size() : plain_scheme.size());
   std::string_view userinfo;
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {

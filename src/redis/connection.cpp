@@ -58,13 +58,7 @@ connection::connection(asio::io_context& io, const connection_config& config,
       state_timer_(io),
       deadline_timer_(io),
       backoff_(config.options.reconnect_backoff_min),
-      jitter_(std::random_device{}()) {
-  if (config.endpoint.tls) {
-    auto made = make_tls_context(config.options.tls);
-    tls_context_ = std::move(made.context);
-    tls_error_ = std::move(made.error);
-  }
-}
+      jitter_(std::random_device{}()) {}
 
 template <class Handler>
 void connection::write(const session_ptr& s, const std::string& buffer, Handler&& handler) {
@@ -124,9 +118,9 @@ void connection::on_connected(const session_ptr& s) {
   error_code ignored;
   s->socket.set_option(tcp::no_delay(true), ignored);
   if (!config_.endpoint.tls) return send_handshake(s);
-  if (!tls_context_) return connect_failed("TLS: " + tls_error_);
+  if (!config_.tls.context) return connect_failed("TLS: " + config_.tls.error);
   namespace ssl = asio::ssl;
-  s->tls = std::make_unique<ssl::stream<tcp::socket&>>(s->socket, *tls_context_);
+  s->tls = std::make_unique<ssl::stream<tcp::socket&>>(s->socket, *config_.tls.context);
   const auto& tls = config_.options.tls;
   const std::string& name = tls.server_name.empty() ? config_.endpoint.host : tls.server_name;
   // SNI for a host name (not an address); the certificate must name what we connect to.

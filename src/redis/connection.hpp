@@ -30,20 +30,22 @@ namespace floodgate::redis {
 
 using request_ptr = std::unique_ptr<request>;
 
-// What every connection of a client shares.
-struct connection_config {
-  redis_endpoint endpoint;
-  redis_options options;
-  std::vector<const script*> scripts;  // loaded on connect
-};
-
 // The TLS context for options.tls (CAs, client certificate, verification), or the reason it
 // cannot be made (a file missing or unreadable, a key that does not match its certificate).
+// Made once per client and shared by its connections: it reads the CA and key files.
 struct tls_context_result {
   std::shared_ptr<boost::asio::ssl::context> context;
   std::string error;
 };
 tls_context_result make_tls_context(const tls_options& options);
+
+// What every connection of a client shares.
+struct connection_config {
+  redis_endpoint endpoint;
+  redis_options options;
+  std::vector<const script*> scripts;  // loaded on connect
+  tls_context_result tls;              // endpoint.tls only; an error fails every connect
+};
 
 class connection;
 
@@ -144,8 +146,6 @@ class connection {
   boost::asio::io_context& io_;
   const connection_config& config_;
   connection_owner& owner_;
-  std::shared_ptr<boost::asio::ssl::context> tls_context_;  // rediss:// only
-  std::string tls_error_;  // why tls_context_ could not be made: every connect fails with it
 
   state state_ = state::idle;
   session_ptr session_;

@@ -29,10 +29,7 @@ constexpr auto resolve_min_interval = 100ms;
 }  // namespace
 
 bool is_sentinel_url(std::string_view url) noexcept {
-  if (url.size() < scheme.size()) return false;
-  for (std::size_t i = 0; i < scheme.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(url[i])) != scheme[i]) return false;
-  return true;
+  return iequals_prefix(url, scheme);
 }
 
 sentinel_config parse_sentinel_url(std::string_view url) {

@@ -10,13 +10,6 @@
 namespace floodgate::redis {
 namespace {
 
-bool iequals_prefix(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size()) return false;
-  for (std::size_t i = 0; i < prefix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
-  return true;
-}
-
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -57,6 +50,13 @@ std::optional<T> parse_number(std::string_view s) {
 }
 
 }  // namespace
+
+bool iequals_prefix(std::string_view s, std::string_view prefix) noexcept {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
 
 std::string redact_url(std::string_view url) {
   // A password in the query string (sentinel_password=...) up to the next '&' or the end.

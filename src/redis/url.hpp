@@ -30,6 +30,9 @@ struct redis_endpoint {
 
 redis_endpoint parse_redis_url(std::string_view url);
 
+// Whether `s` starts with `prefix` (lower case), ignoring case: URL schemes.
+bool iequals_prefix(std::string_view s, std::string_view prefix) noexcept;
+
 // The URL with its password replaced by "***", for messages and logs.
 std::string redact_url(std::string_view url);
 

@@ -1,6 +1,5 @@
 #include "redis/url_options.hpp"
 
-#include <cctype>
 #include <charconv>
 #include <optional>
 #include <string>
@@ -45,14 +44,9 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
   if (query.find('#') != std::string_view::npos) fail("fragments are not supported");
 
   // Options of one kind of URL only: elsewhere they would be silently ignored.
-  auto scheme_is = [&](std::string_view scheme) {
-    if (base.size() < scheme.size()) return false;
-    for (std::size_t i = 0; i < scheme.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(base[i])) != scheme[i]) return false;
-    return true;
-  };
-  const bool tls_url = scheme_is("rediss://") || scheme_is("rediss+cluster://");
-  const bool sentinel_url = scheme_is("redis+sentinel://");
+  const bool tls_url =
+      iequals_prefix(base, "rediss://") || iequals_prefix(base, "rediss+cluster://");
+  const bool sentinel_url = iequals_prefix(base, "redis+sentinel://");
 
   std::string seen = ",";
   while (!query.empty()) {

@@ -111,9 +111,10 @@ std::optional<std::string> parse_group_check(const json::object& o, const config
   if (!plan.group) return "unknown group " + quoted(name);
   std::string key;
   if (auto err = parse_key(f.key, limits, key)) return err;
-  for (const rule* r : rules.rules_of(*plan.group)) {
-    check_plan::item item{r, key, 1};
-    if (auto err = parse_cost(f.cost, *r, item.cost)) return err;
+  for (auto i : plan.group->rules) {
+    const rule& r = rules.rules()[i];
+    check_plan::item item{&r, key, 1};
+    if (auto err = parse_cost(f.cost, r, item.cost)) return err;
     plan.items.push_back(std::move(item));
   }
   return std::nullopt;
@@ -199,19 +200,21 @@ route_result parse_auth(const http_request& req, std::string_view name,
                         std::shared_ptr<const config> rules, const request_limits& limits) {
   check_plan plan;
   plan.kind = check_plan::style::auth;
-  std::vector<const rule*> wanted;
+  // The nginx path: a rule costs no container beyond the plan's own.
+  auto add = [&](const rule& r) -> std::optional<http_response> {
+    auto key = key_from_source(req, r, limits);
+    if (auto* res = std::get_if<http_response>(&key)) return std::move(*res);
+    plan.items.push_back({&r, std::move(std::get<std::string>(key)), 1});
+    return std::nullopt;
+  };
   if (const rule* r = rules->find(name)) {
-    wanted.push_back(r);
+    if (auto res = add(*r)) return std::move(*res);
   } else if (const group* g = rules->find_group(name)) {
     plan.group = g;
-    wanted = rules->rules_of(*g);
+    for (auto i : g->rules)
+      if (auto res = add(rules->rules()[i])) return std::move(*res);
   } else {
     return error_response(404, "unknown rule or group " + quoted(name));
-  }
-  for (const rule* r : wanted) {
-    auto key = key_from_source(req, *r, limits);
-    if (auto* res = std::get_if<http_response>(&key)) return std::move(*res);
-    plan.items.push_back({r, std::move(std::get<std::string>(key)), 1});
   }
   plan.rules = std::move(rules);
   return plan;

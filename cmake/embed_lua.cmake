@@ -5,6 +5,7 @@
 # A script is assembled from parts, so each algorithm is written once:
 #   per algorithm:  #!lua, prelude.lua, <algorithm>.lua, `local algorithm = '<name>'`, single.lua
 #   multi:          #!lua, prelude.lua, every <algorithm>.lua, multi.lua
+#   batch:          #!lua, prelude.lua, every <algorithm>.lua, batch.lua
 # The `#!lua` shebang makes Redis 7 treat the script as declaring its keys (Redis Cluster then
 # rejects any undeclared key), and refuse it as a whole under OOM rather than fail mid-write.
 #
@@ -14,7 +15,7 @@
 #   cmake -DLUA_DIR=<dir> -DOUTPUT=<file.cpp> -P embed_lua.cmake: that build step.
 
 set(FLOODGATE_LUA_ALGORITHMS sliding_log sliding_window fixed_window token_bucket gcra)
-set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi)
+set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi batch)
 
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   set(_floodgate_embed_lua_file ${CMAKE_CURRENT_LIST_FILE})
@@ -72,6 +73,7 @@ foreach(algo IN LISTS FLOODGATE_LUA_ALGORITHMS)
   string(APPEND all_algorithms "\n${part_${algo}}")
 endforeach()
 add_script(multi "#!lua\n${part_prelude}${all_algorithms}\n${part_multi}")
+add_script(batch "#!lua\n${part_prelude}${all_algorithms}\n${part_batch}")
 
 set(cases "")
 set(index 0)
@@ -90,7 +92,7 @@ namespace {
 
 using namespace std::string_view_literals;
 
-// The algorithms in enum order, then multi.
+// The algorithms in enum order, then multi and batch.
 constexpr script scripts[] = {
 ${entries}};
 
@@ -103,6 +105,7 @@ ${cases}  }
 }
 
 const script& multi_script() noexcept { return scripts[${index}]; }
+const script& batch_script() noexcept { return scripts[${index} + 1]; }
 
 }  // namespace floodgate::redis
 ")

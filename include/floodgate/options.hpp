@@ -56,6 +56,15 @@ struct redis_options {
   std::size_t max_plain_key_size = 128;
   // A reply larger than this (bytes) is a protocol error and drops the connection.
   std::size_t max_reply_size = 1 << 20;
+  // Writes in flight per connection: each carries every call queued since the last one, the
+  // checks among them decided by one script call (a batch), and is counted until its last
+  // reply arrives. At the bound, calls wait and go out together with the next write; a call
+  // that finds its connection idle is sent at once. Lower: bigger batches, less Redis CPU per
+  // decision; higher: more overlap of the network with Redis's work.
+  std::size_t max_writes_in_flight = 2;
+  // Checks decided by one script call, at most (1 turns batching off). A batch holds Redis's
+  // one thread for all its items, a few microseconds each.
+  std::size_t max_batch_items = 64;
   // Calls waiting for a connection or a reply, per connection; beyond it a call fails at once
   // with errc::not_connected instead of queueing without bound.
   std::size_t max_pending_per_connection = 65536;

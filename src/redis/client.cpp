@@ -24,6 +24,9 @@ void validate_options(const redis_options& o) {
   if (o.reconnect_backoff_max < o.reconnect_backoff_min)
     fail("reconnect_backoff_max must not be below reconnect_backoff_min");
   if (o.max_reply_size < 64) fail("max_reply_size must be at least 64 bytes");
+  if (o.max_writes_in_flight < 1) fail("max_writes_in_flight must be at least 1");
+  if (o.max_batch_items < 1 || o.max_batch_items > 1024)
+    fail("max_batch_items must be from 1 to 1024");
   if (o.max_pending_per_connection < 1) fail("max_pending_per_connection must be at least 1");
   if (o.breaker_failures < 1) fail("breaker_failures must be at least 1");
   if (o.breaker_open_for.count() < 1) fail("breaker_open_for must be at least 1 ms");

@@ -46,26 +46,17 @@ class cluster_call final : public request {
  public:
   cluster_call(request_ptr inner, cluster_client::impl* owner)
       : inner_(std::move(inner)), owner_(owner) {
-    command = std::move(inner_->command);
-    script = inner_->script;
-    argument_count = inner_->argument_count;
-    body_offset = inner_->body_offset;
-    deadline = inner_->deadline;
-    slot = inner_->slot;
+    take_call(*inner_);
   }
 
   void complete(std::error_code ec, reply* r) noexcept override;
+  void complete_part(std::span<reply> decision) noexcept override;
 
   // A fresh call with this one's state, for sending again (the connection destroys this one
   // when complete() returns).
   std::unique_ptr<cluster_call> take() {
     auto c = std::unique_ptr<cluster_call>(new cluster_call(std::move(inner_), owner_, 0));
-    c->command = std::move(command);
-    c->script = script;
-    c->argument_count = argument_count;
-    c->body_offset = body_offset;
-    c->deadline = deadline;
-    c->slot = slot;
+    c->take_call(*this);
     c->asking = asking;
     c->target = target;
     c->redirects = redirects;
@@ -74,6 +65,7 @@ class cluster_call final : public request {
   }
 
   void finish(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
+  void finish_part(std::span<reply> decision) noexcept { inner_->complete_part(decision); }
 
   node* target = nullptr;   // send here regardless of the map (a redirection's target)
   node* sent_to = nullptr;  // where it was enqueued
@@ -234,6 +226,12 @@ class cluster_client::impl final : public connection_owner,
     }
     if (ec == errc::not_connected || ec == errc::timeout) request_refresh();
     c.finish(ec, r);
+  }
+
+  // A check decided in a batch: an answer from its node.
+  void on_part_complete(cluster_call& c, std::span<reply> decision) noexcept {
+    if (!torn_down_ && c.sent_to) note_outcome(*c.sent_to, {}, c.probe);
+    c.finish_part(decision);
   }
 
   void on_slots(node* asked, std::error_code ec, reply* r) noexcept {
@@ -497,6 +495,10 @@ class cluster_client::impl final : public connection_owner,
 
 void cluster_call::complete(std::error_code ec, reply* r) noexcept {
   owner_->on_call_complete(*this, ec, r);
+}
+
+void cluster_call::complete_part(std::span<reply> decision) noexcept {
+  owner_->on_part_complete(*this, decision);
 }
 
 void slots_call::complete(std::error_code ec, reply* r) noexcept {

@@ -7,6 +7,7 @@
 #include <boost/asio/write.hpp>
 
 #include "floodgate/errors.hpp"
+#include "redis/batch.hpp"
 #include "redis/resp_writer.hpp"
 
 namespace floodgate::redis {
@@ -187,6 +188,7 @@ void connection::connect_failed(std::string why) {
   close_session();
   in_flight_.clear();  // only handshake entries: calls are written once ready
   in_flight_calls_ = 0;
+  writes_in_flight_ = 0;
   loads_.clear();
   loading_.clear();
   state_ = state::backoff;
@@ -225,6 +227,7 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
   auto flight = std::move(in_flight_);
   in_flight_.clear();
   in_flight_calls_ = 0;
+  writes_in_flight_ = 0;
   loads_.clear();
   loading_.clear();
   std::vector<request_ptr> waiting;
@@ -234,9 +237,16 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
   unsent_.clear();
   if (was_ready) owner_.readiness_changed(*this, false);
   connect();
-  for (auto& f : flight)
-    if (f.call) f.call->complete(for_in_flight, nullptr);
+  fail_in_flight(flight, for_in_flight);
   owner_.redispatch(std::move(waiting));
+}
+
+void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code ec) {
+  for (auto& f : flight) {
+    if (f.call) f.call->complete(ec, nullptr);
+    for (auto& item : f.batch)
+      if (item) item->complete(ec, nullptr);
+  }
 }
 
 void connection::close_session() {
@@ -256,12 +266,16 @@ void connection::stop(std::vector<request_ptr>& out) {
   ++deadline_generation_;
   deadline_timer_.cancel();
   close_session();
-  for (auto& f : in_flight_)
+  for (auto& f : in_flight_) {
     if (f.call) out.push_back(std::move(f.call));
+    for (auto& item : f.batch)
+      if (item) out.push_back(std::move(item));
+  }
   for (auto* q : {&retries_, &unsent_})
     for (auto& r : *q) out.push_back(std::move(r));
   in_flight_.clear();
   in_flight_calls_ = 0;
+  writes_in_flight_ = 0;
   retries_.clear();
   unsent_.clear();
 }
@@ -288,6 +302,7 @@ void connection::append_call(std::string& out, const request& r) {
 
 void connection::flush() {
   if (state_ != state::ready || writing_ || !session_) return;
+  if (writes_in_flight_ >= config_.options.max_writes_in_flight) return;
   if (loads_.empty() &&
       (in_flight_calls_ >= max_in_flight_calls || (retries_.empty() && unsent_.empty())))
     return;
@@ -308,12 +323,21 @@ void connection::flush() {
   const auto send_by =
       now + std::min<request::clock::duration>(round_trip_, config_.options.timeout / 2);
   std::vector<request_ptr> expired;
+  // Checks join batches; other calls are written as they come. Everything here was queued
+  // concurrently (none has been answered), so sending a batch after calls queued behind its
+  // first item still orders each key's checks as they were queued.
+  std::vector<open_batch> open;
   for (auto* q : {&retries_, &unsent_}) {
     while (!q->empty() && in_flight_calls_ < max_in_flight_calls) {
       request_ptr r = std::move(q->front());
       q->pop_front();
       if (r->deadline <= send_by) {
         expired.push_back(std::move(r));
+        continue;
+      }
+      ++in_flight_calls_;
+      if (r->part.batchable() && !r->asking) {
+        add_to_batch(out, open, std::move(r), now);
         continue;
       }
       if (r->asking) {
@@ -323,10 +347,12 @@ void connection::flush() {
       }
       append_call(out, *r);
       in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
-      ++in_flight_calls_;
     }
   }
+  for (auto& b : open) send_batch(out, b, now);
   if (!out.empty()) {
+    in_flight_.back().ends_write = true;
+    ++writes_in_flight_;
     writing_ = true;
     auto s = session_;
     write(s, out, [this, s](const error_code& ec, std::size_t) {
@@ -337,6 +363,53 @@ void connection::flush() {
     });
   }
   for (auto& r : expired) r->complete(errc::timeout, nullptr);
+}
+
+void connection::add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
+                              request::clock::time_point now) {
+  const std::size_t size = batch_item_size(*r);
+  for (auto& b : open) {
+    if (!can_share(*b.items.front(), *r)) continue;
+    if (b.items.size() < config_.options.max_batch_items && b.bytes + size <= max_batch_bytes) {
+      b.bytes += size;
+      b.items.push_back(std::move(r));
+      return;
+    }
+    // Full: sent now, so a later batch never carries this key's checks before its own.
+    send_batch(out, b, now);
+    b.items.clear();
+    b.bytes = size;
+    b.items.push_back(std::move(r));
+    return;
+  }
+  // Few open at once: on one server every check shares (one slot, Redis's clock); on a
+  // Cluster each slot has its own.
+  constexpr std::size_t max_open = 16;
+  if (open.size() == max_open) {
+    send_batch(out, open.front(), now);
+    open.erase(open.begin());
+  }
+  open.push_back({});
+  open.back().bytes = size;
+  open.back().items.push_back(std::move(r));
+}
+
+void connection::send_batch(std::string& out, open_batch& b, request::clock::time_point now) {
+  if (b.items.empty()) return;
+  if (b.items.size() == 1) {
+    append_call(out, *b.items.front());
+    in_flight_.push_back({in_flight::kind::call, std::move(b.items.front()), nullptr, now});
+    b.items.clear();
+    return;
+  }
+  // EVAL once an item met NOSCRIPT twice (see append_call).
+  const bool as_eval = std::any_of(b.items.begin(), b.items.end(),
+                                   [](const request_ptr& r) { return r->noscript_replies >= 2; });
+  append_batch(out, b.items, as_eval);
+  in_flight f{in_flight::kind::batch, nullptr, nullptr, now};
+  f.batch = std::move(b.items);
+  in_flight_.push_back(std::move(f));
+  b.items.clear();
 }
 
 void connection::start_read(const session_ptr& s) {
@@ -376,6 +449,7 @@ void connection::start_read(const session_ptr& s) {
 void connection::on_reply(reply& r) {
   in_flight f = std::move(in_flight_.front());
   in_flight_.pop_front();
+  if (f.ends_write) --writes_in_flight_;
   switch (f.what) {
     case in_flight::kind::handshake:
       if (r.is_error()) return connect_failed("handshake: " + r.str);
@@ -394,6 +468,12 @@ void connection::on_reply(reply& r) {
       const auto sample = request::clock::now() - f.written;
       round_trip_ += (sample - round_trip_) / 8;
       return on_call_reply(std::move(f.call), r);
+    }
+    case in_flight::kind::batch: {
+      in_flight_calls_ -= f.batch.size();
+      const auto sample = request::clock::now() - f.written;
+      round_trip_ += (sample - round_trip_) / 8;
+      return on_batch_reply(std::move(f.batch), r);
     }
   }
 }
@@ -416,6 +496,27 @@ void connection::on_call_reply(request_ptr call, reply& r) {
     return;
   }
   call->complete(error_for(r), &r);
+}
+
+void connection::on_batch_reply(std::vector<request_ptr> items, reply& r) {
+  if (!r.is_error() || r.error_code() != "NOSCRIPT") return complete_batch(items, r);
+  // The batch script did not run: as for one call (on_call_reply), load it and send the
+  // items again; they may form other batches, and go as EVAL after a second NOSCRIPT.
+  const script* s = &batch_script();
+  if (std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
+      std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
+    loads_.push_back(s);
+    owner_.script_reloaded();
+  }
+  const auto now = request::clock::now();
+  for (auto& item : items) {
+    if (item->deadline <= now) {
+      item->complete(errc::timeout, nullptr);
+      continue;
+    }
+    item->noscript_replies = static_cast<std::uint8_t>(std::min(item->noscript_replies + 1, 2));
+    retries_.push_back(std::move(item));
+  }
 }
 
 // --- deadlines ---------------------------------------------------------------------------
@@ -445,8 +546,11 @@ void connection::on_deadline() {
   // are read first: the read handler runs this again once it has taken them, or the timer
   // does a millisecond later. A call whose reply is not there by then has timed out.
   if (!deadline_deferred_ && state_ == state::ready && session_ &&
-      std::any_of(in_flight_.begin(), in_flight_.end(),
-                  [&](const in_flight& f) { return f.call && f.call->deadline <= now; })) {
+      std::any_of(in_flight_.begin(), in_flight_.end(), [&](const in_flight& f) {
+        return (f.call && f.call->deadline <= now) ||
+               std::any_of(f.batch.begin(), f.batch.end(),
+                           [&](const request_ptr& r) { return r && r->deadline <= now; });
+      })) {
     // (With TLS, bytes may also wait decrypted inside OpenSSL.)
     error_code ec;
     const bool waiting = (session_->socket.available(ec) > 0 && !ec) ||
@@ -475,14 +579,25 @@ void connection::on_deadline() {
       --in_flight_calls_;
       lost_in_flight = true;
     }
+    // An item of a batch fails alone; the others of the batch go with the connection.
+    for (auto& item : f.batch) {
+      if (item && item->deadline <= now) {
+        expired.push_back(std::move(item));
+        --in_flight_calls_;
+        lost_in_flight = true;
+      }
+    }
   }
   // Its reply may still come, and would then be taken for the next call's: the connection
   // goes, and the calls still in flight on it fail with not_connected.
   if (lost_in_flight) drop("a call timed out in flight", errc::not_connected);
 
   auto earliest = request::clock::time_point::max();
-  for (const auto& f : in_flight_)
+  for (const auto& f : in_flight_) {
     if (f.call) earliest = std::min(earliest, f.call->deadline);
+    for (const auto& item : f.batch)
+      if (item) earliest = std::min(earliest, item->deadline);
+  }
   for (auto* q : {&retries_, &unsent_})
     for (const auto& r : *q) earliest = std::min(earliest, r->deadline);
   if (earliest != request::clock::time_point::max())

@@ -84,6 +84,9 @@ class connection {
   // few ms of work), shallow enough that a written call is answered well within a deadline
   // under overload.
   static constexpr std::size_t max_in_flight_calls = 512;
+  // The encoded size of one batch call, at most (its items are redis_options::max_batch_items
+  // at most).
+  static constexpr std::size_t max_batch_bytes = 64 * 1024;
 
   void start();
   // Queues a request (state connecting or ready). Sent by the next flush().
@@ -117,10 +120,22 @@ class connection {
 
   // What a reply in flight answers.
   struct in_flight {
-    enum class kind { handshake, load, call, asking } what;
+    enum class kind { handshake, load, call, asking, batch };
+    in_flight(kind w, request_ptr c, const script* l, request::clock::time_point t = {})
+        : what(w), call(std::move(c)), loaded(l), written(t) {}
+
+    kind what;
     request_ptr call;                // kind::call
     const script* loaded = nullptr;  // kind::load
     request::clock::time_point written{};
+    std::vector<request_ptr> batch;  // kind::batch: its items, in order
+    bool ends_write = false;         // the last reply of a write of flush()
+  };
+
+  // A batch call being assembled by flush().
+  struct open_batch {
+    std::vector<request_ptr> items;
+    std::size_t bytes = 0;
   };
 
   void connect();
@@ -138,7 +153,15 @@ class connection {
   void start_read(const session_ptr& s);
   void on_reply(reply& r);
   void on_call_reply(request_ptr call, reply& r);
+  void on_batch_reply(std::vector<request_ptr> items, reply& r);
   void append_call(std::string& out, const request& r);
+  // Adds batchable `r` to an open batch it can share, or opens one (sending the oldest when
+  // too many are open).
+  void add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
+                    request::clock::time_point now);
+  // Appends `b` as one call (a lone item as its own script's call) and records it in flight.
+  void send_batch(std::string& out, open_batch& b, request::clock::time_point now);
+  void fail_in_flight(std::deque<in_flight>& flight, std::error_code ec);
 
   void arm_deadline(request::clock::time_point t);
   void on_deadline();
@@ -157,7 +180,8 @@ class connection {
   std::deque<request_ptr> retries_;     // calls to send again (after NOSCRIPT)
   std::deque<request_ptr> unsent_;      // calls not written yet
   std::deque<in_flight> in_flight_;     // written, awaiting replies, in order
-  std::size_t in_flight_calls_ = 0;
+  std::size_t in_flight_calls_ = 0;     // requests in in_flight_ (a batch counts its items)
+  std::size_t writes_in_flight_ = 0;    // flush() writes not fully answered
 
   boost::asio::steady_timer state_timer_;     // connect timeout, or backoff
   std::uint64_t state_timer_generation_ = 0;  // so a stale expiry is ignored

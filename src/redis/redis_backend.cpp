@@ -17,18 +17,20 @@ namespace {
 std::vector<const script*> all_scripts() {
   return {&script_for(algorithm::sliding_log),  &script_for(algorithm::sliding_window),
           &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
-          &script_for(algorithm::gcra),         &multi_script()};
+          &script_for(algorithm::gcra),         &multi_script(),
+          &batch_script()};
 }
 
 // The scripts answer five integers per item: allowed (0/1), limit, remaining,
 // reset_after_ms, retry_after_ms (-1: never).
-std::error_code decode(const reply& r, std::size_t items, std::vector<decision>& out) {
-  if (r.kind != reply::type::array || r.elements.size() != 5 * items) return errc::protocol_error;
-  for (const auto& e : r.elements)
+std::error_code decode(std::span<const reply> elements, std::size_t items,
+                       std::vector<decision>& out) {
+  if (elements.size() != 5 * items) return errc::protocol_error;
+  for (const auto& e : elements)
     if (e.kind != reply::type::integer) return errc::protocol_error;
   out.reserve(items);
   for (std::size_t i = 0; i < items; ++i) {
-    const reply* f = &r.elements[5 * i];
+    const reply* f = &elements[5 * i];
     const auto allowed = f[0].integer, limit = f[1].integer, remaining = f[2].integer,
                reset_after = f[3].integer, retry_after = f[4].integer;
     if ((allowed != 0 && allowed != 1) || limit < 0 || remaining < 0 || reset_after < 0 ||
@@ -51,13 +53,20 @@ class check_call final : public request {
       : items_(items), handler_(std::move(handler)) {}
 
   void complete(std::error_code ec, reply* r) noexcept override {
+    if (!ec && r->kind != reply::type::array) ec = errc::protocol_error;
+    finish(ec, ec ? std::span<const reply>{} : std::span<const reply>(r->elements));
+  }
+
+  void complete_part(std::span<reply> decision) noexcept override { finish({}, decision); }
+
+ private:
+  void finish(std::error_code ec, std::span<const reply> elements) noexcept {
     backend_reply out;
-    out.error = ec ? ec : decode(*r, items_, out.decisions);
+    out.error = ec ? ec : decode(elements, items_, out.decisions);
     if (out.error) out.decisions.clear();
     handler_(std::move(out));
   }
 
- private:
   std::size_t items_;
   backend_handler handler_;
 };
@@ -171,11 +180,15 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     const auto& item = items.front();
     const policy& p = *item.policy;
     begin_evalsha(*call, script_for(p.algo()), 1, 5);
+    // Where the batch script finds its parts (connection::flush may batch it).
+    call->part.key = static_cast<std::uint32_t>(out.size());
     append_key(out, keys, p, item.key);
+    call->part.args = static_cast<std::uint32_t>(out.size());
     append_bulk(out, p.limit());
     append_bulk(out, static_cast<std::int64_t>(p.window().count()));
     append_bulk(out, p.burst());
     append_bulk(out, item.cost);
+    call->part.now = static_cast<std::uint32_t>(out.size());
     append_now(out, options_);
   } else {
     begin_evalsha(*call, multi_script(), items.size(), 1 + 5 * items.size());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <system_error>
 
@@ -25,6 +26,11 @@ class request {
   // down; never under the client's locks. Must not throw.
   virtual void complete(std::error_code ec, reply* r) noexcept = 0;
 
+  // Called instead of complete() when the request was decided as one item of a batch call
+  // (see `part`): `decision` is its five elements of the batch's reply, none an error. The
+  // default hands complete() an array reply of them.
+  virtual void complete_part(std::span<reply> decision) noexcept;
+
   // The command, RESP-encoded.
   std::string command;
   // For EVALSHA commands: the script, so that a NOSCRIPT reply (the script did not run) can
@@ -43,6 +49,30 @@ class request {
   bool asking = false;
   // Cluster: the hash slot of the command's keys; -1 when it has none.
   std::int32_t slot = -1;
+
+  // A single check may share one call of the batch script with other checks queued on the
+  // same connection (connection::flush). Its `command` is then the lone call
+  //   EVALSHA <sha1> 1 <key> <limit> <window_ms> <burst> <cost> <now_ms>
+  // of `script`, and these are the offsets in it of the key's bulk string, of the limit's
+  // (the first of the four item arguments), and of now_ms's (the last argument). All zero for
+  // a request that cannot be batched.
+  struct batch_part {
+    std::uint32_t key = 0, args = 0, now = 0;
+    bool batchable() const noexcept { return key != 0; }
+  };
+  batch_part part;
+
+  // Moves `from`'s command here with what describes it (script, offsets, deadline, slot,
+  // part): for a request that carries another one through a cluster or a sentinel client.
+  void take_call(request& from) noexcept {
+    command = std::move(from.command);
+    script = from.script;
+    argument_count = from.argument_count;
+    body_offset = from.body_offset;
+    deadline = from.deadline;
+    slot = from.slot;
+    part = from.part;
+  }
 };
 
 // The error code for an error reply: BUSY → server_busy, OOM → out_of_memory, others →

@@ -3,7 +3,7 @@
 //
 // Calling convention (docs/algorithms.md, "Redis representation"):
 //   per-algorithm: KEYS[1] = state key; ARGV = {limit, window_ms, burst, cost, now_ms}
-//   multi:         KEYS[1..n];          ARGV = {now_ms, then per item: algorithm name,
+//   multi, batch:  KEYS[1..n];          ARGV = {now_ms, then per item: algorithm name,
 //                                               limit, window_ms, burst, cost}
 //   now_ms is "" unless a test clock is set. Each returns 5 integers per item:
 //   allowed (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never).
@@ -22,6 +22,11 @@ struct script {
 };
 
 const script& script_for(algorithm a) noexcept;
+// All-or-nothing: every item decided against the state before the call, written only if all
+// are allowed.
 const script& multi_script() noexcept;
+// Independent items decided in order, each written as it is allowed (lua/batch.lua); an
+// item whose arguments are refused answers an error in its first element.
+const script& batch_script() noexcept;
 
 }  // namespace floodgate::redis

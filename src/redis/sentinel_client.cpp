@@ -84,30 +84,25 @@ class sentinel_call final : public request {
  public:
   sentinel_call(request_ptr inner, sentinel_client::impl* owner)
       : inner_(std::move(inner)), owner_(owner) {
-    command = std::move(inner_->command);
-    script = inner_->script;
-    argument_count = inner_->argument_count;
-    body_offset = inner_->body_offset;
-    deadline = inner_->deadline;
+    take_call(*inner_);
   }
 
   void complete(std::error_code ec, reply* r) noexcept override;
+  // A check decided in a batch: the primary answered, nothing to follow up.
+  void complete_part(std::span<reply> decision) noexcept override {
+    inner_->complete_part(decision);
+  }
 
   std::unique_ptr<sentinel_call> take() {
-    auto c = std::make_unique<sentinel_call>(std::move(inner_), owner_, command, *this);
+    auto c = std::make_unique<sentinel_call>(std::move(inner_), owner_, *this);
     return c;
   }
 
   void finish(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
 
-  sentinel_call(request_ptr inner, sentinel_client::impl* owner, std::string& cmd,
-                const sentinel_call& from)
+  sentinel_call(request_ptr inner, sentinel_client::impl* owner, sentinel_call& from)
       : inner_(std::move(inner)), owner_(owner) {
-    command = std::move(cmd);
-    script = from.script;
-    argument_count = from.argument_count;
-    body_offset = from.body_offset;
-    deadline = from.deadline;
+    take_call(from);
     resent = true;
   }
 

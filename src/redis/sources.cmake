@@ -8,6 +8,7 @@ target_sources(floodgate PRIVATE
   redis/url.cpp
   redis/url_options.cpp
   redis/key.cpp
+  redis/batch.cpp
   redis/connection.cpp
   redis/client.cpp
   redis/cluster_protocol.cpp

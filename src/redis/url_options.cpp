@@ -12,7 +12,8 @@ namespace floodgate::redis {
 namespace {
 
 constexpr std::string_view known =
-    "timeout, connect_timeout, connections, key_prefix, breaker_failures, breaker_open_for, "
+    "timeout, connect_timeout, connections, key_prefix, batch, writes_in_flight, "
+    "breaker_failures, breaker_open_for, "
     "tls_ca_file, tls_cert_file, tls_key_file, tls_server_name, tls_verify, sentinel_user, "
     "sentinel_password";
 
@@ -79,6 +80,13 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
       if (!n)
         fail("connections must be a number from 1 to 1024 (got '" + std::string(value) + "')");
       options.connections = static_cast<std::size_t>(*n);
+    } else if (name == "batch" || name == "writes_in_flight") {
+      const auto n = number(value, 1, name == "batch" ? 1024 : 65536);
+      if (!n)
+        fail(name + " must be a number from 1 to " + (name == "batch" ? "1024" : "65536") +
+             " (got '" + std::string(value) + "')");
+      (name == "batch" ? options.max_batch_items : options.max_writes_in_flight) =
+          static_cast<std::size_t>(*n);
     } else if (name == "breaker_failures") {
       const auto n = number(value, 1, 1'000'000);
       if (!n)

@@ -24,6 +24,7 @@ TEST(deadline, a_stopped_redis_costs_each_call_its_timeout_and_the_failure_mode_
   backend_options o = redis_options_for(unique_prefix("stop"), {}, redis_options{}.timeout);
   ASSERT_EQ(o.redis.timeout, 50ms) << "the default this test is about";
   limiter l{redis.url(), o};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));  // the handshake is not what this test times
   const policy open{"open", algorithm::gcra, 1'000'000, 1s, std::nullopt, failure_mode::open};
   const policy closed{"closed", algorithm::sliding_log, 1'000'000, 1s};
   ASSERT_EQ(l.check("k", open).outcome, outcome::allowed);

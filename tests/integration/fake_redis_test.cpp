@@ -88,7 +88,7 @@ TEST(fake_redis, a_reply_in_one_byte_pieces) {
   o.byte_delay = 300us;  // ~30 bytes: ~10 ms, well inside the deadline
   fake_redis fake(answering(good_reply), o);
   backend_options bo;
-  bo.redis.connect_timeout = 5s;  // the handshake's six SCRIPT LOAD replies come slowly too
+  bo.redis.connect_timeout = 5s;  // the handshake's seven SCRIPT LOAD replies come slowly too
   bo.redis.timeout = 2s;
   const auto r = check_once(fake.url(), bo);
   ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
@@ -109,8 +109,8 @@ TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
   ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
   std::vector<std::string> calls;
   const auto all = fake.commands();
-  ASSERT_GT(all.size(), 6u);
-  for (std::size_t i = 6; i < all.size(); ++i)  // after the handshake's six SCRIPT LOADs
+  ASSERT_GT(all.size(), 7u);
+  for (std::size_t i = 7; i < all.size(); ++i)  // after the handshake's seven SCRIPT LOADs
     calls.push_back(fake_redis::is_script_load(all[i]) ? "SCRIPT LOAD" : all[i][0]);
   EXPECT_EQ(calls, (std::vector<std::string>{"EVALSHA", "SCRIPT LOAD", "EVALSHA", "EVAL"}));
   // The EVAL carries the same arguments after the script.

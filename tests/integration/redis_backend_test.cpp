@@ -116,8 +116,9 @@ TEST_F(redis_backend_test, every_script_is_loaded_on_connect_under_its_build_tim
   std::vector<std::string> args = {"SCRIPT", "EXISTS"};
   for (algorithm a : all_algorithms) args.emplace_back(redis::script_for(a).sha1);
   args.emplace_back(redis::multi_script().sha1);
+  args.emplace_back(redis::batch_script().sha1);
   const auto r = redis_->command(args);
-  ASSERT_EQ(r.elements.size(), 6u);
+  ASSERT_EQ(r.elements.size(), 7u);
   for (const auto& e : r.elements) EXPECT_EQ(e.integer, 1);
   // And SCRIPT LOAD agrees with the build-time SHA1 of the exact text.
   for (algorithm a : all_algorithms)

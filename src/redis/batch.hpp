@@ -1,0 +1,41 @@
+// Many queued checks as one call of the batch script (lua/batch.lua), and its reply handed
+// back to each check.
+//
+// Redis runs scripts on one thread, and a call costs it about as much again as the decision
+// inside (EVALSHA, the script's set-up, TIME), so the checks that queue on a connection while
+// earlier calls are in flight go out together: the per-call cost is paid once per batch. A
+// check that finds the connection idle is sent at once, alone, so batching adds no latency.
+//
+//   EVALSHA <batch sha1> n key_1..key_n now_ms alg_1 limit_1 window_1 burst_1 cost_1 ...
+//
+// Each item is built from the lone call its request carries (request::batch_part), so a
+// check is encoded once whichever way it goes.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "redis/reply.hpp"
+#include "redis/request.hpp"
+
+namespace floodgate::redis {
+
+using request_ptr = std::unique_ptr<request>;
+
+// Whether batchable `r` may share one call with batchable `first`: one slot (Redis Cluster
+// runs a call on one slot's node) and the same now_ms (a test clock's, or Redis's TIME).
+bool can_share(const request& first, const request& r) noexcept;
+
+// The encoded size of `r` as an item of a batch (its key and five arguments).
+std::size_t batch_item_size(const request& r) noexcept;
+
+// Appends one call of the batch script deciding `items` (batchable, sharing by can_share):
+// EVALSHA, or EVAL with the script's source when `as_eval` (after NOSCRIPT twice).
+void append_batch(std::string& out, std::span<const request_ptr> items, bool as_eval);
+
+// Completes every item with its part of the batch's reply `r`: its five elements, or its own
+// error; a reply that is an error as a whole (MOVED, BUSY, ...) goes to each item as it is.
+void complete_batch(std::span<request_ptr> items, reply& r) noexcept;
+
+}  // namespace floodgate::redis

@@ -132,6 +132,19 @@ void limiter::async_check_all(std::span<const check_item> items,
   };
   if (items.empty()) return invalid(errc::no_items);
   if (items.size() > options_.max_items) return invalid(errc::too_many_items);
+  // All-or-nothing of one item is that item's check, so it may be denied locally too (a
+  // service's one-rule checks). Several items are not: each needs its current decision.
+  if (items.size() == 1 && deny_cache_) {
+    return async_check(items[0].key, *items[0].policy, items[0].cost,
+                       [handler = std::move(handler)](check_result r) {
+                         multi_check_result m;
+                         m.outcome = r.outcome;
+                         m.error = r.error;
+                         m.local = r.local;
+                         if (r.outcome != outcome::invalid_request) m.decisions.push_back(r.decision);
+                         handler(std::move(m));
+                       });
+  }
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (auto ec = validate(items[i])) return invalid(ec);
     for (std::size_t j = 0; j < i; ++j)

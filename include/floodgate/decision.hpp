@@ -56,6 +56,8 @@ struct multi_check_result {
   floodgate::outcome outcome = floodgate::outcome::invalid_request;
   std::vector<floodgate::decision> decisions;
   std::error_code error;
+  // A one-item call denied in this process from an earlier denial (as check_result::local).
+  bool local = false;
 
   // The verdict to apply: every decision allowed (for a backend error, every policy fails open).
   bool allowed() const noexcept {

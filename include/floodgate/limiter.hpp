@@ -59,7 +59,7 @@ class limiter {
                    std::function<void(check_result)> handler);
 
   // Decides several (key, policy, cost) items all-or-nothing: all consume or none does.
-  // Always asks the backend (never denied locally).
+  // Several items always ask the backend; one item is a check() and may be denied locally.
   multi_check_result check_all(std::span<const check_item> items);
   multi_check_result check_all(std::initializer_list<check_item> items) {
     return check_all(std::span<const check_item>(items.begin(), items.size()));

@@ -141,7 +141,8 @@ void limiter::async_check_all(std::span<const check_item> items,
                          m.outcome = r.outcome;
                          m.error = r.error;
                          m.local = r.local;
-                         if (r.outcome != outcome::invalid_request) m.decisions.push_back(r.decision);
+                         if (r.outcome != outcome::invalid_request)
+                           m.decisions.push_back(r.decision);
                          handler(std::move(m));
                        });
   }

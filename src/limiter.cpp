@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <optional>
+#include <string>
 
+#include "deny_cache.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate {
@@ -52,6 +54,21 @@ outcome failed_outcome(std::error_code ec) noexcept {
   return is_backend_error(ec) ? outcome::backend_error : outcome::invalid_request;
 }
 
+// A backend's reply to a single check, with the failure mode applied.
+check_result single_result(backend_reply& reply, const decision& on_failure) {
+  check_result r;
+  if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
+  if (reply.error) {
+    r.outcome = failed_outcome(reply.error);
+    r.error = reply.error;
+    if (r.outcome == outcome::backend_error) r.decision = on_failure;
+  } else {
+    r.decision = reply.decisions.front();
+    r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;
+  }
+  return r;
+}
+
 bool same_state(const check_item& a, const check_item& b) {
   return a.key == b.key && a.policy->name() == b.policy->name() &&
          a.policy->algo() == b.policy->algo();
@@ -60,12 +77,42 @@ bool same_state(const check_item& a, const check_item& b) {
 }  // namespace
 
 limiter::limiter(std::shared_ptr<backend> b, limiter_options options)
-    : backend_(std::move(b)), options_(options) {
+    : backend_(std::move(b)), options_(std::move(options)) {
   if (!backend_) throw config_error("limiter: backend must not be null");
+  // The memory backend decides in-process already: remembering its denials would only cost.
+  if (options_.local_denials && backend_->kind() != "memory" &&
+      options_.max_local_denial.count() > 0 && options_.max_local_denial_entries > 0)
+    deny_cache_ = std::make_shared<detail::deny_cache>(
+        options_.max_local_denial_entries, options_.max_local_denial.count(),
+        options_.clock ? 0 : 1);
 }
 
+namespace {
+// A backend on a test clock decides on that clock, so local denials must count down on it.
+limiter_options with_backend_clock(limiter_options o, const backend_options& b) {
+  if (!o.clock) o.clock = b.redis.test_clock;
+  return o;
+}
+}  // namespace
+
 limiter::limiter(std::string_view url, const backend_options& backend, limiter_options options)
-    : limiter(make_backend(url, backend), options) {}
+    : limiter(make_backend(url, backend), with_backend_clock(std::move(options), backend)) {}
+
+std::int64_t limiter::steady_now() const {
+  if (options_.clock) return options_.clock().count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+limiter_stats limiter::stats() const noexcept {
+  limiter_stats s;
+  if (deny_cache_) {
+    s.local_denials = deny_cache_->hits();
+    s.local_denial_entries = deny_cache_->size();
+  }
+  return s;
+}
 
 std::error_code limiter::validate(const check_item& item) const noexcept {
   if (item.key.empty()) return errc::empty_key;
@@ -85,11 +132,30 @@ void limiter::async_check_all(std::span<const check_item> items,
   };
   if (items.empty()) return invalid(errc::no_items);
   if (items.size() > options_.max_items) return invalid(errc::too_many_items);
+  // All-or-nothing of one item is that item's check, so it may be denied locally too (a
+  // service's one-rule checks). Several items are not: each needs its current decision.
+  if (items.size() == 1 && deny_cache_) {
+    return async_check(items[0].key, *items[0].policy, items[0].cost,
+                       [handler = std::move(handler)](check_result r) {
+                         multi_check_result m;
+                         m.outcome = r.outcome;
+                         m.error = r.error;
+                         m.local = r.local;
+                         if (r.outcome != outcome::invalid_request)
+                           m.decisions.push_back(r.decision);
+                         handler(std::move(m));
+                       });
+  }
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (auto ec = validate(items[i])) return invalid(ec);
     for (std::size_t j = 0; j < i; ++j)
       if (same_state(items[i], items[j])) return invalid(errc::duplicate_item);
   }
+  // Not denied locally (all-or-nothing denials are not remembered), but what it may consume
+  // must not leave a remembered retry time too early.
+  if (deny_cache_)
+    for (const auto& item : items)
+      if (item.cost > 0) deny_cache_->forget(item.key, *item.policy);
   backend_->async_check(items, [on_failure = failure_decisions(items),
                                 handler = std::move(handler)](backend_reply reply) mutable {
     multi_check_result r;
@@ -119,20 +185,33 @@ void limiter::async_check(std::string_view key, const policy& p, std::int64_t co
     r.error = ec;
     return handler(r);
   }
-  backend_->async_check(std::span(&item, 1), [on_failure = failure_decision(p),
-                                               handler = std::move(handler)](backend_reply reply) {
+  if (!deny_cache_ || cost == 0 || p.local_denials() == local_denials::off) {
+    return backend_->async_check(
+        std::span(&item, 1),
+        [on_failure = failure_decision(p), handler = std::move(handler)](backend_reply reply) {
+          handler(single_result(reply, on_failure));
+        });
+  }
+  // Read before sending: the backend decides at some later instant, so a countdown from here
+  // ends no later than its retry time.
+  const std::int64_t sent = steady_now();
+  if (auto d = deny_cache_->find(key, p, cost, sent)) {
     check_result r;
-    if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
-    if (reply.error) {
-      r.outcome = failed_outcome(reply.error);
-      r.error = reply.error;
-      if (r.outcome == outcome::backend_error) r.decision = on_failure;
-    } else {
-      r.decision = reply.decisions.front();
-      r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;
-    }
-    handler(r);
-  });
+    r.outcome = outcome::over_limit;
+    r.decision = *d;
+    r.local = true;
+    return handler(r);
+  }
+  // The key and policy are copied: a denial must be remembered after the caller's are gone.
+  backend_->async_check(
+      std::span(&item, 1),
+      [on_failure = failure_decision(p), handler = std::move(handler), cache = deny_cache_,
+       key = std::string(key), p, cost, sent, epoch = deny_cache_->epoch()](backend_reply reply) {
+        check_result r = single_result(reply, on_failure);
+        if (r.outcome == outcome::allowed || r.outcome == outcome::over_limit)
+          cache->learn(key, p, cost, sent, epoch, r.decision);
+        handler(r);
+      });
 }
 
 multi_check_result limiter::check_all(std::span<const check_item> items) {
@@ -151,7 +230,13 @@ void limiter::async_reset(std::string_view key, const policy& p,
                           std::function<void(std::error_code)> handler) {
   if (key.empty()) return handler(errc::empty_key);
   if (key.size() > options_.max_key_size) return handler(errc::key_too_long);
-  backend_->async_reset(key, p, std::move(handler));
+  if (!deny_cache_) return backend_->async_reset(key, p, std::move(handler));
+  // Dropped once the backend has reset: a denial decided before it may still arrive until then.
+  backend_->async_reset(key, p, [cache = deny_cache_, key = std::string(key), p,
+                                 handler = std::move(handler)](std::error_code ec) {
+    cache->reset(key, p);
+    handler(ec);
+  });
 }
 
 std::error_code limiter::reset(std::string_view key, const policy& p) {

@@ -50,13 +50,14 @@ bool takes_burst(algorithm a) noexcept {
 
 policy::policy(std::string name, algorithm algo, std::int64_t limit,
                std::chrono::milliseconds window, std::optional<std::int64_t> burst,
-               failure_mode on_failure)
+               failure_mode on_failure, floodgate::local_denials local)
     : name_(std::move(name)),
       algorithm_(algo),
       limit_(limit),
       window_(window),
       burst_(burst.value_or(limit)),
-      failure_mode_(on_failure) {
+      failure_mode_(on_failure),
+      local_denials_(local) {
   if (name_.empty()) fail(name_, "name must not be empty");
   if (name_.size() > max_name_length)
     fail(name_, "name longer than " + std::to_string(max_name_length) + " characters");

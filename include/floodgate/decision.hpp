@@ -43,6 +43,8 @@ struct check_result {
   floodgate::outcome outcome = floodgate::outcome::invalid_request;
   floodgate::decision decision;
   std::error_code error;  // set for backend_error and invalid_request
+  // An over_limit decided in this process from an earlier denial, without a backend call.
+  bool local = false;
 
   // Admitted only because the backend failed and the policy fails open.
   bool degraded() const noexcept { return outcome == floodgate::outcome::backend_error && decision.allowed; }
@@ -54,6 +56,8 @@ struct multi_check_result {
   floodgate::outcome outcome = floodgate::outcome::invalid_request;
   std::vector<floodgate::decision> decisions;
   std::error_code error;
+  // A one-item call denied in this process from an earlier denial (as check_result::local).
+  bool local = false;
 
   // The verdict to apply: every decision allowed (for a backend error, every policy fails open).
   bool allowed() const noexcept {

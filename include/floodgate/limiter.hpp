@@ -36,18 +36,30 @@ namespace floodgate {
 // Throws config_error for a malformed or unsupported URL.
 std::shared_ptr<backend> make_backend(std::string_view url, const backend_options& options = {});
 
+namespace detail {
+class deny_cache;
+}
+
+// Counters for metrics, from any thread.
+struct limiter_stats {
+  std::uint64_t local_denials = 0;         // checks denied locally, without a backend call
+  std::uint64_t local_denial_entries = 0;  // gauge: local denials remembered now
+};
+
 class limiter {
  public:
   explicit limiter(std::shared_ptr<backend> b, limiter_options options = {});
   explicit limiter(std::string_view url, const backend_options& backend = {},
                    limiter_options options = {});
 
-  // Decides one request of `cost` (0 peeks) against `p` for `key`.
+  // Decides one request of `cost` (0 peeks) against `p` for `key`. While an earlier denial of
+  // this very request runs, the answer may come from this process (check_result::local).
   check_result check(std::string_view key, const policy& p, std::int64_t cost = 1);
   void async_check(std::string_view key, const policy& p, std::int64_t cost,
                    std::function<void(check_result)> handler);
 
   // Decides several (key, policy, cost) items all-or-nothing: all consume or none does.
+  // Several items always ask the backend; one item is a check() and may be denied locally.
   multi_check_result check_all(std::span<const check_item> items);
   multi_check_result check_all(std::initializer_list<check_item> items) {
     return check_all(std::span<const check_item>(items.begin(), items.size()));
@@ -55,18 +67,23 @@ class limiter {
   void async_check_all(std::span<const check_item> items,
                        std::function<void(multi_check_result)> handler);
 
-  // Forgets (key, p)'s state. Returns an invalid-request or backend error code, or {}.
+  // Forgets (key, p)'s state, and this limiter's local denial of it. Returns an
+  // invalid-request or backend error code, or {}.
   std::error_code reset(std::string_view key, const policy& p);
   void async_reset(std::string_view key, const policy& p, std::function<void(std::error_code)> h);
 
   backend& get_backend() noexcept { return *backend_; }
   const limiter_options& options() const noexcept { return options_; }
+  limiter_stats stats() const noexcept;
 
  private:
   std::error_code validate(const check_item& item) const noexcept;
+  std::int64_t steady_now() const;
 
   std::shared_ptr<backend> backend_;
   limiter_options options_;
+  // Null when local denials are off; shared with handlers that may outlive the limiter.
+  std::shared_ptr<detail::deny_cache> deny_cache_;
 };
 
 }  // namespace floodgate

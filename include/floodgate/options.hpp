@@ -93,6 +93,22 @@ struct limiter_options {
   std::size_t max_key_size = 1 << 20;
   // Items in one check_all, at most.
   std::size_t max_items = 16;
+
+  // Local denials (docs/algorithms.md, "Local denials"): after the backend denied a request
+  // with retry_after T, the same request (policy, key, cost) is denied in this process without
+  // a backend call until T has passed. Never with the memory backend (it is local already),
+  // nor for a policy built with local_denials::off. false: every check asks the backend.
+  bool local_denials = true;
+  // The longest a local denial lives (ms), however long its retry_after: a reset made by
+  // another process is seen this late at most. 0 turns local denials off.
+  std::chrono::milliseconds max_local_denial = 1s;
+  // Local denials remembered at once, at most (each ~200 bytes; keys over 256 bytes are never
+  // remembered). When full, expired ones go first, then arbitrary ones.
+  std::size_t max_local_denial_entries = 65536;
+  // Testing only: the steady clock local denials count down on, in ms (only differences
+  // matter); give it the backend's test clock. Empty: std::chrono::steady_clock, and a local
+  // denial then ends 1 ms early, since Redis reads its TIME in whole ms independently of us.
+  clock_fn clock;
 };
 
 }  // namespace floodgate

@@ -7,6 +7,8 @@
 //   floodgate::policy api{"api", floodgate::algorithm::sliding_log, 100, 60s};
 //   floodgate::policy upload{"upload", floodgate::algorithm::token_bucket, 10, 1s,
 //                            /*burst=*/50, floodgate::failure_mode::open};
+//   floodgate::policy quota{"quota", floodgate::algorithm::fixed_window, 1000, 24h, std::nullopt,
+//                           floodgate::failure_mode::closed, floodgate::local_denials::off};
 #pragma once
 
 #include <chrono>
@@ -23,6 +25,13 @@ enum class algorithm { sliding_log, sliding_window, fixed_window, token_bucket, 
 enum class failure_mode {
   open,    // admit the request, marked degraded
   closed,  // deny the request
+};
+
+// Whether a limiter may deny this policy's requests locally, without a backend call, while an
+// earlier denial's retry_after runs (docs/algorithms.md, "Local denials").
+enum class local_denials {
+  on,   // when the limiter has them on (limiter_options::local_denials)
+  off,  // every check asks the backend
 };
 
 std::string_view to_string(algorithm a) noexcept;
@@ -49,7 +58,8 @@ class policy {
   // `burst` defaults to `limit` for token_bucket and gcra.
   policy(std::string name, algorithm algo, std::int64_t limit, std::chrono::milliseconds window,
          std::optional<std::int64_t> burst = std::nullopt,
-         failure_mode on_failure = failure_mode::closed);
+         failure_mode on_failure = failure_mode::closed,
+         floodgate::local_denials local = floodgate::local_denials::on);
 
   const std::string& name() const noexcept { return name_; }
   algorithm algo() const noexcept { return algorithm_; }
@@ -59,6 +69,7 @@ class policy {
   // token_bucket and gcra: the most cost admitted at once from rest. Others: equals limit.
   std::int64_t burst() const noexcept { return burst_; }
   failure_mode on_failure() const noexcept { return failure_mode_; }
+  floodgate::local_denials local_denials() const noexcept { return local_denials_; }
   // The most cost a single request can ever be admitted with; decision::limit reports this.
   std::int64_t capacity() const noexcept { return burst_; }
 
@@ -71,6 +82,7 @@ class policy {
   std::chrono::milliseconds window_;
   std::int64_t burst_;
   failure_mode failure_mode_;
+  floodgate::local_denials local_denials_;
 };
 
 }  // namespace floodgate

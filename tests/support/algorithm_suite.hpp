@@ -52,7 +52,15 @@ inline std::string unique_name(const char* stem) {
 
 class backend_test {
  protected:
-  explicit backend_test(backend_env* env) : backend_(env->make(clock_.fn())), limiter_(backend_) {}
+  // The limiter counts local denials down on the backend's clock too.
+  explicit backend_test(backend_env* env)
+      : backend_(env->make(clock_.fn())), limiter_(backend_, options_on(clock_)) {}
+
+  static limiter_options options_on(const test_clock& clock) {
+    limiter_options o;
+    o.clock = clock.fn();
+    return o;
+  }
 
   check_result check(const policy& p, std::int64_t cost = 1) { return limiter_.check(key_, p, cost); }
   check_result peek(const policy& p) { return check(p, 0); }

@@ -179,29 +179,22 @@ class session : public std::enable_shared_from_this<session> {
                               });
       return;
     }
-    // A kept-alive one idles first: wait until the socket is readable, then read what is there
-    // (as nginx does: no read attempt bound to fail first), under the lazy idle timer.
+    // A kept-alive one idles first, under the lazy idle timer. (The read goes to the socket:
+    // the stream would arm and cancel a timer of its own for every request.)
     idle_deadline_ = std::chrono::steady_clock::now() + server_.options.idle_timeout;
     if (!idle_timer_armed_) arm_idle_timer();
     idle_waiting_ = true;
-    stream_.socket().async_wait(tcp::socket::wait_read,
-                                [self = shared_from_this()](beast::error_code ec) {
-                                  self->idle_waiting_ = false;
-                                  if (ec) return self->close_quietly(ec);
-                                  self->on_readable();
-                                });
-  }
-
-  void on_readable() {
-    beast::error_code ec;
-    const auto n = stream_.socket().read_some(buffer_.prepare(4096), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) return wait_for_request();
-    on_first_bytes(ec, n);
+    stream_.socket().async_read_some(
+        buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->idle_waiting_ = false;
+          self->on_first_bytes(ec, n);
+        });
   }
 
   // The idle deadline moves with every request, the timer does not: when it fires early it
-  // re-arms for the deadline then in force, and it is armed only while the connection idles.
-  // Why: re-arming a timer per request costs more than the rest of a keep-alive wait.
+  // re-arms for the deadline then in force; when it fires during a request it lapses, and the
+  // next idle wait arms it again. Why: a timer armed and cancelled per request (what the stream
+  // does) costs two trips through the scheduler's timer queue for every request.
   void arm_idle_timer() {
     idle_timer_armed_ = true;
     idle_timer_.expires_at(idle_deadline_);

@@ -24,6 +24,7 @@ void append_int(std::string& out, std::int64_t v) {
 // Policy names are [A-Za-z0-9_.-] (policy's constructor checks), so they need no escaping
 // inside an sf-string.
 void append_policy_member(std::string& out, const policy& p) {
+  out.reserve(out.size() + p.name().size() + 48);  // one allocation, not one per append
   out += '"';
   out += p.name();
   out += "\";q=";
@@ -33,6 +34,7 @@ void append_policy_member(std::string& out, const policy& p) {
 }
 
 void append_ratelimit_member(std::string& out, const policy& p, const decision& d) {
+  out.reserve(out.size() + p.name().size() + 48);
   out += '"';
   out += p.name();
   out += "\";r=";

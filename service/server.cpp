@@ -317,9 +317,14 @@ class session : public std::enable_shared_from_this<session> {
     items_.clear();
     for (const auto& i : plan_.items) items_.push_back({i.key, &i.rule->policy, i.cost});
     started_ = std::chrono::steady_clock::now();
-    server_.limiter->async_check_all(items_, [self = shared_from_this()](multi_check_result r) {
+    // The handler holds the session through in_flight_ rather than a shared_ptr of its own: a
+    // handler of one pointer fits std::function without an allocation. The backend calls it
+    // exactly once.
+    in_flight_ = shared_from_this();
+    server_.limiter->async_check_all(items_, [s = this](multi_check_result r) {
       // May run inline (memory backend: on this thread) or on a backend thread: count here,
       // render on the session's thread (dispatch: at once when already there, no hop).
+      auto self = std::move(s->in_flight_);
       auto& srv = self->server_;
       if (r.outcome != outcome::invalid_request)
         srv.stats.record_backend_call(
@@ -363,6 +368,7 @@ class session : public std::enable_shared_from_this<session> {
   // handler's headers in order, Content-Length, Connection), into a buffer reused from response
   // to response.
   void serialize(const http_response& res, bool close_after) {
+    using namespace std::string_view_literals;
     auto& out = out_;
     out.clear();
     char num[24];
@@ -370,7 +376,7 @@ class session : public std::enable_shared_from_this<session> {
       const auto [end, ec] = std::to_chars(num, num + sizeof num, v);
       out.append(num, end);
     };
-    out.append("HTTP/");
+    out.append("HTTP/"sv);
     out += static_cast<char>('0' + version_ / 10 % 10);
     out += '.';
     out += static_cast<char>('0' + version_ % 10);
@@ -378,21 +384,21 @@ class session : public std::enable_shared_from_this<session> {
     append_number(res.status);
     out += ' ';
     out.append(http::obsolete_reason(static_cast<http::status>(res.status)));
-    out.append("\r\nServer: floodgated\r\n");
+    out.append("\r\nServer: floodgated\r\n"sv);
     for (const auto& [name, value] : res.headers)
-      out.append(name).append(": ").append(value).append("\r\n");
+      out.append(name).append(": "sv).append(value).append("\r\n"sv);
     // 204 and 304 carry neither a body nor Content-Length (RFC 9110); HEAD gets the length of
     // the body it does not get.
     const bool bodiless = res.status == 204 || res.status == 304;
     if (!bodiless) {
-      out.append("Content-Length: ");
+      out.append("Content-Length: "sv);
       append_number(res.body.size());
-      out.append("\r\n");
+      out.append("\r\n"sv);
     }
     // HTTP/1.1 keeps a connection alive unless told; HTTP/1.0 closes it unless told.
-    if (version_ >= 11 && close_after) out.append("Connection: close\r\n");
-    if (version_ < 11 && !close_after) out.append("Connection: keep-alive\r\n");
-    out.append("\r\n");
+    if (version_ >= 11 && close_after) out.append("Connection: close\r\n"sv);
+    if (version_ < 11 && !close_after) out.append("Connection: keep-alive\r\n"sv);
+    out.append("\r\n"sv);
     if (!bodiless && !head_) out.append(res.body);
   }
 
@@ -483,8 +489,9 @@ class session : public std::enable_shared_from_this<session> {
   http_request request_;           // the current request (peer_address: the connection's)
   check_plan plan_;                // the current request's check, until rendered
   std::vector<check_item> items_;  // plan_'s items as the limiter takes them
-  std::chrono::steady_clock::time_point started_;         // when the backend was asked
-  std::string out_;                                       // the response being written
+  std::chrono::steady_clock::time_point started_;  // when the backend was asked
+  std::shared_ptr<session> in_flight_;             // this, while the backend decides (see handle)
+  std::string out_;                                // the response being written
   std::unique_ptr<std::array<char, 16 * 1024>> scratch_;  // linger's: only when closing
   std::size_t lingered_ = 0;
   std::chrono::steady_clock::time_point deadline_;

@@ -26,7 +26,8 @@ namespace {
 using namespace floodgate::service;
 
 constexpr const char* usage =
-    R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--log-level LEVEL]
+    R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
+                  [--log-level LEVEL]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -39,6 +40,9 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        Without it, state lives in this process (memory://).
   --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080; port 0 picks a free one,
                        logged at start-up). IPv6: [::1]:8080.
+  --io-threads N       threads serving HTTP, each with its own connections (default: the
+                       hardware's, 2 to 8). A machine that also runs the callers (or nginx)
+                       often does best with fewer.
   --log-level LEVEL    trace, debug, info (default), warn, error, critical or off. Logs go to
                        stderr, one logfmt line per event; decisions are logged at debug only.
   --help               this text.
@@ -52,6 +56,7 @@ struct flags {
   std::string backend_url = "memory://";
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
+  std::size_t io_threads = 0;  // 0: server_options' default
   spdlog::level::level_enum log_level = spdlog::level::info;
 };
 
@@ -113,6 +118,13 @@ flags parse_flags(int argc, char** argv) {
       f.backend_url = next();
     } else if (arg == "--listen") {
       parse_listen(next(), f);
+    } else if (arg == "--io-threads") {
+      const auto v = next();
+      unsigned n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 256)
+        usage_error("--io-threads: '" + std::string(v) + "' is not a number from 1 to 256");
+      f.io_threads = n;
     } else if (arg == "--log-level") {
       const auto v = next();
       const auto level = parse_level(v);
@@ -154,6 +166,7 @@ int main(int argc, char** argv) {
     server_options options;
     options.host = f.host;
     options.port = f.port;
+    options.threads = f.io_threads;
     options.max_connections = connection_budget(options.max_connections);
     limiter_options.max_key_size = options.limits.max_key_size;
     limiter_options.max_items = options.limits.max_items;

@@ -25,5 +25,8 @@ std::int64_t ceil_seconds(std::chrono::milliseconds ms) noexcept;
 // One list member each; join members of several with ", ".
 std::string policy_member(const policy& p);
 std::string ratelimit_member(const policy& p, const decision& d);
+// The same, appended to `out` (no ", " before it).
+void append_policy_member(std::string& out, const policy& p);
+void append_ratelimit_member(std::string& out, const policy& p, const decision& d);
 
 }  // namespace floodgate::service

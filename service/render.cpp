@@ -54,8 +54,12 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
     const auto& d = result.decisions[i];
     bool listed = false;
     for (std::size_t j = 0; j < i; ++j) listed = listed || plan.items[j].rule == plan.items[i].rule;
-    if (!listed) policies += (policies.empty() ? "" : ", ") + policy_member(p);
-    counters += (counters.empty() ? "" : ", ") + ratelimit_member(p, d);
+    if (!listed) {
+      if (!policies.empty()) policies += ", ";
+      append_policy_member(policies, p);
+    }
+    if (!counters.empty()) counters += ", ";
+    append_ratelimit_member(counters, p, d);
     if (!d.allowed) retry_after = std::max(retry_after, d.retry_after);
   }
 
@@ -88,8 +92,9 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
     res = json_response(allowed ? 200 : 429, body);
   }
 
-  res.headers.emplace_back("RateLimit-Policy", policies);
-  if (!failed) res.headers.emplace_back("RateLimit", counters);
+  res.headers.reserve(res.headers.size() + 3);
+  res.headers.emplace_back("RateLimit-Policy", std::move(policies));
+  if (!failed) res.headers.emplace_back("RateLimit", std::move(counters));
   if (!allowed && !failed)
     res.headers.emplace_back("Retry-After", std::to_string(ceil_seconds(retry_after)));
   return res;

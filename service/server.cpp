@@ -8,16 +8,17 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
+#include <charconv>
 #include <csignal>
 #include <limits>
 #include <mutex>
@@ -39,6 +40,11 @@ using tcp = asio::ip::tcp;
 namespace {
 
 class session;
+
+// A connection's socket and stream, bound to the io_context of the thread that serves it.
+using session_executor = asio::io_context::executor_type;
+using session_socket = asio::basic_stream_socket<tcp, session_executor>;
+using session_stream = beast::basic_stream<tcp, session_executor>;
 
 // Sent to connections over the cap, then closed: cheaper than a session, kinder than a reset.
 constexpr std::string_view over_capacity_response =
@@ -63,14 +69,32 @@ struct server::impl {
         store(s),
         stats(m),
         on_reload(std::move(reload)),
+        ios(make_contexts(options.threads)),
+        acceptor(*ios.front()),
+        signals(*ios.front()),
+        retry_timer(*ios.front()),
+        drain_timer(*ios.front()),
         limiter(std::move(l)) {}
+
+  static std::size_t thread_count(std::size_t wanted) {
+    return wanted != 0 ? wanted
+                       : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8);
+  }
+  static std::vector<std::unique_ptr<asio::io_context>> make_contexts(std::size_t wanted) {
+    std::vector<std::unique_ptr<asio::io_context>> out;
+    for (std::size_t i = thread_count(wanted); i > 0; --i)
+      out.push_back(std::make_unique<asio::io_context>(1));  // run by one thread each
+    return out;
+  }
 
   void listen();
   void accept();
-  void on_accept(beast::error_code ec, tcp::socket socket);
-  void reject(tcp::socket socket);
+  void on_accept(beast::error_code ec, session_socket socket);
+  void reject(session_socket socket);
   void wait_for_signal();
   void begin_drain();
+  void end_drain();
+  void stop();
   void session_closed(session* s);
   void warn_backend_error(std::error_code ec);
 
@@ -82,35 +106,40 @@ struct server::impl {
   std::atomic<std::int64_t> backend_warned_at{std::numeric_limits<std::int64_t>::min() / 2};
   std::atomic<std::uint64_t> backend_errors_unlogged{0};
 
-  // Sessions register here so a drain can reach them. Declared before io_context: sessions
-  // still referenced by queued handlers die with it and deregister on the way.
+  // Sessions register here so a drain can reach them. Declared before the io_contexts:
+  // sessions still referenced by queued handlers die with them and deregister on the way.
   std::mutex sessions_mutex;
   std::unordered_map<session*, std::weak_ptr<session>> sessions;
   bool draining = false;  // under sessions_mutex
   bool stopped = false;   // under sessions_mutex: the I/O threads are gone, post nothing more
 
-  asio::io_context io;
-  // The listener, signals and drain timer share one strand.
-  asio::strand<asio::io_context::executor_type> strand{asio::make_strand(io)};
-  tcp::acceptor acceptor{strand};
-  asio::signal_set signals{strand};
-  asio::steady_timer retry_timer{strand};
-  asio::steady_timer drain_timer{strand};
-  // Declared after io_context, so destroyed before it: a backend destroyed with calls in
-  // flight completes them (shutting_down), and their handlers post into a context still alive.
+  // One io_context per I/O thread: a connection lives on one of them (round robin) and all its
+  // work runs on that thread, so it needs no strand and no lock, and a memory-backend decision
+  // completes inline. The listener, signals and drain timer live on the first.
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  std::size_t next_io = 0;  // the listener's: which context the next connection gets
+  // Keeps the other contexts running while they have no connection; released by end_drain.
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> idle_guards;
+  tcp::acceptor acceptor;
+  asio::signal_set signals;
+  asio::steady_timer retry_timer;
+  asio::steady_timer drain_timer;
+  // Declared after the io_contexts, so destroyed before them: a backend destroyed with calls
+  // in flight completes them (shutting_down), and their handlers post into a context still
+  // alive.
   std::shared_ptr<floodgate::limiter> limiter;
 };
 
 namespace {
 
 // One connection: read a request (with deadlines and caps), route it, ask the limiter, render,
-// write, repeat. All its work runs on its strand.
+// write, repeat. All its work runs on its io_context's one thread.
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket socket, server::impl& srv) : stream_(std::move(socket)), server_(srv) {
+  session(session_socket socket, server::impl& srv) : stream_(std::move(socket)), server_(srv) {
     beast::error_code ec;
     const auto peer = stream_.socket().remote_endpoint(ec);
-    if (!ec) peer_ = peer.address().to_string();
+    if (!ec) request_.peer_address = peer.address().to_string();
     deadline_ = std::chrono::steady_clock::now() + server_.options.header_timeout;
     server_.stats.connection_opened();
   }
@@ -141,15 +170,41 @@ class session : public std::enable_shared_from_this<session> {
     phase_ = phase::reading;
     if (draining_) return close();
     if (buffer_.size() > 0) return read_header();  // a pipelined request is already here
-    // A new connection's header deadline runs from accept; a kept-alive one idles first.
-    if (first_request_)
+    // A new connection's header deadline runs from accept.
+    if (first_request_) {
       stream_.expires_at(deadline_);
-    else
-      stream_.expires_after(server_.options.idle_timeout);
-    stream_.async_read_some(buffer_.prepare(4096),
-                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
-                              self->on_first_bytes(ec, n);
-                            });
+      stream_.async_read_some(buffer_.prepare(4096),
+                              [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                self->on_first_bytes(ec, n);
+                              });
+      return;
+    }
+    // A kept-alive one idles first, under the lazy idle timer. (The read goes to the socket:
+    // the stream would arm and cancel a timer of its own for every request.)
+    idle_deadline_ = std::chrono::steady_clock::now() + server_.options.idle_timeout;
+    if (!idle_timer_armed_) arm_idle_timer();
+    idle_waiting_ = true;
+    stream_.socket().async_read_some(
+        buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+          self->idle_waiting_ = false;
+          self->on_first_bytes(ec, n);
+        });
+  }
+
+  // The idle deadline moves with every request, the timer does not: when it fires early it
+  // re-arms for the deadline then in force; when it fires during a request it lapses, and the
+  // next idle wait arms it again. Why: a timer armed and cancelled per request (what the stream
+  // does) costs two trips through the scheduler's timer queue for every request.
+  void arm_idle_timer() {
+    idle_timer_armed_ = true;
+    idle_timer_.expires_at(idle_deadline_);
+    idle_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      self->idle_timer_armed_ = false;
+      if (ec || !self->idle_waiting_) return;
+      if (std::chrono::steady_clock::now() < self->idle_deadline_) return self->arm_idle_timer();
+      spdlog::debug("msg=\"connection timed out\" peer={}", quote(self->request_.peer_address));
+      self->close();
+    });
   }
 
   void on_first_bytes(beast::error_code ec, std::size_t n) {
@@ -160,14 +215,29 @@ class session : public std::enable_shared_from_this<session> {
     read_header();
   }
 
+  // Feeds the parser what is already buffered, up to the end of the header (or of the message,
+  // with `whole`). need_more: the rest is still to be read. Why: a request usually arrives in
+  // one segment, and parsing it here saves the async read's round through the scheduler.
+  beast::error_code parse_buffered(bool whole) {
+    beast::error_code ec;
+    while (!(whole ? parser_->is_done() : parser_->is_header_done())) {
+      if (buffer_.size() == 0) return http::error::need_more;
+      buffer_.consume(parser_->put(buffer_.data(), ec));
+      if (ec) return ec;
+    }
+    return ec;
+  }
+
   void read_header() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
     parser_->body_limit(server_.options.max_body_bytes);
+    const auto ec = parse_buffered(false);
+    if (ec != http::error::need_more) return on_header(ec);
     stream_.expires_at(deadline_);
     http::async_read_header(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+        [self = shared_from_this()](beast::error_code rec, std::size_t) { self->on_header(rec); });
   }
 
   void on_header(beast::error_code ec) {
@@ -190,10 +260,14 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void read_body() {
+    parser_->eager(true);
+    const auto ec = parse_buffered(true);
+    if (!ec) return handle();
+    if (ec != http::error::need_more) return on_read_error(ec);
     stream_.expires_after(server_.options.body_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
-                       if (ec) return self->on_read_error(ec);
+                     [self = shared_from_this()](beast::error_code rec, std::size_t) {
+                       if (rec) return self->on_read_error(rec);
                        self->handle();
                      });
   }
@@ -211,51 +285,69 @@ class session : public std::enable_shared_from_this<session> {
     close_quietly(ec);  // timeout, client gone, drain
   }
 
-  void handle() {
-    phase_ = phase::deciding;
+  // The request as the handler sees it, in members reused from request to request (their
+  // capacity stays: no allocation per request once warm).
+  void convert_request() {
     auto& msg = parser_->get();
-    http_request req;
-    req.method = std::string(msg.method_string());
-    req.target = std::string(msg.target());
-    for (const auto& field : msg)
-      req.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-    req.body = std::move(msg.body());
-    req.peer_address = peer_;
+    request_.method.assign(msg.method_string());
+    request_.target.assign(msg.target());
+    std::size_t n = 0;
+    for (const auto& field : msg) {
+      if (n == request_.headers.size()) request_.headers.emplace_back();
+      request_.headers[n].first.assign(field.name_string());
+      request_.headers[n].second.assign(field.value());
+      ++n;
+    }
+    request_.headers.resize(n);
+    request_.body = std::move(msg.body());
     head_ = msg.method() == http::verb::head;
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
+  }
 
-    auto routed = route(req, server_.store.get(), server_.options.limits);
+  void handle() {
+    phase_ = phase::deciding;
+    convert_request();
+    auto routed = route(request_, server_.store.get(), server_.options.limits);
     if (auto* res = std::get_if<http_response>(&routed)) return respond(std::move(*res), false);
     if (auto* p = std::get_if<probe>(&routed)) return respond(answer(*p), false);
 
-    auto plan = std::make_shared<check_plan>(std::move(std::get<check_plan>(routed)));
-    const auto items = plan->check_items();
-    const auto start = std::chrono::steady_clock::now();
-    auto& stats = server_.stats;
-    server_.limiter->async_check_all(
-        items, [self = shared_from_this(), plan, start, &stats](multi_check_result r) {
-          // May run inline or on a backend thread: count here, render on the strand.
-          if (r.outcome != outcome::invalid_request)
-            stats.record_backend_call(
-                std::chrono::steady_clock::now() - start,
-                r.outcome == outcome::backend_error ? r.error : std::error_code{});
-          if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
-          auto executor = self->stream_.get_executor();
-          asio::post(executor, [self = std::move(self), plan = std::move(plan),
-                                r = std::move(r)]() mutable { self->decided(*plan, r); });
-        });
+    // The plan lives in the session until rendered: one request at a time per connection.
+    plan_ = std::move(std::get<check_plan>(routed));
+    items_.clear();
+    for (const auto& i : plan_.items) items_.push_back({i.key, &i.rule->policy, i.cost});
+    started_ = std::chrono::steady_clock::now();
+    // The handler holds the session through in_flight_ rather than a shared_ptr of its own: a
+    // handler of one pointer fits std::function without an allocation. The backend calls it
+    // exactly once.
+    in_flight_ = shared_from_this();
+    server_.limiter->async_check_all(items_, [s = this](multi_check_result r) {
+      // May run inline (memory backend: on this thread) or on a backend thread: count here,
+      // render on the session's thread (dispatch: at once when already there, no hop).
+      auto self = std::move(s->in_flight_);
+      auto& srv = self->server_;
+      if (r.outcome != outcome::invalid_request)
+        srv.stats.record_backend_call(
+            std::chrono::steady_clock::now() - self->started_,
+            r.outcome == outcome::backend_error ? r.error : std::error_code{});
+      if (r.outcome == outcome::backend_error) srv.warn_backend_error(r.error);
+      auto executor = self->stream_.get_executor();
+      asio::dispatch(executor,
+                     [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });
+    });
   }
 
-  void decided(const check_plan& plan, const multi_check_result& r) {
+  void decided(const multi_check_result& r) {
     const auto v = verdict_of(r);
-    for (const auto& item : plan.items) server_.stats.record_decision(item.rule->name(), v);
+    for (const auto& item : plan_.items) server_.stats.record_decision(item.rule->name(), v);
     if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("msg=\"decision\" peer={} rule={} key={} items={} result={}{}", quote(peer_),
-                    quote(plan.items.front().rule->name()), quote(plan.items.front().key),
-                    plan.items.size(), to_string(v),
+      spdlog::debug("msg=\"decision\" peer={} rule={} key={} items={} result={}{}",
+                    quote(request_.peer_address), quote(plan_.items.front().rule->name()),
+                    quote(plan_.items.front().key), plan_.items.size(), to_string(v),
                     r.error ? " error=" + quote(r.error.message()) : std::string());
-    respond(render(plan, r), false);
+    auto res = render(plan_, r);
+    plan_.rules.reset();  // the snapshot need not outlive the request
+    respond(std::move(res), false);
   }
 
   http_response answer(probe p) {
@@ -272,32 +364,78 @@ class session : public std::enable_shared_from_this<session> {
     return render_metrics(server_.stats.render());
   }
 
-  void respond(http_response res, bool close_after) {
-    phase_ = phase::writing;
-    server_.stats.record_response(res.status);
-    response_ = {};
-    response_.version(version_);
-    response_.result(static_cast<unsigned>(res.status));
-    response_.set(http::field::server, "floodgated");
-    for (auto& [name, value] : res.headers) response_.insert(name, value);
+  // The response's bytes, as Beast's serializer would write them (status line, Server, the
+  // handler's headers in order, Content-Length, Connection), into a buffer reused from response
+  // to response.
+  void serialize(const http_response& res, bool close_after) {
+    using namespace std::string_view_literals;
+    auto& out = out_;
+    out.clear();
+    char num[24];
+    auto append_number = [&](auto v) {
+      const auto [end, ec] = std::to_chars(num, num + sizeof num, v);
+      out.append(num, end);
+    };
+    out.append("HTTP/"sv);
+    out += static_cast<char>('0' + version_ / 10 % 10);
+    out += '.';
+    out += static_cast<char>('0' + version_ % 10);
+    out += ' ';
+    append_number(res.status);
+    out += ' ';
+    out.append(http::obsolete_reason(static_cast<http::status>(res.status)));
+    out.append("\r\nServer: floodgated\r\n"sv);
+    for (const auto& [name, value] : res.headers)
+      out.append(name).append(": "sv).append(value).append("\r\n"sv);
     // 204 and 304 carry neither a body nor Content-Length (RFC 9110); HEAD gets the length of
     // the body it does not get.
     const bool bodiless = res.status == 204 || res.status == 304;
-    if (!bodiless) response_.content_length(res.body.size());
-    if (!bodiless && !head_) response_.body() = std::move(res.body);
+    if (!bodiless) {
+      out.append("Content-Length: "sv);
+      append_number(res.body.size());
+      out.append("\r\n"sv);
+    }
+    // HTTP/1.1 keeps a connection alive unless told; HTTP/1.0 closes it unless told.
+    if (version_ >= 11 && close_after) out.append("Connection: close\r\n"sv);
+    if (version_ < 11 && !close_after) out.append("Connection: keep-alive\r\n"sv);
+    out.append("\r\n"sv);
+    if (!bodiless && !head_) out.append(res.body);
+  }
+
+  void respond(http_response res, bool close_after) {
+    phase_ = phase::writing;
+    server_.stats.record_response(res.status);
     close_after = close_after || !keep_alive_ || draining_;
-    response_.keep_alive(!close_after);
+    serialize(res, close_after);
+    // Most responses fit the socket's buffer: write them at once, with no timer and no async
+    // operation; only what does not fit waits, under the write deadline.
+    beast::error_code ec;
+    std::size_t sent = 0;
+    if (stream_.socket().non_blocking() || (stream_.socket().non_blocking(true, ec), !ec))
+      sent = stream_.socket().write_some(asio::buffer(out_), ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again)
+      return close_quietly(ec);
+    if (sent == out_.size()) return written(close_after);
     stream_.expires_after(server_.options.write_timeout);
-    http::async_write(stream_, response_,
-                      [self = shared_from_this(), close_after](beast::error_code ec, std::size_t) {
-                        if (ec) return self->close_quietly(ec);
-                        if (close_after) return self->linger();
-                        self->first_request_ = false;
-                        self->head_ = false;
-                        self->version_ = 11;
-                        self->keep_alive_ = true;
-                        self->wait_for_request();
+    asio::async_write(stream_, asio::buffer(out_) + sent,
+                      [self = shared_from_this(), close_after](beast::error_code wec, std::size_t) {
+                        if (wec) return self->close_quietly(wec);
+                        self->written(close_after);
                       });
+  }
+
+  void written(bool close_after) {
+    if (close_after) return linger();
+    first_request_ = false;
+    head_ = false;
+    version_ = 11;
+    keep_alive_ = true;
+    // A pipelined request already buffered is served from a fresh handler, not deeper on this
+    // stack (a client could pipeline many).
+    if (buffer_.size() > 0)
+      return asio::post(stream_.get_executor(),
+                        [self = shared_from_this()] { self->wait_for_request(); });
+    wait_for_request();
   }
 
   // Half-close, then drop what the client still sends until it closes or time runs out.
@@ -307,11 +445,12 @@ class session : public std::enable_shared_from_this<session> {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec) return close();
     stream_.expires_after(linger_time);
+    scratch_ = std::make_unique<std::array<char, 16 * 1024>>();
     drop_input();
   }
 
   void drop_input() {
-    stream_.async_read_some(asio::buffer(scratch_),
+    stream_.async_read_some(asio::buffer(*scratch_),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               self->lingered_ += n;
                               if (ec || self->lingered_ > linger_bytes) return self->close();
@@ -322,27 +461,39 @@ class session : public std::enable_shared_from_this<session> {
   void close_quietly(beast::error_code ec) {
     if (ec && ec != beast::error::timeout && ec != http::error::end_of_stream &&
         ec != asio::error::operation_aborted && ec != asio::error::eof)
-      spdlog::debug("msg=\"connection error\" peer={} error={}", quote(peer_), quote(ec.message()));
+      spdlog::debug("msg=\"connection error\" peer={} error={}", quote(request_.peer_address),
+                    quote(ec.message()));
     else if (ec == beast::error::timeout)
-      spdlog::debug("msg=\"connection timed out\" peer={}", quote(peer_));
+      spdlog::debug("msg=\"connection timed out\" peer={}", quote(request_.peer_address));
     close();
   }
 
   void close() {
     phase_ = phase::closing;
+    idle_timer_.cancel();  // it holds the session alive
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
   }
 
-  beast::tcp_stream stream_;
+  session_stream stream_;
   server::impl& server_;
+  asio::basic_waitable_timer<std::chrono::steady_clock,
+                             asio::wait_traits<std::chrono::steady_clock>, session_executor>
+      idle_timer_{stream_.get_executor()};
+  std::chrono::steady_clock::time_point idle_deadline_;
+  bool idle_timer_armed_ = false;
+  bool idle_waiting_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> response_;
-  std::array<char, 16 * 1024> scratch_{};
+  http_request request_;           // the current request (peer_address: the connection's)
+  check_plan plan_;                // the current request's check, until rendered
+  std::vector<check_item> items_;  // plan_'s items as the limiter takes them
+  std::chrono::steady_clock::time_point started_;  // when the backend was asked
+  std::shared_ptr<session> in_flight_;             // this, while the backend decides (see handle)
+  std::string out_;                                // the response being written
+  std::unique_ptr<std::array<char, 16 * 1024>> scratch_;  // linger's: only when closing
   std::size_t lingered_ = 0;
-  std::string peer_;
   std::chrono::steady_clock::time_point deadline_;
   phase phase_ = phase::reading;
   bool first_request_ = true;
@@ -361,7 +512,7 @@ void server::impl::listen() {
   if (!ec) {
     endpoint = {address, options.port};
   } else {
-    tcp::resolver resolver(io);
+    tcp::resolver resolver(*ios.front());
     const auto results =
         resolver.resolve(options.host, std::to_string(options.port), tcp::resolver::passive, ec);
     if (ec || results.empty())
@@ -378,13 +529,15 @@ void server::impl::listen() {
 }
 
 void server::impl::accept() {
-  // Each connection gets its own strand.
-  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+  // Connections go to the I/O threads' contexts in turn.
+  auto& context = *ios[next_io];
+  next_io = (next_io + 1) % ios.size();
+  acceptor.async_accept(context, [this](beast::error_code ec, session_socket socket) {
     on_accept(ec, std::move(socket));
   });
 }
 
-void server::impl::on_accept(beast::error_code ec, tcp::socket socket) {
+void server::impl::on_accept(beast::error_code ec, session_socket socket) {
   if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;  // draining
   if (ec) {
     // Out of file descriptors, usually: back off instead of spinning.
@@ -408,8 +561,8 @@ void server::impl::on_accept(beast::error_code ec, tcp::socket socket) {
   accept();
 }
 
-void server::impl::reject(tcp::socket socket) {
-  auto sock = std::make_shared<tcp::socket>(std::move(socket));
+void server::impl::reject(session_socket socket) {
+  auto sock = std::make_shared<session_socket>(std::move(socket));
   asio::async_write(*sock, asio::buffer(over_capacity_response),
                     [sock](beast::error_code, std::size_t) {
                       beast::error_code ec;
@@ -433,7 +586,7 @@ void server::impl::wait_for_signal() {
       }
       if (again) {
         spdlog::warn("msg=\"second stop signal: closing now\"");
-        io.stop();
+        stop();
         return;
       }
       begin_drain();
@@ -462,14 +615,21 @@ void server::impl::begin_drain() {
     if (wec) return;
     spdlog::warn("msg=\"drain deadline passed; closing what is left\" open_connections={}",
                  stats.open_connections());
-    io.stop();
+    stop();
   });
   std::lock_guard lock(sessions_mutex);
-  if (sessions.empty())
-    asio::post(strand, [this] {
-      signals.cancel();
-      drain_timer.cancel();
-    });
+  if (sessions.empty()) asio::post(*ios.front(), [this] { end_drain(); });
+}
+
+// The drain is over: nothing keeps the I/O threads busy once these are gone.
+void server::impl::end_drain() {
+  signals.cancel();
+  drain_timer.cancel();
+  idle_guards.clear();
+}
+
+void server::impl::stop() {
+  for (auto& context : ios) context->stop();
 }
 
 void server::impl::warn_backend_error(std::error_code ec) {
@@ -491,11 +651,7 @@ void server::impl::session_closed(session* s) {
   std::lock_guard lock(sessions_mutex);
   sessions.erase(s);
   // The last connection of a drain: nothing keeps the I/O threads busy once these are gone.
-  if (draining && sessions.empty() && !stopped)
-    asio::post(strand, [this] {
-      signals.cancel();
-      drain_timer.cancel();
-    });
+  if (draining && sessions.empty() && !stopped) asio::post(*ios.front(), [this] { end_drain(); });
 }
 
 server::server(server_options options, std::shared_ptr<limiter> limiter, config_store& store,
@@ -514,17 +670,18 @@ int server::run() {
   s.wait_for_signal();
   s.accept();
 
-  std::size_t threads = s.options.threads;
-  if (threads == 0) threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8);
+  const std::size_t threads = s.ios.size();
   const auto bound = s.acceptor.local_endpoint();
   spdlog::info("msg=\"listening\" address={} port={} threads={} max_connections={} backend={}",
                quote(bound.address().to_string()), bound.port(), threads, s.options.max_connections,
                quote(s.limiter->get_backend().kind()));
 
-  auto work = [&s] {
+  for (std::size_t i = 1; i < threads; ++i)
+    s.idle_guards.push_back(asio::make_work_guard(*s.ios[i]));
+  auto work = [&s](asio::io_context& context) {
     for (;;) {
       try {
-        s.io.run();
+        context.run();
         return;
       } catch (const std::exception& e) {
         // Nothing on the request path throws by design; if something does, keep serving.
@@ -533,8 +690,9 @@ int server::run() {
     }
   };
   std::vector<std::thread> pool;
-  for (std::size_t i = 1; i < threads; ++i) pool.emplace_back(work);
-  work();
+  for (std::size_t i = 1; i < threads; ++i)
+    pool.emplace_back([&work, &context = *s.ios[i]] { work(context); });
+  work(*s.ios.front());
   for (auto& t : pool) t.join();
   {
     std::lock_guard lock(s.sessions_mutex);

@@ -29,7 +29,8 @@ std::string check_body(const std::string& rule, const std::string& key, int cost
 TEST(floodgated, help_names_every_flag) {
   const auto r = run_floodgated({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag : {"--config", "--redis", "--listen", "--log-level", "SIGHUP", "SIGTERM"})
+  for (const char* flag :
+       {"--config", "--redis", "--listen", "--io-threads", "--log-level", "SIGHUP", "SIGTERM"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag << "\n" << r.output;
 }
 
@@ -39,6 +40,8 @@ TEST(floodgated, usage_errors_exit_2) {
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--bogus"}).exit_code, 2);
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--log-level", "loud"}).exit_code, 2);
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--listen", "localhost"}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--io-threads", "0"}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--io-threads", "two"}).exit_code, 2);
 }
 
 TEST(floodgated, a_bad_config_stops_start_up_naming_file_and_line) {
@@ -372,6 +375,71 @@ TEST(floodgated, sigterm_closes_idle_connections_and_exits_0) {
   EXPECT_TRUE(idle.closed_by_peer(1s));
   EXPECT_TRUE(fresh.closed_by_peer(1s));
   EXPECT_NE(fg.log().find("msg=\"stopped\""), std::string::npos);
+}
+
+// Each I/O thread serves its own connections: limits still hold exactly across them, and
+// SIGTERM stops every thread.
+TEST(floodgated, io_threads_share_the_limits_and_all_stop_on_sigterm) {
+  for (const char* threads : {"1", "3"}) {
+    floodgated_process::options o;
+    o.extra_args = {"--io-threads", threads};
+    floodgated_process fg("rules:\n  - {name: a, algorithm: fixed_window, limit: 20, window: 1h}\n",
+                          o);
+    EXPECT_NE(fg.log().find(std::string("threads=") + threads), std::string::npos) << fg.log();
+    std::vector<std::unique_ptr<http_connection>> conns;
+    for (int i = 0; i < 6; ++i) conns.push_back(std::make_unique<http_connection>(fg.port()));
+    int allowed = 0;
+    int denied = 0;
+    for (int round = 0; round < 5; ++round)
+      for (auto& c : conns) {
+        const int status = c->request("GET", "/v1/auth/a").status;
+        allowed += status == 204;
+        denied += status == 403;
+      }
+    EXPECT_EQ(allowed, 20) << threads;
+    EXPECT_EQ(denied, 10) << threads;
+    fg.signal(SIGTERM);
+    EXPECT_EQ(fg.wait_exit(5s), 0) << threads;
+    for (auto& c : conns) EXPECT_TRUE(c->closed_by_peer(1s));
+  }
+}
+
+// The bytes on the wire: status line, Server, the handler's headers, Content-Length (not for
+// 204), Connection as HTTP/1.0 and 1.1 want it, no body for HEAD.
+TEST(floodgated, responses_on_the_wire) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: fixed_window, limit: 100, window: 1h}\n");
+  {
+    http_connection c(fg.port());
+    ASSERT_TRUE(c.send_raw("GET /v1/auth/a HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const auto r = c.read_reply();
+    EXPECT_EQ(r.status, 204);
+    EXPECT_EQ(r.header("Server").value_or(""), "floodgated");
+    EXPECT_FALSE(r.header("Content-Length"));
+    EXPECT_FALSE(r.header("Connection"));
+    EXPECT_EQ(r.header("RateLimit-Policy").value_or(""), R"("a";q=100;w=3600)");
+    ASSERT_TRUE(c.send_raw("HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const auto head = c.read_reply(true);
+    EXPECT_EQ(head.status, 200);
+    EXPECT_EQ(head.header("Content-Length").value_or(""), "16");  // {"status":"ok"}\n
+    EXPECT_EQ(head.body, "");
+    ASSERT_TRUE(c.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    const auto last = c.read_reply();
+    EXPECT_EQ(last.body, "{\"status\":\"ok\"}\n");
+    EXPECT_EQ(last.header("Connection").value_or(""), "close");
+    EXPECT_TRUE(c.closed_by_peer(1s));
+  }
+  {
+    http_connection c(fg.port());
+    ASSERT_TRUE(c.send_raw("GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    const auto r = c.read_reply();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.header("Connection").value_or(""), "keep-alive");
+    ASSERT_TRUE(c.send_raw("GET /healthz HTTP/1.0\r\n\r\n"));
+    const auto last = c.read_reply();
+    EXPECT_EQ(last.status, 200);
+    EXPECT_FALSE(last.header("Connection"));
+    EXPECT_TRUE(c.closed_by_peer(1s));
+  }
 }
 
 TEST(floodgated, sigterm_with_no_connections_exits_0) {

@@ -201,6 +201,12 @@ int main(int argc, char** argv) {
       family("floodgate_backend_script_reloads_total", "counter",
              "Scripts loaded again after NOSCRIPT (Redis restart, failover, SCRIPT FLUSH).",
              s.script_reloads);
+      const auto local = l->stats();
+      family("floodgate_local_denials_total", "counter",
+             "Checks denied in this process, without a backend call, until a denial's retry_after.",
+             local.local_denials);
+      family("floodgate_local_denial_entries", "gauge",
+             "Denials remembered for that now (bounded).", local.local_denial_entries);
     });
     auto reload = [&store, &stats, where, path = f.config_path] {
       try {

@@ -112,8 +112,10 @@ TEST(redis_url_options, the_query_string_tunes_the_client) {
 
   const auto base = apply_url_options(
       "redis://u:p@h:1/2?timeout=120ms&connect_timeout=3s&connections=8&key_prefix=rl:v2."
-      "&breaker_failures=3&breaker_open_for=2s",
+      "&breaker_failures=3&breaker_open_for=2s&batch=16&writes_in_flight=1",
       o);
+  EXPECT_EQ(o.max_batch_items, 16u);
+  EXPECT_EQ(o.max_writes_in_flight, 1u);
   EXPECT_EQ(o.breaker_failures, 3);
   EXPECT_EQ(o.breaker_open_for, 2000ms);
   EXPECT_EQ(base, "redis://u:p@h:1/2");
@@ -138,6 +140,9 @@ TEST(redis_url_options, bad_options_name_the_option_and_hide_the_password) {
       {"redis://h:1?connections=2000", "connections must be"},
       {"redis://h:1?connections=2x", "connections must be"},
       {"redis://h:1?key_prefix=a{b}", "key_prefix may hold only"},
+      {"redis://h:1?batch=0", "batch must be a number from 1 to 1024 (got '0')"},
+      {"redis://h:1?batch=2000", "batch must be"},
+      {"redis://h:1?writes_in_flight=0", "writes_in_flight must be a number from 1 to 65536"},
       {"redis://h:1?breaker_failures=0", "breaker_failures must be a number from 1"},
       {"redis://h:1?breaker_open_for=1", "breaker_open_for must be a duration"},
       {"redis://h:1?timeout", "option 'timeout' has no value"},

@@ -233,5 +233,34 @@ TEST(redis, sigterm_lets_a_request_waiting_on_the_backend_finish) {
   redis.resume();
 }
 
+// After Redis denies a key, the same check is denied in floodgated itself until its
+// retry_after, without a Redis call: Redis sees the first denial only, and /metrics counts the
+// others.
+TEST(redis, repeated_denials_are_answered_locally_and_counted) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: tight, algorithm: fixed_window, limit: 2, window: 1h}
+)";
+  START_OR_SKIP(fg, rules, redis.url());
+  redis.command({"CONFIG", "RESETSTAT"});
+  http_connection c(fg->port());
+  std::vector<int> statuses;
+  for (int i = 0; i < 10; ++i)
+    statuses.push_back(c.request("POST", "/v1/check", check_body("tight", "k")).status);
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200, 429, 429, 429, 429, 429, 429, 429, 429}));
+  const auto info = redis.command({"INFO", "commandstats"}).str;
+  const auto at = info.find("cmdstat_evalsha:calls=");
+  ASSERT_NE(at, std::string::npos) << info;
+  const long long calls = std::stoll(info.substr(at + 22));
+  const auto metrics = http_request_once(fg->port(), "GET", "/metrics").body;
+  const auto line = metrics.find("\nfloodgate_local_denials_total ");
+  ASSERT_NE(line, std::string::npos) << metrics;
+  const long long local = std::stoll(metrics.substr(line + 31));
+  // Each denial was either Redis's or local, never both; the cap (1 s) could only make more
+  // of them Redis's on a stalled machine.
+  EXPECT_EQ(calls + local, 10);
+  EXPECT_GE(local, 5);
+}
+
 }  // namespace
 }  // namespace floodgate::test

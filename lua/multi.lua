@@ -15,8 +15,7 @@ for i = 1, n do
   local at = 1 + 5 * (i - 1)
   local decide = algorithms[ARGV[at + 1]]
   if decide == nil then
-    return redis.error_reply(bad('item ' .. i .. ' algorithm', ARGV[at + 1],
-                                'sliding_log, sliding_window, fixed_window, token_bucket or gcra'))
+    return redis.error_reply(explain_item('algorithm', 'item ' .. i .. ' ', ARGV[at + 1]))
   end
   -- Two items on one key would both be decided against the same state.
   if seen[KEYS[i]] then

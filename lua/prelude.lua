@@ -4,18 +4,22 @@
 -- (cmake/embed_lua.cmake). An algorithm file defines one function
 --   decide(key, now, limit, window, burst, cost) -> reply, commit
 -- that reads the state, returns the five-integer reply and, only when the request is allowed
--- with cost > 0, a function that writes the new state and its PEXPIRE. Nothing else writes.
+-- with cost > 0, a function that writes the new state and its expiry. Nothing else writes.
 --
 -- Cost matters here: Redis runs these on its one thread, so every instruction is taken from
--- every other client. In Redis's Lua a call into C (math.floor, tonumber, string.*) or a new
--- table costs about as much as twenty arithmetic operations, so the hot path uses `%` and
--- string-to-number coercion, keeps the policy in locals, and leaves error messages to a slow
--- path that only runs for bad arguments (bench/compare measures the cost per call).
+-- every other client. EVALSHA runs this whole file on every call, so each top-level `local
+-- function` is a closure made per call: keep them few. In Redis's Lua a call into C
+-- (math.floor, tonumber, string.*) or a new table costs about as much as twenty arithmetic
+-- operations, so the hot path uses `%` and string-to-number coercion, keeps the policy in
+-- locals, and leaves error messages to a slow path that only runs for bad arguments. Each
+-- Redis command costs more than all of the Lua around it (bench/lua_cost measures a call):
+-- the O(1) algorithms read their state with one GET and write it with one SET ... PX.
 
 -- The policy bound on limit x window and burst x window (and on cost and now_ms): below it
 -- every value fits a double exactly, so Lua computes what C++'s int64_t does.
 local max_value = 1e15
-local find, format = string.find, string.format
+local find, format, sub, byte, char = string.find, string.format, string.sub, string.byte,
+                                      string.char
 
 local algorithms = {}
 
@@ -32,15 +36,6 @@ local function floor_div(a, b)
   return (a - m) / b
 end
 
-local function ceil_div(a, b)
-  return -floor_div(-a, b)
-end
-
--- The start of the epoch-aligned window holding now (also for now < 0, like C++).
-local function window_start(now, w)
-  return floor_div(now, w) * w
-end
-
 -- Numbers go to Redis as exact decimal strings: tostring() keeps only 14 digits.
 local function str(n)
   return format('%d', n)
@@ -55,16 +50,49 @@ local function reply(allowed, limit, remaining, reset_after, retry_after)
   return {allowed and 1 or 0, limit, remaining, reset_after, retry_after}
 end
 
--- An error reply's message: `what` must be `expected`, quoting (a cleaned prefix of) `value`.
-local function bad(what, value, expected)
-  if type(value) ~= 'string' then value = tostring(value) end
-  value = string.gsub(string.sub(value, 1, 32), '[^%w%.%-+_ ]', '?')
-  return 'ERR floodgate: ' .. what .. ' must be ' .. expected .. " (got '" .. value .. "')"
+-- State as one string value (docs/algorithms.md, "Redis representation"): the decimal digits
+-- of x (an integer, maybe negative), then those of each following non-negative integer (none
+-- for a 0), then one character per following integer giving its digit count d as byte 48 + d
+-- ('0'..'9', then ':'..'@' for 10..16). Exact for every value below 2^53, and when it is at
+-- most 19 digits Redis stores it as a 64-bit integer: 8 bytes instead of a string.
+-- pack(x, y) and pack(x, y, z); unpack2(s) -> x, y; unpack3(s) -> x, y, z.
+local function pack(x, y, z)
+  local ys = y == 0 and '' or str(y)
+  if z == nil then return str(x) .. ys .. char(48 + #ys) end
+  local zs = z == 0 and '' or str(z)
+  return str(x) .. ys .. zs .. char(48 + #ys, 48 + #zs)
+end
+
+local function unpack2(s)
+  local ny = byte(s, -1) - 48
+  if ny == 0 then return sub(s, 1, -2) + 0, 0 end
+  return sub(s, 1, -2 - ny) + 0, sub(s, -1 - ny, -2) + 0
+end
+
+local function unpack3(s)
+  local ny, nz = byte(s, -2, -1)
+  ny, nz = ny - 48, nz - 48
+  local x = sub(s, 1, -3 - ny - nz) + 0
+  local y, z = 0, 0
+  if ny > 0 then y = sub(s, -2 - ny - nz, -3 - nz) + 0 end
+  if nz > 0 then z = sub(s, -2 - nz, -3) + 0 end
+  return x, y, z
 end
 
 -- Why an item's arguments were refused: the error message, starting with `what` (e.g.
 -- 'item 2 ') to say where. Only called once parse_item has refused them.
 local function explain_item(what, limit, window, burst, cost)
+  local function bad(name, value, expected)
+    if type(value) ~= 'string' then value = tostring(value) end
+    value = string.gsub(sub(value, 1, 32), '[^%w%.%-+_ ]', '?')
+    return 'ERR floodgate: ' .. name .. ' must be ' .. expected .. " (got '" .. value .. "')"
+  end
+  -- Two more callers: explain_item('now', value) and explain_item('algorithm', where, value).
+  if what == 'now' then return bad('now_ms', limit, 'empty or an integer in -1e15..1e15') end
+  if what == 'algorithm' then
+    return bad(limit .. 'algorithm', window,
+               'sliding_log, sliding_window, fixed_window, token_bucket or gcra')
+  end
   -- A decimal integer in [lo, hi], or nil. Rejects signs other than '-', spaces, exponents,
   -- fractions, hex, 'nan' and 'inf', which tonumber() alone would accept.
   local function int(s, lo, hi)
@@ -90,9 +118,7 @@ end
 -- integers within the policy bounds), else nil: then explain_item says why.
 local function parse_item(limit, window, burst, cost)
   -- One pattern for all four: digits only, so the coercions below are exact and cannot fail.
-  if type(limit) ~= 'string' or type(window) ~= 'string' or type(burst) ~= 'string' or
-      type(cost) ~= 'string' or
-      not find(limit .. ',' .. window .. ',' .. burst .. ',' .. cost, '^%d+,%d+,%d+,%d+$') then
+  if not find(limit .. ',' .. window .. ',' .. burst .. ',' .. cost, '^%d+,%d+,%d+,%d+$') then
     return nil
   end
   local l, w, b, c = limit + 0, window + 0, burst + 0, cost + 0
@@ -105,13 +131,13 @@ end
 -- Now in ms: the test clock when given, else Redis's TIME (read once per call); or nil and
 -- the error message.
 local function read_now(arg)
-  if arg == nil or arg == '' then
+  if arg == '' then
     local t = redis.call('TIME')
     return t[1] * 1000 + floor_div(t[2] + 0, 1000)
   end
-  if type(arg) == 'string' and #arg <= 20 and find(arg, '^%-?%d+$') then
+  if #arg <= 20 and find(arg, '^%-?%d+$') then
     local n = arg + 0
     if n >= -max_value and n <= max_value then return n end
   end
-  return nil, bad('now_ms', arg, 'empty or an integer in -1e15..1e15')
+  return nil, explain_item('now', arg)
 end

@@ -1,17 +1,20 @@
--- sliding_window (docs/algorithms.md): hash {s = current window start, p = previous count,
--- c = current count}.
+-- sliding_window (docs/algorithms.md): a string pack(current window index floor(now / W),
+-- previous count, current count).
 local function sliding_window(key, now, l, w, b, cost)
-  local ws = window_start(now, w)
-  local state = redis.call('HMGET', key, 's', 'p', 'c')
-  local s = tonumber(state[1])
+  local i = floor_div(now, w)
+  local ws = i * w
   local prev, cur = 0, 0
-  if s == ws then
-    prev, cur = tonumber(state[2]) or 0, tonumber(state[3]) or 0
-  elseif s == ws - w then
-    prev = tonumber(state[3]) or 0
+  local v = redis.call('GET', key)
+  if v then
+    local si, p, c = unpack3(v)
+    if si == i then
+      prev, cur = p, c
+    elseif si == i - 1 then
+      prev = c
+    end
   end
   local e = now - ws
-  local used = cur + ceil_div(prev * (w - e), w)
+  local used = cur - floor_div(-prev * (w - e), w)
   local allowed = cost <= l and used + cost <= l
   local cur2 = cur + (allowed and cost or 0)
   local reset = 0
@@ -36,8 +39,7 @@ local function sliding_window(key, now, l, w, b, cost)
   local out = reply(allowed, l, l - used - (allowed and cost or 0), reset, retry)
   if not allowed or cost == 0 then return out end
   return out, function()
-    redis.call('HSET', key, 's', str(ws), 'p', str(prev), 'c', str(cur2))
-    redis.call('PEXPIRE', key, str(ws + 2 * w - now))
+    redis.call('SET', key, pack(i, prev, cur2), 'PX', str(ws + 2 * w - now))
   end
 end
 algorithms.sliding_window = sliding_window

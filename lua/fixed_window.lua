@@ -1,5 +1,5 @@
--- fixed_window (docs/algorithms.md): a string pack(window index floor(now / W), count).
-local function fixed_window(key, now, l, w, b, cost)
+-- fixed_window (docs/algorithms.md): pack(window index floor(now / W), count).
+local function fixed_window(key, now, l, w, b, cost, out, at)
   local i = floor_div(now, w)
   local q = 0
   local v = redis.call('GET', key)
@@ -8,18 +8,14 @@ local function fixed_window(key, now, l, w, b, cost)
     if si == i then q = c end
   end
   local until_next = i * w + w - now
-  local allowed = cost <= l and q + cost <= l
-  local q2 = q + (allowed and cost or 0)
-  local retry = 0
   if cost > l then
-    retry = -1
-  elseif not allowed then
-    retry = until_next
-  end
-  local out = reply(allowed, l, l - q2, q2 > 0 and until_next or 0, retry)
-  if not allowed or cost == 0 then return out end
-  return out, function()
-    redis.call('SET', key, pack(i, q2), 'PX', str(until_next))
+    put(out, at, false, l, l - q, q > 0 and until_next or 0, -1)
+  elseif q + cost > l then
+    put(out, at, false, l, l - q, q > 0 and until_next or 0, until_next)
+  else
+    q = q + cost
+    put(out, at, true, l, l - q, q > 0 and until_next or 0, 0)
+    if cost > 0 then return pack(i, q), until_next end
   end
 end
 algorithms.fixed_window = fixed_window

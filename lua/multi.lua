@@ -31,16 +31,18 @@ for i = 1, n do
   items[base + 1], items[base + 2], items[base + 3], items[base + 4], items[base + 5] =
       decide, l, w, b, cost
 end
-local out, commits, all_allowed = {}, {}, true
+local out, writes, all_allowed = {}, {}, true
 for i = 1, n do
   local base = 5 * (i - 1)
-  local d, commit = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
-                                    items[base + 4], items[base + 5])
-  for j = 1, 5 do out[base + j] = d[j] end
-  if d[1] == 0 then all_allowed = false end
-  if commit then commits[#commits + 1] = commit end
+  local value, ttl = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
+                                     items[base + 4], items[base + 5], out, base)
+  if out[base + 1] == 0 then all_allowed = false end
+  if value then writes[i] = {value, ttl} end
 end
 if all_allowed then
-  for _, commit in ipairs(commits) do commit() end
+  for i = 1, n do
+    local wr = writes[i]
+    if wr then write(KEYS[i], wr[1], wr[2]) end
+  end
 end
 return out

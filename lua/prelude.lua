@@ -2,24 +2,27 @@
 --
 -- Every generated script is `#!lua` + this prelude + algorithm file(s) + an entry
 -- (cmake/embed_lua.cmake). An algorithm file defines one function
---   decide(key, now, limit, window, burst, cost) -> reply, commit
--- that reads the state, returns the five-integer reply and, only when the request is allowed
--- with cost > 0, a function that writes the new state and its expiry. Nothing else writes.
+--   decide(key, now, limit, window, burst, cost, out, at) -> value, ttl
+-- that reads the state, stores the five integers of the decision in out[at + 1 .. at + 5]
+-- and returns what to write, only when the request is allowed with cost > 0 (else nothing):
+-- `value, ttl` for `SET key value PX ttl`, or a function to call that writes (sliding_log).
+-- write(key, value, ttl) does either. Nothing else writes.
 --
 -- Cost matters here: Redis runs these on its one thread, so every instruction is taken from
--- every other client. EVALSHA runs this whole file on every call, so each top-level `local
--- function` is a closure made per call: keep them few. In Redis's Lua a call into C
--- (math.floor, tonumber, string.*) or a new table costs about as much as twenty arithmetic
--- operations, so the hot path uses `%` and string-to-number coercion, keeps the policy in
--- locals, and leaves error messages to a slow path that only runs for bad arguments. Each
--- Redis command costs more than all of the Lua around it (bench/lua_cost measures a call):
--- the O(1) algorithms read their state with one GET and write it with one SET ... PX.
+-- every other client (bench/lua_cost measures them per call). What it showed, besides the
+-- Redis commands themselves (GET ~3.5k instructions, SET ... PX ~13k): EVALSHA runs this
+-- whole file on every call, so each top-level `local function` is a closure made per call
+-- (~0.5k); in Redis's Lua every new table (~1.4k), closure, string, and every call into C
+-- (string.format ~0.8k, string-to-number coercion ~0.8k: strtod) costs far more than
+-- arithmetic. So the hot path makes no table or closure per item, hands numbers to
+-- redis.call (Redis writes them as exact integers below 2^53), keeps the policy in locals,
+-- and leaves error messages to a slow path that only runs for bad arguments.
 
 -- The policy bound on limit x window and burst x window (and on cost and now_ms): below it
 -- every value fits a double exactly, so Lua computes what C++'s int64_t does.
 local max_value = 1e15
-local find, format, sub, byte, char = string.find, string.format, string.sub, string.byte,
-                                      string.char
+local two53 = 9007199254740992
+local find, format, sub, byte = string.find, string.format, string.sub, string.byte
 
 local algorithms = {}
 
@@ -41,13 +44,23 @@ local function str(n)
   return format('%d', n)
 end
 
--- The five integers of a decision; remaining and reset_after are never negative, and any
--- negative retry_after means never (-1).
-local function reply(allowed, limit, remaining, reset_after, retry_after)
+-- Stores a decision's five integers at out[at + 1 .. at + 5]; remaining and reset_after are
+-- never negative, and any negative retry_after means never (-1).
+local function put(out, at, allowed, limit, remaining, reset_after, retry_after)
   if remaining < 0 then remaining = 0 end
   if reset_after < 0 then reset_after = 0 end
   if retry_after < 0 then retry_after = -1 end
-  return {allowed and 1 or 0, limit, remaining, reset_after, retry_after}
+  out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] =
+      allowed and 1 or 0, limit, remaining, reset_after, retry_after
+end
+
+-- Does what a decide function returned.
+local function write(key, value, ttl)
+  if ttl then
+    redis.call('SET', key, value, 'PX', ttl)
+  else
+    value()
+  end
 end
 
 -- State as one string value (docs/algorithms.md, "Redis representation"): the decimal digits
@@ -55,21 +68,65 @@ end
 -- for a 0), then one character per following integer giving its digit count d as byte 48 + d
 -- ('0'..'9', then ':'..'@' for 10..16). Exact for every value below 2^53, and when it is at
 -- most 19 digits Redis stores it as a 64-bit integer: 8 bytes instead of a string.
--- pack(x, y) and pack(x, y, z); unpack2(s) -> x, y; unpack3(s) -> x, y, z.
+-- pack(x, y) and pack(x, y, z) return it as a number when it is below 2^53 (computed exactly
+-- then, and written by Redis as its exact digits), else as a string; unpack2(s) -> x, y and
+-- unpack3(s) -> x, y, z read it back, from one coercion when it is below 2^53.
+
+-- 10^(digit count of y) for an integer y >= 0 (1 for 0, which has no digits), and the count.
+local function magnitude(y)
+  local d, p = 0, 1
+  while y >= p do d, p = d + 1, p * 10 end
+  return p, d
+end
+
 local function pack(x, y, z)
-  local ys = y == 0 and '' or str(y)
-  if z == nil then return str(x) .. ys .. char(48 + #ys) end
-  local zs = z == 0 and '' or str(z)
-  return str(x) .. ys .. zs .. char(48 + #ys, 48 + #zs)
+  local py, dy = magnitude(y)
+  if z == nil then
+    if x >= 0 and dy < 10 then  -- a count of 10 or more digits is a character: a string
+      local v = (x * py + y) * 10 + dy
+      if v < two53 then return v end
+    end
+    return format('%d', x) .. (dy > 0 and format('%d', y) or '') .. string.char(48 + dy)
+  end
+  local pz, dz = magnitude(z)
+  if x >= 0 and dy < 10 and dz < 10 then
+    local v = ((x * py + y) * pz + z) * 100 + dy * 10 + dz
+    if v < two53 then return v end
+  end
+  return format('%d', x) .. (dy > 0 and format('%d', y) or '') ..
+             (dz > 0 and format('%d', z) or '') .. string.char(48 + dy, 48 + dz)
 end
 
 local function unpack2(s)
+  local v = tonumber(s)
+  if v and v >= 0 and v < two53 then  -- the digits' value is exact
+    local dy = v % 10
+    local m, p = (v - dy) / 10, 1
+    for _ = 1, dy do p = p * 10 end
+    local y = m % p
+    return (m - y) / p, y
+  end
   local ny = byte(s, -1) - 48
   if ny == 0 then return sub(s, 1, -2) + 0, 0 end
   return sub(s, 1, -2 - ny) + 0, sub(s, -1 - ny, -2) + 0
 end
 
 local function unpack3(s)
+  local v = tonumber(s)
+  if v and v >= 0 and v < two53 then
+    local dz = v % 10
+    local m = (v - dz) / 10
+    local dy = m % 10
+    m = (m - dy) / 10
+    local p = 1
+    for _ = 1, dz do p = p * 10 end
+    local z = m % p
+    m = (m - z) / p
+    p = 1
+    for _ = 1, dy do p = p * 10 end
+    local y = m % p
+    return (m - y) / p, y, z
+  end
   local ny, nz = byte(s, -2, -1)
   ny, nz = ny - 48, nz - 48
   local x = sub(s, 1, -3 - ny - nz) + 0

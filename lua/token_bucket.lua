@@ -1,6 +1,6 @@
--- token_bucket (docs/algorithms.md): a string pack(last update t, level in units of 1/W
--- token). An absent key is a full bucket.
-local function token_bucket(key, now, l, w, b, cost)
+-- token_bucket (docs/algorithms.md): pack(last update t, level in units of 1/W token). An
+-- absent key is a full bucket.
+local function token_bucket(key, now, l, w, b, cost, out, at)
   local capacity = b * w
   local level, lag, updated = capacity, 0, now
   local s = redis.call('GET', key)
@@ -16,21 +16,18 @@ local function token_bucket(key, now, l, w, b, cost)
     -- Compare before multiplying: an idle key's elapsed * limit can leave the exact range.
     if elapsed < -floor_div(v - capacity, l) then level = v + elapsed * l end
   end
-  local function reset_after(x)
-    if x >= capacity then return 0 end
-    return lag - floor_div(x - capacity, l)
-  end
-  if cost > b then return reply(false, b, floor_div(level, w), reset_after(level), -1) end
-  local allowed = level >= cost * w
-  if not allowed then
-    return reply(false, b, floor_div(level, w), reset_after(level),
-                 lag - floor_div(level - cost * w, l))
-  end
-  local after = level - cost * w
-  local out = reply(true, b, floor_div(after, w), reset_after(after), 0)
-  if cost == 0 then return out end
-  return out, function()
-    redis.call('SET', key, pack(updated, after), 'PX', str(reset_after(after)))
+  local x = level  -- the level reset_after is of: after this request if allowed
+  local allowed = cost <= b and level >= cost * w
+  if allowed then x = level - cost * w end
+  local reset = 0  -- until full: lag + ceil((capacity - x) / L)
+  if x < capacity then reset = lag - floor_div(x - capacity, l) end
+  if allowed then
+    put(out, at, true, b, floor_div(x, w), reset, 0)
+    if cost > 0 then return pack(updated, x), reset end
+  elseif cost > b then
+    put(out, at, false, b, floor_div(level, w), reset, -1)
+  else
+    put(out, at, false, b, floor_div(level, w), reset, lag - floor_div(level - cost * w, l))
   end
 end
 algorithms.token_bucket = token_bucket

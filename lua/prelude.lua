@@ -14,9 +14,10 @@
 -- whole file on every call, so each top-level `local function` is a closure made per call
 -- (~0.5k); in Redis's Lua every new table (~1.4k), closure, string, and every call into C
 -- (string.format ~0.8k, string-to-number coercion ~0.8k: strtod) costs far more than
--- arithmetic. So the hot path makes no table or closure per item, hands numbers to
--- redis.call (Redis writes them as exact integers below 2^53), keeps the policy in locals,
--- and leaves error messages to a slow path that only runs for bad arguments.
+-- arithmetic, and a number handed to redis.call more still (Redis 7.0 prints it with
+-- "%.17g", ~2.8k). So the hot path makes no table or closure per item, hands Redis strings
+-- made by string.format('%d'), keeps the policy in locals, and leaves error messages to a
+-- slow path that only runs for bad arguments.
 
 -- The policy bound on limit x window and burst x window (and on cost and now_ms): below it
 -- every value fits a double exactly, so Lua computes what C++'s int64_t does.
@@ -57,7 +58,7 @@ end
 -- Does what a decide function returned.
 local function write(key, value, ttl)
   if ttl then
-    redis.call('SET', key, value, 'PX', ttl)
+    redis.call('SET', key, value, 'PX', format('%d', ttl))
   else
     value()
   end
@@ -68,33 +69,29 @@ end
 -- for a 0), then one character per following integer giving its digit count d as byte 48 + d
 -- ('0'..'9', then ':'..'@' for 10..16). Exact for every value below 2^53, and when it is at
 -- most 19 digits Redis stores it as a 64-bit integer: 8 bytes instead of a string.
--- pack(x, y) and pack(x, y, z) return it as a number when it is below 2^53 (computed exactly
--- then, and written by Redis as its exact digits), else as a string; unpack2(s) -> x, y and
--- unpack3(s) -> x, y, z read it back, from one coercion when it is below 2^53.
+-- pack(x, y) and pack(x, y, z) make it with one string.format (a number handed to redis.call
+-- would cost more: Redis 7.0 prints it with "%.17g"); unpack2(s) -> x, y and unpack3(s) ->
+-- x, y, z read it back, from one coercion when its value is below 2^53.
 
--- 10^(digit count of y) for an integer y >= 0 (1 for 0, which has no digits), and the count.
-local function magnitude(y)
+-- The digit count of an integer y >= 0 (0 for 0).
+local function digit_count(y)
   local d, p = 0, 1
   while y >= p do d, p = d + 1, p * 10 end
-  return p, d
+  return d
 end
 
 local function pack(x, y, z)
-  local py, dy = magnitude(y)
   if z == nil then
-    if x >= 0 and dy < 10 then  -- a count of 10 or more digits is a character: a string
-      local v = (x * py + y) * 10 + dy
-      if v < two53 then return v end
-    end
-    return format('%d', x) .. (dy > 0 and format('%d', y) or '') .. string.char(48 + dy)
+    if y == 0 then return format('%d0', x) end
+    return format('%d%d%c', x, y, 48 + digit_count(y))
   end
-  local pz, dz = magnitude(z)
-  if x >= 0 and dy < 10 and dz < 10 then
-    local v = ((x * py + y) * pz + z) * 100 + dy * 10 + dz
-    if v < two53 then return v end
+  local dy, dz = digit_count(y), digit_count(z)
+  if y == 0 then
+    if z == 0 then return format('%d00', x) end
+    return format('%d%d0%c', x, z, 48 + dz)
   end
-  return format('%d', x) .. (dy > 0 and format('%d', y) or '') ..
-             (dz > 0 and format('%d', z) or '') .. string.char(48 + dy, 48 + dz)
+  if z == 0 then return format('%d%d%c0', x, y, 48 + dy) end
+  return format('%d%d%d%c%c', x, y, z, 48 + dy, 48 + dz)
 end
 
 local function unpack2(s)
@@ -172,14 +169,23 @@ local function explain_item(what, limit, window, burst, cost)
 end
 
 -- limit, window, burst and cost as numbers when they are what floodgate sends (decimal
--- integers within the policy bounds), else nil: then explain_item says why.
-local function parse_item(limit, window, burst, cost)
-  -- One pattern for all four: digits only, so the coercions below are exact and cannot fail.
-  if not find(limit .. ',' .. window .. ',' .. burst .. ',' .. cost, '^%d+,%d+,%d+,%d+$') then
-    return nil
+-- integers within the policy bounds), else nil: then explain_item says why. Arguments repeat
+-- across the items of a call (the same policy, cost 1), so each distinct string is checked
+-- and converted once per call.
+local parsed = {}  -- argument -> its number, or false when it is not all digits
+local function digits(s)
+  local n = parsed[s]
+  if n == nil then
+    n = find(s, '^%d+$') ~= nil and s + 0
+    parsed[s] = n
   end
-  local l, w, b, c = limit + 0, window + 0, burst + 0, cost + 0
-  if l < 1 or w < 1 or b < 1 or c > max_value or l * w > max_value or b * w > max_value then
+  return n
+end
+
+local function parse_item(limit, window, burst, cost)
+  local l, w, b, c = digits(limit), digits(window), digits(burst), digits(cost)
+  if not (l and w and b and c) or l < 1 or w < 1 or b < 1 or c > max_value or
+      l * w > max_value or b * w > max_value then
     return nil
   end
   return l, w, b, c

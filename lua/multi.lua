@@ -15,8 +15,7 @@ for i = 1, n do
   local at = 1 + 5 * (i - 1)
   local decide = algorithms[ARGV[at + 1]]
   if decide == nil then
-    return redis.error_reply(bad('item ' .. i .. ' algorithm', ARGV[at + 1],
-                                'sliding_log, sliding_window, fixed_window, token_bucket or gcra'))
+    return redis.error_reply(explain_item('algorithm', 'item ' .. i .. ' ', ARGV[at + 1]))
   end
   -- Two items on one key would both be decided against the same state.
   if seen[KEYS[i]] then
@@ -32,16 +31,18 @@ for i = 1, n do
   items[base + 1], items[base + 2], items[base + 3], items[base + 4], items[base + 5] =
       decide, l, w, b, cost
 end
-local out, commits, all_allowed = {}, {}, true
+local out, writes, all_allowed = {}, {}, true
 for i = 1, n do
   local base = 5 * (i - 1)
-  local d, commit = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
-                                    items[base + 4], items[base + 5])
-  for j = 1, 5 do out[base + j] = d[j] end
-  if d[1] == 0 then all_allowed = false end
-  if commit then commits[#commits + 1] = commit end
+  local value, ttl = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
+                                     items[base + 4], items[base + 5], out, base)
+  if out[base + 1] == 0 then all_allowed = false end
+  if value then writes[i] = {value, ttl} end
 end
 if all_allowed then
-  for _, commit in ipairs(commits) do commit() end
+  for i = 1, n do
+    local wr = writes[i]
+    if wr then write(KEYS[i], wr[1], wr[2]) end
+  end
 end
 return out

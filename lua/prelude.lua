@@ -2,20 +2,28 @@
 --
 -- Every generated script is `#!lua` + this prelude + algorithm file(s) + an entry
 -- (cmake/embed_lua.cmake). An algorithm file defines one function
---   decide(key, now, limit, window, burst, cost) -> reply, commit
--- that reads the state, returns the five-integer reply and, only when the request is allowed
--- with cost > 0, a function that writes the new state and its PEXPIRE. Nothing else writes.
+--   decide(key, now, limit, window, burst, cost, out, at) -> value, ttl
+-- that reads the state, stores the five integers of the decision in out[at + 1 .. at + 5]
+-- and returns what to write, only when the request is allowed with cost > 0 (else nothing):
+-- `value, ttl` for `SET key value PX ttl`, or a function to call that writes (sliding_log).
+-- write(key, value, ttl) does either. Nothing else writes.
 --
 -- Cost matters here: Redis runs these on its one thread, so every instruction is taken from
--- every other client. In Redis's Lua a call into C (math.floor, tonumber, string.*) or a new
--- table costs about as much as twenty arithmetic operations, so the hot path uses `%` and
--- string-to-number coercion, keeps the policy in locals, and leaves error messages to a slow
--- path that only runs for bad arguments (bench/compare measures the cost per call).
+-- every other client (bench/lua_cost measures them per call). What it showed, besides the
+-- Redis commands themselves (GET ~3.5k instructions, SET ... PX ~13k): EVALSHA runs this
+-- whole file on every call, so each top-level `local function` is a closure made per call
+-- (~0.5k); in Redis's Lua every new table (~1.4k), closure, string, and every call into C
+-- (string.format ~0.8k, string-to-number coercion ~0.8k: strtod) costs far more than
+-- arithmetic, and a number handed to redis.call more still (Redis 7.0 prints it with
+-- "%.17g", ~2.8k). So the hot path makes no table or closure per item, hands Redis strings
+-- made by string.format('%d'), keeps the policy in locals, and leaves error messages to a
+-- slow path that only runs for bad arguments.
 
 -- The policy bound on limit x window and burst x window (and on cost and now_ms): below it
 -- every value fits a double exactly, so Lua computes what C++'s int64_t does.
 local max_value = 1e15
-local find, format = string.find, string.format
+local two53 = 9007199254740992
+local find, format, sub, byte = string.find, string.format, string.sub, string.byte
 
 local algorithms = {}
 
@@ -32,39 +40,113 @@ local function floor_div(a, b)
   return (a - m) / b
 end
 
-local function ceil_div(a, b)
-  return -floor_div(-a, b)
-end
-
--- The start of the epoch-aligned window holding now (also for now < 0, like C++).
-local function window_start(now, w)
-  return floor_div(now, w) * w
-end
-
 -- Numbers go to Redis as exact decimal strings: tostring() keeps only 14 digits.
 local function str(n)
   return format('%d', n)
 end
 
--- The five integers of a decision; remaining and reset_after are never negative, and any
--- negative retry_after means never (-1).
-local function reply(allowed, limit, remaining, reset_after, retry_after)
+-- Stores a decision's five integers at out[at + 1 .. at + 5]; remaining and reset_after are
+-- never negative, and any negative retry_after means never (-1).
+local function put(out, at, allowed, limit, remaining, reset_after, retry_after)
   if remaining < 0 then remaining = 0 end
   if reset_after < 0 then reset_after = 0 end
   if retry_after < 0 then retry_after = -1 end
-  return {allowed and 1 or 0, limit, remaining, reset_after, retry_after}
+  out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] =
+      allowed and 1 or 0, limit, remaining, reset_after, retry_after
 end
 
--- An error reply's message: `what` must be `expected`, quoting (a cleaned prefix of) `value`.
-local function bad(what, value, expected)
-  if type(value) ~= 'string' then value = tostring(value) end
-  value = string.gsub(string.sub(value, 1, 32), '[^%w%.%-+_ ]', '?')
-  return 'ERR floodgate: ' .. what .. ' must be ' .. expected .. " (got '" .. value .. "')"
+-- Does what a decide function returned.
+local function write(key, value, ttl)
+  if ttl then
+    redis.call('SET', key, value, 'PX', format('%d', ttl))
+  else
+    value()
+  end
+end
+
+-- State as one string value (docs/algorithms.md, "Redis representation"): the decimal digits
+-- of x (an integer, maybe negative), then those of each following non-negative integer (none
+-- for a 0), then one character per following integer giving its digit count d as byte 48 + d
+-- ('0'..'9', then ':'..'@' for 10..16). Exact for every value below 2^53, and when it is at
+-- most 19 digits Redis stores it as a 64-bit integer: 8 bytes instead of a string.
+-- pack(x, y) and pack(x, y, z) make it with one string.format (a number handed to redis.call
+-- would cost more: Redis 7.0 prints it with "%.17g"); unpack2(s) -> x, y and unpack3(s) ->
+-- x, y, z read it back, from one coercion when its value is below 2^53.
+
+-- The digit count of an integer y >= 0 (0 for 0).
+local function digit_count(y)
+  local d, p = 0, 1
+  while y >= p do d, p = d + 1, p * 10 end
+  return d
+end
+
+local function pack(x, y, z)
+  if z == nil then
+    if y == 0 then return format('%d0', x) end
+    return format('%d%d%c', x, y, 48 + digit_count(y))
+  end
+  local dy, dz = digit_count(y), digit_count(z)
+  if y == 0 then
+    if z == 0 then return format('%d00', x) end
+    return format('%d%d0%c', x, z, 48 + dz)
+  end
+  if z == 0 then return format('%d%d%c0', x, y, 48 + dy) end
+  return format('%d%d%d%c%c', x, y, z, 48 + dy, 48 + dz)
+end
+
+local function unpack2(s)
+  local v = tonumber(s)
+  if v and v >= 0 and v < two53 then  -- the digits' value is exact
+    local dy = v % 10
+    local m, p = (v - dy) / 10, 1
+    for _ = 1, dy do p = p * 10 end
+    local y = m % p
+    return (m - y) / p, y
+  end
+  local ny = byte(s, -1) - 48
+  if ny == 0 then return sub(s, 1, -2) + 0, 0 end
+  return sub(s, 1, -2 - ny) + 0, sub(s, -1 - ny, -2) + 0
+end
+
+local function unpack3(s)
+  local v = tonumber(s)
+  if v and v >= 0 and v < two53 then
+    local dz = v % 10
+    local m = (v - dz) / 10
+    local dy = m % 10
+    m = (m - dy) / 10
+    local p = 1
+    for _ = 1, dz do p = p * 10 end
+    local z = m % p
+    m = (m - z) / p
+    p = 1
+    for _ = 1, dy do p = p * 10 end
+    local y = m % p
+    return (m - y) / p, y, z
+  end
+  local ny, nz = byte(s, -2, -1)
+  ny, nz = ny - 48, nz - 48
+  local x = sub(s, 1, -3 - ny - nz) + 0
+  local y, z = 0, 0
+  if ny > 0 then y = sub(s, -2 - ny - nz, -3 - nz) + 0 end
+  if nz > 0 then z = sub(s, -2 - nz, -3) + 0 end
+  return x, y, z
 end
 
 -- Why an item's arguments were refused: the error message, starting with `what` (e.g.
 -- 'item 2 ') to say where. Only called once parse_item has refused them.
 local function explain_item(what, limit, window, burst, cost)
+  local function bad(name, value, expected)
+    if type(value) ~= 'string' then value = tostring(value) end
+    value = string.gsub(sub(value, 1, 32), '[^%w%.%-+_ ]', '?')
+    return 'ERR floodgate: ' .. name .. ' must be ' .. expected .. " (got '" .. value .. "')"
+  end
+  -- Two more callers: explain_item('now', value) and explain_item('algorithm', where, value).
+  if what == 'now' then return bad('now_ms', limit, 'empty or an integer in -1e15..1e15') end
+  if what == 'algorithm' then
+    return bad(limit .. 'algorithm', window,
+               'sliding_log, sliding_window, fixed_window, token_bucket or gcra')
+  end
   -- A decimal integer in [lo, hi], or nil. Rejects signs other than '-', spaces, exponents,
   -- fractions, hex, 'nan' and 'inf', which tonumber() alone would accept.
   local function int(s, lo, hi)
@@ -90,9 +172,9 @@ end
 -- integers within the policy bounds), else nil: then explain_item says why.
 local function parse_item(limit, window, burst, cost)
   -- One pattern for all four: digits only, so the coercions below are exact and cannot fail.
-  if type(limit) ~= 'string' or type(window) ~= 'string' or type(burst) ~= 'string' or
-      type(cost) ~= 'string' or
-      not find(limit .. ',' .. window .. ',' .. burst .. ',' .. cost, '^%d+,%d+,%d+,%d+$') then
+  -- (Cheaper than a find per argument, or than remembering each string's number per call:
+  -- a table and its growth cost more than they save unless many items share arguments.)
+  if not find(limit .. ',' .. window .. ',' .. burst .. ',' .. cost, '^%d+,%d+,%d+,%d+$') then
     return nil
   end
   local l, w, b, c = limit + 0, window + 0, burst + 0, cost + 0
@@ -105,13 +187,13 @@ end
 -- Now in ms: the test clock when given, else Redis's TIME (read once per call); or nil and
 -- the error message.
 local function read_now(arg)
-  if arg == nil or arg == '' then
+  if arg == '' then
     local t = redis.call('TIME')
     return t[1] * 1000 + floor_div(t[2] + 0, 1000)
   end
-  if type(arg) == 'string' and #arg <= 20 and find(arg, '^%-?%d+$') then
+  if #arg <= 20 and find(arg, '^%-?%d+$') then
     local n = arg + 0
     if n >= -max_value and n <= max_value then return n end
   end
-  return nil, bad('now_ms', arg, 'empty or an integer in -1e15..1e15')
+  return nil, explain_item('now', arg)
 end

@@ -9,6 +9,7 @@ local l, w, b, cost = parse_item(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
 if l == nil then return redis.error_reply(explain_item('', ARGV[1], ARGV[2], ARGV[3], ARGV[4])) end
 local now, err = read_now(ARGV[5])
 if now == nil then return redis.error_reply(err) end
-local out, commit = algorithms[algorithm](KEYS[1], now, l, w, b, cost)
-if commit then commit() end
+local out = {0, 0, 0, 0, 0}
+local value, ttl = algorithms[algorithm](KEYS[1], now, l, w, b, cost, out, 0)
+if value then write(KEYS[1], value, ttl) end
 return out

@@ -1,7 +1,7 @@
 -- sliding_log (docs/algorithms.md): sorted set, one member per admitted cost unit,
 -- score = admission time, member = '<time>:<n>' (unique even within one millisecond).
 -- O(log n + cost) per call: counts, ranks and trims use the skip list, never a scan.
-local function sliding_log(key, now, l, w, b, cost)
+local function sliding_log(key, now, l, w, b, cost, out, at)
   local horizon = now - w  -- entries t <= now - window have aged out
   local count = redis.call('ZCOUNT', key, '(' .. str(horizon), '+inf')
   local allowed = cost <= l and count + cost <= l
@@ -22,9 +22,9 @@ local function sliding_log(key, now, l, w, b, cost)
     retry = tonumber(entry[2]) + w - now
   end
   local reset = count2 > 0 and newest + w - now or 0
-  local out = reply(allowed, l, l - count2, reset, retry)
-  if not allowed or cost == 0 then return out end
-  return out, function()
+  put(out, at, allowed, l, l - count2, reset, retry)
+  if not allowed or cost == 0 then return end
+  return function()
     redis.call('ZREMRANGEBYSCORE', key, '-inf', str(horizon))
     -- Entries with one score age out together, so those at now are '<now>:1'..'<now>:m' (also
     -- after a backwards clock step): number on from m + 1. NX never overwrites a member; if a

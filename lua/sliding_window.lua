@@ -1,29 +1,40 @@
--- sliding_window (docs/algorithms.md): hash {s = current window start, p = previous count,
--- c = current count}.
-local function sliding_window(key, now, l, w, b, cost)
-  local ws = window_start(now, w)
-  local state = redis.call('HMGET', key, 's', 'p', 'c')
-  local s = tonumber(state[1])
+-- sliding_window (docs/algorithms.md): pack(current window index floor(now / W), previous
+-- count, current count).
+local function sliding_window(key, now, l, w, b, cost, out, at)
+  local i = floor_div(now, w)
+  local ws = i * w
   local prev, cur = 0, 0
-  if s == ws then
-    prev, cur = tonumber(state[2]) or 0, tonumber(state[3]) or 0
-  elseif s == ws - w then
-    prev = tonumber(state[3]) or 0
+  local v = redis.call('GET', key)
+  if v then
+    local si, p, c = unpack3(v)
+    if si == i then
+      prev, cur = p, c
+    elseif si == i - 1 then
+      prev = c
+    end
   end
   local e = now - ws
-  local used = cur + ceil_div(prev * (w - e), w)
-  local allowed = cost <= l and used + cost <= l
-  local cur2 = cur + (allowed and cost or 0)
+  local used = cur - floor_div(-prev * (w - e), w)
+  if cost <= l and used + cost <= l then
+    local cur2 = cur + cost
+    local reset = 0
+    if cur2 > 0 then
+      reset = ws + 2 * w - now
+    elseif prev > 0 then
+      reset = ws + w - now
+    end
+    put(out, at, true, l, l - used - cost, reset, 0)
+    if cost > 0 then return pack(i, prev, cur2), ws + 2 * w - now end
+    return
+  end
   local reset = 0
-  if cur2 > 0 then
+  if cur > 0 then
     reset = ws + 2 * w - now
   elseif prev > 0 then
     reset = ws + w - now
   end
-  local retry = 0
-  if cost > l then
-    retry = -1
-  elseif not allowed then
+  local retry = -1
+  if cost <= l then
     -- The earliest time used + cost <= limit: later in this window when the current count
     -- alone leaves room (prev > 0 then), else in the next one (cur > 0 then).
     local a = l - cur - cost
@@ -33,11 +44,6 @@ local function sliding_window(key, now, l, w, b, cost)
       retry = ws + 2 * w - floor_div((l - cost) * w, cur) - now
     end
   end
-  local out = reply(allowed, l, l - used - (allowed and cost or 0), reset, retry)
-  if not allowed or cost == 0 then return out end
-  return out, function()
-    redis.call('HSET', key, 's', str(ws), 'p', str(prev), 'c', str(cur2))
-    redis.call('PEXPIRE', key, str(ws + 2 * w - now))
-  end
+  put(out, at, false, l, l - used, reset, retry)
 end
 algorithms.sliding_window = sliding_window

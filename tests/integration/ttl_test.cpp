@@ -1,9 +1,11 @@
 // Every key floodgate writes expires, and no later than its state stops mattering.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 
 #include "integration_support.hpp"
+#include "redis/key.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -72,6 +74,45 @@ TEST(ttl, every_key_expires_within_its_window_after_a_random_workload) {
                                  << ", window " << p.window().count() << " ms, burst " << p.burst()
                                  << ")";
   }
+}
+
+// The lower bound: a write's PEXPIRE is exactly the time its state still matters, which for
+// an allowed request with cost >= 1 is the decision's reset_after (docs/algorithms.md). So
+// the key's PTTL read right after is reset_after minus the real time since the call started,
+// never less (a state that vanished early would hand out capacity again), and never more.
+TEST(ttl, a_write_expires_exactly_reset_after_later) {
+  redis_server redis;
+  const auto prefix = unique_prefix("ttl-exact");
+  limiter l{redis.url(), redis_options_for(prefix)};  // Redis's own clock
+  const algorithm algorithms[] = {algorithm::sliding_log, algorithm::sliding_window,
+                                  algorithm::fixed_window, algorithm::token_bucket,
+                                  algorithm::gcra};
+  int checked = 0;
+  for (const algorithm a : algorithms) {
+    for (const std::int64_t window : {1'000, 60'000, 3'600'000}) {
+      const std::optional<std::int64_t> burst =
+          takes_burst(a) ? std::optional<std::int64_t>(7) : std::nullopt;
+      const policy p{"exact", a, 3, std::chrono::milliseconds(window), burst};
+      const std::string key = "u" + std::to_string(window);
+      const std::string state = redis::state_key({prefix, 128}, p, key);
+      for (int i = 0; i < 3; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        const auto r = l.check(key, p, 1);
+        ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+        const long long ttl = redis.command({"PTTL", state}).integer;
+        const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count();
+        const long long reset = r.decision.reset_after.count();
+        const std::string what = state + " after check " + std::to_string(i);
+        ASSERT_GT(reset, 0) << what;
+        EXPECT_LE(ttl, reset) << what;
+        EXPECT_GE(ttl, reset - elapsed - 1) << what << " (" << elapsed << " ms elapsed)";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 5 * 3 * 3);
 }
 
 }  // namespace

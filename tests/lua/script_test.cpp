@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "redis/key.hpp"
 #include "redis/scripts.hpp"
 #include "script_client.hpp"
 
@@ -227,6 +228,42 @@ TEST(ttl, every_key_written_has_one) {
     }
   } while (cursor != "0");
   EXPECT_GT(keys, 100);
+}
+
+// docs/algorithms.md, "Redis representation": an O(1) algorithm's state is one string that
+// Redis stores as a 64-bit integer while it has at most 19 digits, so a key of the default
+// format with a 16-byte caller key takes at most 100 bytes (MEMORY USAGE, 88 here); wider
+// values are still exact, as strings.
+TEST(memory, o1_state_is_one_integer_of_at_most_100_bytes) {
+  redis_server server;
+  script_client redis{server.port()};
+  // Typical policies: 100 per second, 7 per second, 1000 per minute. token_bucket's level is in
+  // units of 1/W token, so it stays an integer only while burst x window < 10^5.
+  const std::pair<algorithm, core::params> cases[] = {
+      {algorithm::sliding_window, {100, 1000, 100}}, {algorithm::sliding_window, {7, 1000, 7}},
+      {algorithm::sliding_window, {1000, 60'000, 1000}},
+      {algorithm::fixed_window, {100, 1000, 100}},   {algorithm::fixed_window, {7, 1000, 7}},
+      {algorithm::fixed_window, {1000, 60'000, 1000}},
+      {algorithm::token_bucket, {100, 1000, 99}},    {algorithm::token_bucket, {7, 1000, 7}},
+      {algorithm::token_bucket, {1, 1000, 50}},
+      {algorithm::gcra, {100, 1000, 100}},           {algorithm::gcra, {7, 1000, 7}},
+      {algorithm::gcra, {1000, 60'000, 1000}},
+  };
+  for (const auto& [a, p] : cases) {
+    const policy pol{"api", a, p.limit, std::chrono::milliseconds(p.window),
+                     takes_burst(a) ? std::optional(p.burst) : std::nullopt};
+    const std::string key = redis::state_key({"floodgate:", 128}, pol, "0123456789abcdef");
+    std::int64_t now = now_ms + 123;
+    for (int i = 0; i < 3 * static_cast<int>(p.burst); ++i, now += 3) {
+      const reply r = redis.run(script_client::eval(a, key, p, 1 + i % 3, now));
+      ASSERT_TRUE(ints_of(r)) << r.str;
+      if (redis.run({"EXISTS", key}).integer == 0) continue;
+      const std::string what = key + " L=" + std::to_string(p.limit) + " W=" +
+                               std::to_string(p.window) + " step " + std::to_string(i);
+      EXPECT_EQ(redis.run({"OBJECT", "ENCODING", key}).str, "int") << what;
+      EXPECT_LE(redis.run({"MEMORY", "USAGE", key, "SAMPLES", "0"}).integer, 100) << what;
+    }
+  }
 }
 
 // Members are '<now>:<n>'; even a member already in the way (written by someone else) is never

@@ -21,8 +21,7 @@ for i = 1, n do
   if decide == nil or l == nil then
     local message
     if decide == nil then
-      message = bad('item ' .. i .. ' algorithm', ARGV[at + 1],
-                    'sliding_log, sliding_window, fixed_window, token_bucket or gcra')
+      message = explain_item('algorithm', 'item ' .. i .. ' ', ARGV[at + 1])
     else
       message = explain_item('item ' .. i .. ' ', ARGV[at + 2], ARGV[at + 3], ARGV[at + 4],
                              ARGV[at + 5])
@@ -30,10 +29,9 @@ for i = 1, n do
     out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] =
         redis.error_reply(message), 0, 0, 0, 0
   else
-    local d, commit = decide(KEYS[i], now, l, w, b, cost)
-    if commit then commit() end
-    out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] =
-        d[1], d[2], d[3], d[4], d[5]
+    -- Written at once, so a later item on the same key sees it.
+    local value, ttl = decide(KEYS[i], now, l, w, b, cost, out, base)
+    if value then write(KEYS[i], value, ttl) end
   end
 end
 return out

@@ -60,7 +60,7 @@ TEST(cluster_batch, a_batch_meeting_ask_or_moved_is_split_and_followed_per_check
   c.command(to, {"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id});
   c.command(from, {"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id});
   c.command(from, {"MIGRATE", "127.0.0.1", std::to_string(c.node(to).port()), "", "0", "5000",
-                   "KEYS", prefix + "api:fixed_window:{" + key + "}"});
+                   "KEYS", prefix + "api:fw:{" + key + "}"});
   EXPECT_EQ(paused_burst(c, from, l, key, p, 20), 20);
   EXPECT_EQ(l.get_backend().stats().redirections, 20u) << "one ASK per check";
 

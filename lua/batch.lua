@@ -14,17 +14,27 @@ end
 local now, err = read_now(ARGV[1])
 if now == nil then return redis.error_reply(err) end
 local out = {}
+-- Items of one policy usually come together: an item whose five argument strings are the
+-- previous item's (Lua interns strings, so == compares pointers) reuses its parsed values.
+local pa, pl, pw, pb, pc, decide, l, w, b, cost
 for i = 1, n do
   local at, base = 5 * i - 4, 5 * i - 5
-  local decide = algorithms[ARGV[at + 1]]
-  local l, w, b, cost = parse_item(ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5])
+  local a1, a2, a3, a4, a5 = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
+  if a1 ~= pa or a2 ~= pl or a3 ~= pw or a4 ~= pb or a5 ~= pc then
+    decide = algorithms[a1]
+    l, w, b, cost = parse_item(a2, a3, a4, a5)
+    if decide ~= nil and l ~= nil then
+      pa, pl, pw, pb, pc = a1, a2, a3, a4, a5
+    else
+      pa = nil
+    end
+  end
   if decide == nil or l == nil then
     local message
     if decide == nil then
-      message = explain_item('algorithm', 'item ' .. i .. ' ', ARGV[at + 1])
+      message = explain_item('algorithm', 'item ' .. i .. ' ', a1)
     else
-      message = explain_item('item ' .. i .. ' ', ARGV[at + 2], ARGV[at + 3], ARGV[at + 4],
-                             ARGV[at + 5])
+      message = explain_item('item ' .. i .. ' ', a2, a3, a4, a5)
     end
     out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] =
         redis.error_reply(message), 0, 0, 0, 0

@@ -57,6 +57,9 @@ class cluster_call final : public request {
   std::unique_ptr<cluster_call> take() {
     auto c = std::unique_ptr<cluster_call>(new cluster_call(std::move(inner_), owner_, 0));
     c->take_call(*this);
+    // Sent again alone, never batched: a batch whose keys are partly on a node mid-migration
+    // is answered TRYAGAIN, and would be again for as long as the migration lasts.
+    c->part = {};
     c->asking = asking;
     c->target = target;
     c->redirects = redirects;

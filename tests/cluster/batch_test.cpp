@@ -9,17 +9,18 @@ namespace {
 
 constexpr std::int64_t fixed_ms = 1'800'000'000'000;
 
-// `n` checks of `p` on `key` submitted at once while `paused` holds its commands, so they
-// queue behind the first and go out as batches. Returns how many were allowed; fails the
-// test on anything but allowed.
+// `n` checks on `key` submitted at once while `paused` holds its commands, so they queue
+// behind the first and go out as batches; check i is of policies[i % size]. Returns how many
+// were allowed; fails the test on anything but allowed.
 int paused_burst(redis_cluster& c, int paused, limiter& l, const std::string& key,
-                 const policy& p, int n) {
+                 const std::vector<const policy*>& policies, int n) {
   c.command(paused, {"CLIENT", "PAUSE", "200"});
   std::atomic<int> allowed{0}, done{0};
   std::mutex mutex;
   std::vector<std::string> errors;
   for (int i = 0; i < n; ++i)
-    l.async_check(key, p, 1, [&](check_result r) {
+    l.async_check(key, *policies[static_cast<std::size_t>(i) % policies.size()], 1,
+                  [&](check_result r) {
       if (r.outcome == outcome::allowed) {
         ++allowed;
       } else {
@@ -50,30 +51,39 @@ TEST(cluster_batch, a_batch_meeting_ask_or_moved_is_split_and_followed_per_check
   ASSERT_EQ(l.check(key, p).outcome, outcome::allowed);
 
   // Batches on one slot, no redirection: one call decides many.
-  EXPECT_EQ(paused_burst(c, from, l, key, p, 30), 30);
+  EXPECT_EQ(paused_burst(c, from, l, key, {&p}, 30), 30);
   EXPECT_EQ(l.get_backend().stats().redirections, 0u);
 
-  // Mid-migration with the state already moved: the source answers ASK to the whole batch,
-  // and each check is sent alone, after ASKING, to the importing node.
+  // The slot starts migrating. A batch holding p's key (still on the source) and p2's (new,
+  // so missing there) is answered TRYAGAIN: its checks are retried alone, p's answered by the
+  // source, p2's after one ASK by the importing node. (Retried as a batch, they would meet
+  // TRYAGAIN again until the migration ends.)
   const auto from_id = c.command(from, {"CLUSTER", "MYID"}).str;
   const auto to_id = c.command(to, {"CLUSTER", "MYID"}).str;
   c.command(to, {"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id});
   c.command(from, {"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id});
+  const policy p2{"api2", algorithm::fixed_window, 100, std::chrono::hours(1)};
+  EXPECT_EQ(paused_burst(c, from, l, key, {&p, &p2}, 20), 20);
+  EXPECT_EQ(l.get_backend().stats().redirections, 10u) << "one ASK per check of p2";
+
+  // With p's state moved too: the source answers ASK to the whole batch, and each check is
+  // sent alone, after ASKING, to the importing node.
   c.command(from, {"MIGRATE", "127.0.0.1", std::to_string(c.node(to).port()), "", "0", "5000",
                    "KEYS", prefix + "api:fw:{" + key + "}"});
-  EXPECT_EQ(paused_burst(c, from, l, key, p, 20), 20);
-  EXPECT_EQ(l.get_backend().stats().redirections, 20u) << "one ASK per check";
+  EXPECT_EQ(paused_burst(c, from, l, key, {&p}, 20), 20);
+  EXPECT_EQ(l.get_backend().stats().redirections, 30u) << "one ASK per check";
 
   // The move ends; the client's map still names the source, which answers MOVED to the
   // batch: every check is redirected and decided on the new owner.
   for (int i : {to, from, c.masters()[2]})
     c.command(i, {"CLUSTER", "SETSLOT", slot, "NODE", to_id});
-  EXPECT_EQ(paused_burst(c, from, l, key, p, 20), 20);
-  EXPECT_GE(l.get_backend().stats().redirections, 21u);
-  // Exactly what was asked for was counted, once each: 1 + 30 + 20 + 20 of 100.
-  const auto peek = l.check(key, p, 0);
-  EXPECT_EQ(peek.decision.remaining, 29);
-  EXPECT_EQ(l.check(key, p, 30).outcome, outcome::over_limit);
+  EXPECT_EQ(paused_burst(c, from, l, key, {&p}, 20), 20);
+  EXPECT_GE(l.get_backend().stats().redirections, 31u);
+  // Exactly what was asked for was counted, once each: 1 + 30 + 10 + 20 + 20 of p's 100 and
+  // 10 of p2's.
+  EXPECT_EQ(l.check(key, p, 0).decision.remaining, 19);
+  EXPECT_EQ(l.check(key, p, 20).outcome, outcome::over_limit);
+  EXPECT_EQ(l.check(key, p2, 0).decision.remaining, 90);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 -- Items are decided and written one after another at the same now, exactly as n calls of
 -- the per-algorithm scripts in that order would be: an item sees what earlier items on its
 -- key wrote. Returns five values per item: its decision's five integers, or, for an item
--- whose arguments are refused, the error followed by four zeros (the others still count).
+-- whose arguments are refused or whose key holds another type, the error followed by four
+-- zeros (the others still count).
 local n = #KEYS
 if n < 1 or #ARGV ~= 1 + 5 * n then
   return redis.error_reply('ERR floodgate: batch takes n >= 1 keys and 1 + 5n arguments, got ' ..
@@ -39,9 +40,16 @@ for i = 1, n do
     out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] =
         redis.error_reply(message), 0, 0, 0, 0
   else
-    -- Written at once, so a later item on the same key sees it.
-    local value, ttl = decide(KEYS[i], now, l, w, b, cost, out, base)
-    if value then write(KEYS[i], value, ttl) end
+    -- Written at once, so a later item on the same key sees it. An error (a key of another
+    -- type: WRONGTYPE) is the item's own: the items before it have written, so the call must
+    -- go on rather than fail them all.
+    local ok, value, ttl = pcall(decide, KEYS[i], now, l, w, b, cost, out, base)
+    if ok and value then ok, value = pcall(write, KEYS[i], value, ttl) end
+    if not ok then
+      local message = type(value) == 'table' and value.err or tostring(value)
+      out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] =
+          redis.error_reply(message), 0, 0, 0, 0
+    end
   end
 end
 return out

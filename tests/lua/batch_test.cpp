@@ -151,6 +151,25 @@ TEST_F(batch, refused_item_fails_alone) {
   EXPECT_EQ(redis_.run({"EXISTS", "r:{b}"}).integer, 0);
 }
 
+// An item whose key holds another type (WRONGTYPE from Redis inside the script) fails alone:
+// the items before it have written, so the call goes on and they keep their answers.
+TEST_F(batch, an_item_on_a_foreign_key_fails_alone) {
+  const core::params p{5, 60'000, 5};
+  ASSERT_EQ(redis_.run({"LPUSH", "f:{b}", "x"}).integer, 1);
+  for (algorithm a : all_algorithms) {
+    const std::string ok_key = "f:{" + std::string(to_string(a)) + "}";
+    std::vector<batch_item> items = {
+        {a, ok_key, p, "1"}, {a, "f:{b}", p, "1"}, {a, ok_key, p, "1"}};
+    const reply r = redis_.run(eval_batch(items, str(start_ms)));
+    ASSERT_EQ(r.kind, reply::array) << to_string(a) << ": " << r.str;
+    ASSERT_EQ(r.elements.size(), 15u);
+    EXPECT_EQ(ints_of(r, 0).value_or(ints5{})[2], 4) << to_string(a);
+    ASSERT_EQ(r.elements[5].kind, reply::error) << to_string(a);
+    EXPECT_EQ(r.elements[5].str.rfind("WRONGTYPE", 0), 0u) << r.elements[5].str;
+    EXPECT_EQ(ints_of(r, 2).value_or(ints5{})[2], 3) << to_string(a);
+  }
+}
+
 // A call that is malformed as a whole is refused whole, with nothing written.
 TEST_F(batch, malformed_call_is_refused) {
   auto args = eval_batch({{algorithm::gcra, "m:{a}", {5, 1000, 5}, "1"}}, "");

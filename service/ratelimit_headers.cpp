@@ -19,28 +19,29 @@ void append_int(std::string& out, std::int64_t v) {
   out.append(buf, end);
 }
 
+// One member of a RateLimit or RateLimit-Policy list: "name";k1=v1;k2=v2. Policy names are
+// [A-Za-z0-9_.-] (policy's constructor checks), so they need no escaping inside an sf-string.
+void append_member(std::string& out, std::string_view name, std::string_view k1, std::int64_t v1,
+                   std::string_view k2, std::int64_t v2) {
+  out.reserve(out.size() + name.size() + 48);  // one allocation, not one per append
+  out += '"';
+  out += name;
+  out += "\";";
+  out += k1;
+  append_int(out, v1);
+  out += k2;
+  append_int(out, v2);
+}
+
 }  // namespace
 
-// Policy names are [A-Za-z0-9_.-] (policy's constructor checks), so they need no escaping
-// inside an sf-string.
 void append_policy_member(std::string& out, const policy& p) {
-  out.reserve(out.size() + p.name().size() + 48);  // one allocation, not one per append
-  out += '"';
-  out += p.name();
-  out += "\";q=";
-  append_int(out, p.limit());
-  out += ";w=";
-  append_int(out, std::max<std::int64_t>(1, ceil_seconds(p.window())));
+  append_member(out, p.name(), "q=", p.limit(), ";w=",
+                std::max<std::int64_t>(1, ceil_seconds(p.window())));
 }
 
 void append_ratelimit_member(std::string& out, const policy& p, const decision& d) {
-  out.reserve(out.size() + p.name().size() + 48);
-  out += '"';
-  out += p.name();
-  out += "\";r=";
-  append_int(out, d.remaining);
-  out += ";t=";
-  append_int(out, ceil_seconds(d.reset_after));
+  append_member(out, p.name(), "r=", d.remaining, ";t=", ceil_seconds(d.reset_after));
 }
 
 std::string policy_member(const policy& p) {

@@ -9,10 +9,6 @@ namespace {
 
 constexpr std::size_t max_shards = 64;
 
-bool same_state(const policy& a, const policy& b) noexcept {
-  return a.algo() == b.algo() && a.name() == b.name();
-}
-
 }  // namespace
 
 deny_cache::deny_cache(std::size_t max_entries, std::int64_t max_age, std::int64_t slack)
@@ -22,6 +18,10 @@ deny_cache::deny_cache(std::size_t max_entries, std::int64_t max_age, std::int64
   per_shard_ = std::max<std::size_t>(max_entries / n, 1);
   shards_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) shards_.push_back(std::make_unique<shard>());
+}
+
+bool same_state(const policy& a, const policy& b) noexcept {
+  return a.algo() == b.algo() && a.name() == b.name();
 }
 
 std::uint64_t deny_cache::hash(std::string_view key, const policy& p) noexcept {

@@ -26,6 +26,10 @@
 
 namespace floodgate::detail {
 
+// True when `a` and `b` name one state: the backends key a state by policy name and
+// algorithm (and caller key), not by the limits, which may change between deployments.
+bool same_state(const policy& a, const policy& b) noexcept;
+
 class deny_cache {
  public:
   // Keys longer than this (bytes) are never remembered: it bounds an entry's memory.

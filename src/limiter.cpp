@@ -70,8 +70,7 @@ check_result single_result(backend_reply& reply, const decision& on_failure) {
 }
 
 bool same_state(const check_item& a, const check_item& b) {
-  return a.key == b.key && a.policy->name() == b.policy->name() &&
-         a.policy->algo() == b.policy->algo();
+  return a.key == b.key && detail::same_state(*a.policy, *b.policy);
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ TEST(cluster_batch, a_batch_meeting_ask_or_moved_is_split_and_followed_per_check
   redis_cluster c;
   const auto from = c.masters()[0], to = c.masters()[1];
   const auto key = key_on(c, from, "batched");
-  const auto slot = std::to_string(redis::key_slot(key));
+  const int slot = redis::key_slot(key);
   const auto prefix = unique_prefix("batch");
   backend_options o;
   o.redis.key_prefix = prefix;
@@ -58,25 +58,20 @@ TEST(cluster_batch, a_batch_meeting_ask_or_moved_is_split_and_followed_per_check
   // so missing there) is answered TRYAGAIN: its checks are retried alone, p's answered by the
   // source, p2's after one ASK by the importing node. (Retried as a batch, they would meet
   // TRYAGAIN again until the migration ends.)
-  const auto from_id = c.command(from, {"CLUSTER", "MYID"}).str;
-  const auto to_id = c.command(to, {"CLUSTER", "MYID"}).str;
-  c.command(to, {"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id});
-  c.command(from, {"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id});
+  c.begin_migration(slot, from, to);
   const policy p2{"api2", algorithm::fixed_window, 100, std::chrono::hours(1)};
   EXPECT_EQ(paused_burst(c, from, l, key, {&p, &p2}, 20), 20);
   EXPECT_EQ(l.get_backend().stats().redirections, 10u) << "one ASK per check of p2";
 
   // With p's state moved too: the source answers ASK to the whole batch, and each check is
   // sent alone, after ASKING, to the importing node.
-  c.command(from, {"MIGRATE", "127.0.0.1", std::to_string(c.node(to).port()), "", "0", "5000",
-                   "KEYS", prefix + "api:fw:{" + key + "}"});
+  c.migrate_keys(from, to, {prefix + "api:fw:{" + key + "}"});
   EXPECT_EQ(paused_burst(c, from, l, key, {&p}, 20), 20);
   EXPECT_EQ(l.get_backend().stats().redirections, 30u) << "one ASK per check";
 
   // The move ends; the client's map still names the source, which answers MOVED to the
   // batch: every check is redirected and decided on the new owner.
-  for (int i : {to, from, c.masters()[2]})
-    c.command(i, {"CLUSTER", "SETSLOT", slot, "NODE", to_id});
+  c.end_migration(slot, from, to);
   EXPECT_EQ(paused_burst(c, from, l, key, {&p}, 20), 20);
   EXPECT_GE(l.get_backend().stats().redirections, 31u);
   // Exactly what was asked for was counted, once each: 1 + 30 + 10 + 20 + 20 of p's 100 and

@@ -72,7 +72,7 @@ TEST(cluster_failover, ask_is_followed_per_call_and_moved_updates_the_map) {
   redis_cluster c;
   const auto from = c.masters()[0], to = c.masters()[1];
   const auto key = key_on(c, from, "ask");
-  const auto slot = std::to_string(redis::key_slot(key));
+  const int slot = redis::key_slot(key);
   const auto prefix = unique_prefix("ask");
   limiter l{c.url(), options_for(prefix, 1s)};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
@@ -80,12 +80,8 @@ TEST(cluster_failover, ask_is_followed_per_call_and_moved_updates_the_map) {
   ASSERT_EQ(l.check(key, p).outcome, outcome::allowed);
   const auto state_key = prefix + "api:gc:{" + key + "}";
   // Mid-migration, with the key already on the importing node: the source answers ASK.
-  const auto from_id = c.command(from, {"CLUSTER", "MYID"}).str;
-  const auto to_id = c.command(to, {"CLUSTER", "MYID"}).str;
-  c.command(to, {"CLUSTER", "SETSLOT", slot, "IMPORTING", from_id});
-  c.command(from, {"CLUSTER", "SETSLOT", slot, "MIGRATING", to_id});
-  c.command(from, {"MIGRATE", "127.0.0.1", std::to_string(c.node(to).port()), "", "0", "5000",
-                   "KEYS", state_key});
+  c.begin_migration(slot, from, to);
+  c.migrate_keys(from, to, {state_key});
   for (int i = 1; i <= 3; ++i) {
     const auto r = l.check(key, p);
     ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
@@ -94,11 +90,10 @@ TEST(cluster_failover, ask_is_followed_per_call_and_moved_updates_the_map) {
     EXPECT_EQ(l.get_backend().stats().redirections, static_cast<std::uint64_t>(i));
   }
   // (EXISTS on the importing node would answer MOVED without ASKING: count the slot instead.)
-  EXPECT_EQ(c.command(to, {"CLUSTER", "COUNTKEYSINSLOT", slot}).integer, 1);
-  EXPECT_EQ(c.command(from, {"CLUSTER", "COUNTKEYSINSLOT", slot}).integer, 0);
+  EXPECT_EQ(c.command(to, {"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).integer, 1);
+  EXPECT_EQ(c.command(from, {"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}).integer, 0);
   // The move ends: one MOVED, then the map knows.
-  for (int i : {to, from, c.masters()[2]})
-    c.command(i, {"CLUSTER", "SETSLOT", slot, "NODE", to_id});
+  c.end_migration(slot, from, to);
   EXPECT_EQ(l.check(key, p).decision.remaining, 5);
   EXPECT_EQ(l.get_backend().stats().redirections, 4u);
   EXPECT_EQ(l.check(key, p).decision.remaining, 4);

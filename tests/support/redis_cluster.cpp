@@ -172,30 +172,49 @@ int redis_cluster::wait_master_for(int slot, int not_this, std::chrono::millisec
   }
 }
 
-void redis_cluster::move_slot(int slot, int from, int to,
-                              const std::function<void()>& between_batches, int keys_per_batch) {
+namespace {
+
+void expect_ok(const reply& r, const char* what) {
+  if (r.kind == reply::error) throw std::runtime_error(std::string(what) + ": " + r.str);
+}
+
+}  // namespace
+
+void redis_cluster::begin_migration(int slot, int from, int to) {
   const auto s = std::to_string(slot);
-  const auto from_id = node_id(from), to_id = node_id(to);
-  auto expect_ok = [](const reply& r, const char* what) {
-    if (r.kind == reply::error) throw std::runtime_error(std::string(what) + ": " + r.str);
-  };
-  expect_ok(command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", from_id}), "IMPORTING");
-  expect_ok(command(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", to_id}), "MIGRATING");
-  for (;;) {
-    const auto keys =
-        command(from, {"CLUSTER", "GETKEYSINSLOT", s, std::to_string(keys_per_batch)});
-    if (keys.elements.empty()) break;
-    std::vector<std::string> migrate = {
-        "MIGRATE", "127.0.0.1", std::to_string(node(to).port()), "", "0", "5000", "KEYS"};
-    for (const auto& k : keys.elements) migrate.push_back(k.str);
-    expect_ok(command(from, migrate), "MIGRATE");
-    if (between_batches) between_batches();
-  }
-  // The new owner first, then the old one (which then answers MOVED), then everyone else.
+  expect_ok(command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", node_id(from)}), "IMPORTING");
+  expect_ok(command(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", node_id(to)}), "MIGRATING");
+}
+
+void redis_cluster::migrate_keys(int from, int to, const std::vector<std::string>& keys) {
+  std::vector<std::string> migrate = {
+      "MIGRATE", "127.0.0.1", std::to_string(node(to).port()), "", "0", "5000", "KEYS"};
+  migrate.insert(migrate.end(), keys.begin(), keys.end());
+  expect_ok(command(from, migrate), "MIGRATE");
+}
+
+void redis_cluster::end_migration(int slot, int from, int to) {
+  const auto s = std::to_string(slot);
+  const auto to_id = node_id(to);
   expect_ok(command(to, {"CLUSTER", "SETSLOT", s, "NODE", to_id}), "SETSLOT NODE (to)");
   expect_ok(command(from, {"CLUSTER", "SETSLOT", s, "NODE", to_id}), "SETSLOT NODE (from)");
   for (int i = 0; i < node_count; ++i)
     if (i != from && i != to && alive(i)) command(i, {"CLUSTER", "SETSLOT", s, "NODE", to_id});
+}
+
+void redis_cluster::move_slot(int slot, int from, int to,
+                              const std::function<void()>& between_batches, int keys_per_batch) {
+  begin_migration(slot, from, to);
+  for (;;) {
+    const auto keys = command(from, {"CLUSTER", "GETKEYSINSLOT", std::to_string(slot),
+                                     std::to_string(keys_per_batch)});
+    if (keys.elements.empty()) break;
+    std::vector<std::string> names;
+    for (const auto& k : keys.elements) names.push_back(k.str);
+    migrate_keys(from, to, names);
+    if (between_batches) between_batches();
+  }
+  end_migration(slot, from, to);
 }
 
 }  // namespace floodgate::test

@@ -67,6 +67,12 @@ class redis_cluster {
   // after each MIGRATE batch (the window in which clients meet ASK).
   void move_slot(int slot, int from, int to, const std::function<void()>& between_batches = {},
                  int keys_per_batch = 10);
+  // move_slot's three steps, for tests that act between them: SETSLOT IMPORTING/MIGRATING
+  // (from now on the source answers ASK for keys it no longer has), MIGRATE of the given keys,
+  // SETSLOT NODE on the new owner, the old one (which then answers MOVED), then everyone else.
+  void begin_migration(int slot, int from, int to);
+  void migrate_keys(int from, int to, const std::vector<std::string>& keys);
+  void end_migration(int slot, int from, int to);
 
   // Runs one command on node i (any live node when i < 0).
   reply command(int i, const std::vector<std::string>& args) const;

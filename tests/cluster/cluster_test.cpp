@@ -14,6 +14,16 @@ backend_options options_for(const std::string& prefix) {
   return o;
 }
 
+// CI once failed when a node drew port 60431 from the kernel's ephemeral range (it ends at
+// 60999): a node above 55535 has no bus port and exits at start.
+TEST(cluster_fixture, node_ports_leave_room_for_the_bus_port) {
+  for (int i = 0; i < 500; ++i) {
+    const auto port = free_cluster_port();
+    ASSERT_LE(port, 55535);
+    ASSERT_GE(port, 1024);
+  }
+}
+
 TEST(cluster, decides_on_every_master) {
   auto& c = shared_cluster();
   const auto prefix = unique_prefix("basic");

@@ -11,8 +11,7 @@ using namespace std::chrono_literals;
 
 redis_cluster::redis_cluster(options opts) {
   redis_server::options node_options;
-  // Ports above 55535 make a cluster node exit at start (its bus port would not exist):
-  // redis_server then tries another free port.
+  node_options.cluster_port = true;  // a node on a port above 55535 exits at start
   node_options.extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                              "--cluster-node-timeout", std::to_string(opts.node_timeout.count()),
                              "--cluster-require-full-coverage", "yes",
@@ -26,9 +25,7 @@ redis_cluster::redis_cluster(options opts) {
     auto o = node_options;
     if (opts.tls) {
       // With tls-cluster the bus listens on the TLS port + 10000: it must exist too.
-      std::uint16_t port = free_port();
-      while (port > 55535) port = free_port();
-      tls_ports_.push_back(port);
+      tls_ports_.push_back(free_cluster_port());
       const auto tls_args = opts.tls->server_args(tls_ports_.back());
       o.extra_args.insert(o.extra_args.end(), tls_args.begin(), tls_args.end());
     }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -35,30 +36,44 @@ reply flatten(const redisReply* r) {
   return out;
 }
 
-}  // namespace
-
-std::uint16_t free_port() {
+// Binds 127.0.0.1:port (0 = the kernel picks) and closes again; the port bound, or 0.
+std::uint16_t try_bind(std::uint16_t port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw std::runtime_error("free_port: socket failed");
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(port);
   socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("free_port: bind failed");
-  }
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   ::close(fd);
-  return ntohs(addr.sin_port);
+  return ok ? ntohs(addr.sin_port) : 0;
+}
+
+}  // namespace
+
+std::uint16_t free_port() {
+  const auto port = try_bind(0);
+  if (port == 0) throw std::runtime_error("free_port: bind failed");
+  return port;
+}
+
+std::uint16_t free_cluster_port() {
+  static thread_local std::mt19937 random{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(20000, 55535);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const auto port = static_cast<std::uint16_t>(pick(random));
+    if (try_bind(port) == port && try_bind(port + 10000) == port + 10000) return port;
+  }
+  throw std::runtime_error("free_cluster_port: no free port pair in 1000 tries");
 }
 
 redis_server::redis_server(options opts)
     : options_(std::move(opts)), dir_(make_temp_dir("floodgate-redis-")) {
   // A port can be taken between free_port() and redis binding it: try a few.
   for (int attempt = 0;; ++attempt) {
-    port_ = free_port();
+    port_ = options_.cluster_port ? free_cluster_port() : free_port();
     try {
       start();
       return;

@@ -20,6 +20,11 @@ namespace floodgate::test {
 // A TCP port on 127.0.0.1 that was free a moment ago (bind to 0, read, close).
 std::uint16_t free_port();
 
+// A port for a Redis Cluster node: at most 55535, and free together with its bus port
+// (port + 10000). The kernel's ephemeral range reaches 60999, so free_port() alone hands out
+// ports a cluster node refuses to start on.
+std::uint16_t free_cluster_port();
+
 // A reply, flattened for assertions.
 struct reply {
   enum kind_t { string, status, number, nil, error, array } kind = nil;
@@ -38,6 +43,7 @@ class redis_server {
   struct options {
     bool enable_debug = true;             // DEBUG SLEEP etc. (off by default in Redis 7)
     std::vector<std::string> extra_args;  // more "--name value" arguments
+    bool cluster_port = false;            // pick the port with free_cluster_port()
   };
 
   redis_server() : redis_server(options{}) {}

@@ -43,7 +43,8 @@ struct redis_options {
   // Deadline of one call, from the moment it is issued until its reply (covers reconnect,
   // NOSCRIPT reload and retries). Past it the call fails with errc::timeout.
   std::chrono::milliseconds timeout = 50ms;
-  // Deadline for establishing a connection (TCP connect + AUTH + SELECT + SCRIPT LOAD).
+  // Deadline for establishing a connection (TCP connect + AUTH + SELECT + SCRIPT LOAD); also
+  // how long a connection may owe replies without answering any before it counts as broken.
   std::chrono::milliseconds connect_timeout = 1s;
   // Connections per Redis server; calls are pipelined over them.
   std::size_t connections = 2;

@@ -63,14 +63,17 @@ void append_batch(std::string& out, std::span<const request_ptr> items, bool as_
 void complete_batch(std::span<request_ptr> items, reply& r) noexcept {
   if (r.is_error()) {
     const auto ec = error_for(r);
-    for (auto& item : items) item->complete(ec, &r);
+    for (auto& item : items)
+      if (item) item->complete(ec, &r);
     return;
   }
   if (r.kind != reply::type::array || r.elements.size() != 5 * items.size()) {
-    for (auto& item : items) item->complete(errc::protocol_error, &r);
+    for (auto& item : items)
+      if (item) item->complete(errc::protocol_error, &r);
     return;
   }
   for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!items[i]) continue;
     std::span<reply> part(&r.elements[5 * i], 5);
     if (part[0].is_error())
       items[i]->complete(error_for(part[0]), &part[0]);

@@ -36,6 +36,7 @@ void append_batch(std::string& out, std::span<const request_ptr> items, bool as_
 
 // Completes every item with its part of the batch's reply `r`: its five elements, or its own
 // error; a reply that is an error as a whole (MOVED, BUSY, ...) goes to each item as it is.
+// A null item (it timed out in flight) keeps its place and is skipped.
 void complete_batch(std::span<request_ptr> items, reply& r) noexcept;
 
 }  // namespace floodgate::redis

@@ -164,7 +164,7 @@ void connection::send_handshake(const session_ptr& s) {
   if (commands == 0) return become_ready();
   handshake_left_ = commands;
   for (std::size_t i = 0; i < commands; ++i)
-    in_flight_.push_back({in_flight::kind::handshake, nullptr, nullptr});
+    in_flight_.push_back({in_flight::kind::handshake, nullptr, nullptr, request::clock::now()});
   writing_ = true;
   write(s, out, [this, s](const error_code& ec, std::size_t) {
     if (s != session_) return;
@@ -306,11 +306,14 @@ void connection::flush() {
   if (loads_.empty() &&
       (in_flight_calls_ >= max_in_flight_calls || (retries_.empty() && unsent_.empty())))
     return;
+  // Replies owed to calls that timed out count too: a server this far behind gets no more.
+  if (in_flight_.size() >= max_in_flight_replies) return;
+  const auto now = request::clock::now();
   std::string& out = session_->write_buffer;
   out.clear();
   for (const script* s : loads_) {
     append_command(out, {"SCRIPT", "LOAD", s->source});
-    in_flight_.push_back({in_flight::kind::load, nullptr, s});
+    in_flight_.push_back({in_flight::kind::load, nullptr, s, now});
     loading_.push_back(s);
   }
   loads_.clear();
@@ -319,7 +322,6 @@ void connection::flush() {
   // connection, with every other call on it. Under overload this keeps the pipe alive.
   // (At most half the timeout: a call with half its time left is always worth sending, and
   // an estimate inflated by a stall cannot keep every call from being sent.)
-  const auto now = request::clock::now();
   const auto send_by =
       now + std::min<request::clock::duration>(round_trip_, config_.options.timeout / 2);
   std::vector<request_ptr> expired;
@@ -343,7 +345,7 @@ void connection::flush() {
       if (r->asking) {
         // Back to back with the call on this connection: ASKING applies to the next command.
         append_command(out, {"ASKING"});
-        in_flight_.push_back({in_flight::kind::asking, nullptr, nullptr});
+        in_flight_.push_back({in_flight::kind::asking, nullptr, nullptr, now});
       }
       append_call(out, *r);
       in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
@@ -463,16 +465,22 @@ void connection::on_reply(reply& r) {
         loading_.erase(it);
       return;
     case in_flight::kind::call: {
-      --in_flight_calls_;
       // Smoothed like TCP's SRTT (7/8 old, 1/8 new): steady under jitter, quick to follow load.
+      // A late reply counts too: it is how slow the server is.
       const auto sample = request::clock::now() - f.written;
       round_trip_ += (sample - round_trip_) / 8;
+      if (!f.call) return;  // timed out already: its reply is dropped here, in its place
+      --in_flight_calls_;
       return on_call_reply(std::move(f.call), r);
     }
     case in_flight::kind::batch: {
-      in_flight_calls_ -= f.batch.size();
       const auto sample = request::clock::now() - f.written;
       round_trip_ += (sample - round_trip_) / 8;
+      // Items that timed out are null: the reply's parts stay matched by position.
+      const auto live = static_cast<std::size_t>(std::count_if(
+          f.batch.begin(), f.batch.end(), [](const request_ptr& item) { return item != nullptr; }));
+      if (live == 0) return;
+      in_flight_calls_ -= live;
       return on_batch_reply(std::move(f.batch), r);
     }
   }
@@ -510,6 +518,7 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r) {
   }
   const auto now = request::clock::now();
   for (auto& item : items) {
+    if (!item) continue;  // timed out in flight
     if (item->deadline <= now) {
       item->complete(errc::timeout, nullptr);
       continue;
@@ -572,25 +581,30 @@ void connection::on_deadline() {
       (r->deadline <= now ? expired.emplace_back() : keep.emplace_back()) = std::move(r);
     q->swap(keep);
   }
-  bool lost_in_flight = false;
+  // A call in flight that times out fails alone. Its entry keeps its place, so its reply,
+  // if it comes, is matched to it and dropped (as hiredis and Boost.Redis do), and the calls
+  // written after it keep their own deadlines: one slow reply fails only its own call.
   for (auto& f : in_flight_) {
     if (f.call && f.call->deadline <= now) {
       expired.push_back(std::move(f.call));
       --in_flight_calls_;
-      lost_in_flight = true;
     }
-    // An item of a batch fails alone; the others of the batch go with the connection.
     for (auto& item : f.batch) {
       if (item && item->deadline <= now) {
         expired.push_back(std::move(item));
         --in_flight_calls_;
-        lost_in_flight = true;
       }
     }
   }
-  // Its reply may still come, and would then be taken for the next call's: the connection
-  // goes, and the calls still in flight on it fail with not_connected.
-  if (lost_in_flight) drop("a call timed out in flight", errc::not_connected);
+  // But a connection that answers nothing for connect_timeout is taken as broken (a black
+  // hole, a half-open TCP connection, a stopped server): it goes, the calls still in flight
+  // on it fail with not_connected, and a new one must complete its handshake in that time.
+  if (state_ == state::ready && !in_flight_.empty() &&
+      now - in_flight_.front().written >= config_.options.connect_timeout) {
+    drop("no reply within connect_timeout (" +
+             std::to_string(config_.options.connect_timeout.count()) + " ms)",
+         errc::not_connected);
+  }
 
   auto earliest = request::clock::time_point::max();
   for (const auto& f : in_flight_) {
@@ -600,6 +614,8 @@ void connection::on_deadline() {
   }
   for (auto* q : {&retries_, &unsent_})
     for (const auto& r : *q) earliest = std::min(earliest, r->deadline);
+  if (state_ == state::ready && !in_flight_.empty())
+    earliest = std::min(earliest, in_flight_.front().written + config_.options.connect_timeout);
   if (earliest != request::clock::time_point::max())
     arm_deadline(std::max(earliest, now + deadline_granularity));
 

@@ -84,6 +84,9 @@ class connection {
   // few ms of work), shallow enough that a written call is answered well within a deadline
   // under overload.
   static constexpr std::size_t max_in_flight_calls = 512;
+  // Replies owed, at most, counting those of calls that timed out in flight (their replies
+  // are read and dropped): a stalled server does not collect an endless pipeline.
+  static constexpr std::size_t max_in_flight_replies = 2 * max_in_flight_calls;
   // The encoded size of one batch call, at most (its items are redis_options::max_batch_items
   // at most).
   static constexpr std::size_t max_batch_bytes = 64 * 1024;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,11 +32,20 @@ inline std::string unique_prefix(std::string_view name) {
          std::to_string(n.fetch_add(1)) + ":";
 }
 
-// Polls `done` every 2 ms until it says yes (true) or `limit` passes (false).
+// Polls `done` every 2 ms until it says yes (true) or `limit` passes (false). A poll that
+// throws counts as "not yet": a node changing role resets its connections (seen in CI as
+// "Connection reset by peer" from ROLE during a Sentinel failover).
 template <class F>
 bool wait_for(F done, std::chrono::milliseconds limit) {
   const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
+  const auto poll = [&] {
+    try {
+      return static_cast<bool>(done());
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  while (!poll()) {
     if (std::chrono::steady_clock::now() > until) return false;
     std::this_thread::sleep_for(2ms);
   }

@@ -102,6 +102,86 @@ TEST(deadline, a_late_reply_never_answers_the_next_call) {
   }
 }
 
+// Connections Redis has accepted so far, this INFO's own included (command() opens one).
+long long connections_received(const redis_server& redis) {
+  const auto info = redis.command({"INFO", "stats"}).str;
+  const std::string field = "total_connections_received:";
+  return std::stoll(info.substr(info.find(field) + field.size()));
+}
+
+// One slow reply fails only its own call: a call written behind it keeps its own deadline
+// and its answer, on the same connection (before, the first timeout dropped the connection
+// and failed every call in flight on it with not_connected, though they had run in Redis).
+TEST(deadline, a_call_that_times_out_in_flight_fails_alone) {
+  redis_server redis;
+  backend_options o = redis_options_for(unique_prefix("alone"), fixed_clock(), 400ms);
+  o.redis.connections = 1;
+  auto b = make_backend(redis.url(), o);
+  ASSERT_TRUE(wait_healthy(*b));
+  const policy p{"p", algorithm::fixed_window, 10, 1h};
+  const check_item first{"first", &p, 1}, second{"second", &p, 1};
+  const auto connections = connections_received(redis);
+
+  // Redis busy for 600 ms from t=0 (DEBUG SLEEP, on a connection of its own). `first` is
+  // written at ~30 ms (deadline ~430 ms) and `second` at ~230 ms (deadline ~630 ms); Redis
+  // answers both at ~600 ms: `first` has timed out, `second` has 30 ms to spare at worst and
+  // is answered. (The sleeping connection's own 1 s read timeout covers the 600 ms.)
+  std::thread sleeper([&] { redis.command({"DEBUG", "SLEEP", "0.6"}); });
+  std::this_thread::sleep_for(30ms);
+  std::promise<backend_reply> r1, r2;
+  b->async_check(std::span(&first, 1), [&](backend_reply r) { r1.set_value(std::move(r)); });
+  std::this_thread::sleep_for(200ms);
+  b->async_check(std::span(&second, 1), [&](backend_reply r) { r2.set_value(std::move(r)); });
+  const auto a1 = r1.get_future().get();
+  const auto a2 = r2.get_future().get();
+  sleeper.join();
+
+  EXPECT_EQ(a1.error, errc::timeout) << a1.error.message();
+  ASSERT_FALSE(a2.error) << a2.error.message() << ": failed with the call before it";
+  ASSERT_EQ(a2.decisions.size(), 1u);
+  EXPECT_TRUE(a2.decisions[0].allowed);
+  EXPECT_EQ(a2.decisions[0].remaining, 9);
+  // Since the count was read: the sleeper's connection and this INFO's own, nothing else.
+  EXPECT_EQ(connections_received(redis), connections + 2) << "the connection was kept";
+
+  // The late reply to `first` was matched to it and dropped: the next call gets its own.
+  const check_item again{"first", &p, 1};
+  std::promise<backend_reply> r3;
+  b->async_check(std::span(&again, 1), [&](backend_reply r) { r3.set_value(std::move(r)); });
+  const auto a3 = r3.get_future().get();
+  ASSERT_FALSE(a3.error) << a3.error.message();
+  EXPECT_EQ(a3.decisions[0].remaining, 8) << "`first` ran in Redis although it timed out";
+}
+
+// But a connection that owes replies and answers nothing for connect_timeout is broken: it is
+// dropped (a new connection is made), so a black hole does not collect calls forever.
+TEST(deadline, a_connection_silent_for_connect_timeout_is_replaced) {
+  redis_server redis;
+  backend_options o = redis_options_for(unique_prefix("silent"), fixed_clock(), 50ms);
+  o.redis.connections = 1;
+  o.redis.connect_timeout = 300ms;
+  auto b = make_backend(redis.url(), o);
+  ASSERT_TRUE(wait_healthy(*b));
+  const policy p{"p", algorithm::fixed_window, 10, 1h};
+  const check_item item{"k", &p, 1};
+  const auto connections = connections_received(redis);
+  redis.pause();
+  std::promise<backend_reply> r1;
+  b->async_check(std::span(&item, 1), [&](backend_reply r) { r1.set_value(std::move(r)); });
+  EXPECT_EQ(r1.get_future().get().error, errc::timeout);
+  // Past connect_timeout with the reply still owed, the connection goes; the stopped server's
+  // kernel accepts the new one into its backlog. Then Redis answers again.
+  std::this_thread::sleep_for(600ms);
+  redis.resume();
+  check_result r;
+  limiter l{b};
+  const auto start = clock::now();
+  do r = l.check("k", p);
+  while (r.outcome != outcome::allowed && clock::now() - start < 3s);
+  EXPECT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_GT(connections_received(redis), connections + 1) << "the silent connection was replaced";
+}
+
 TEST(deadline, async_calls_complete_exactly_once_through_stop_and_resume) {
   redis_server redis;
   backend_options o = redis_options_for(unique_prefix("once"), fixed_clock(), 50ms);

@@ -152,7 +152,7 @@ class parser {
       const auto mode = parse_failure_mode(text);
       if (!mode)
         fail(it->second.second,
-             what + ": failure_mode must be open or closed (got '" + text + "')");
+             what + ": failure_mode must be open, closed or local (got '" + text + "')");
       on_failure = *mode;
     }
 

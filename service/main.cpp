@@ -27,7 +27,7 @@ using namespace floodgate::service;
 
 constexpr const char* usage =
     R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
-                  [--log-level LEVEL]
+                  [--log-level LEVEL] [--instances N]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -43,6 +43,9 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --io-threads N       threads serving HTTP, each with its own connections (default: the
                        hardware's, 2 to 8). A machine that also runs the callers (or nginx)
                        often does best with fewer.
+  --instances N        for rules with failure_mode: local, the number of floodgated sharing
+                       this Redis (each decides at limit ÷ N while Redis is unreachable).
+                       Default: counted from the instances' heartbeats in Redis.
   --log-level LEVEL    trace, debug, info (default), warn, error, critical or off. Logs go to
                        stderr, one logfmt line per event; decisions are logged at debug only.
   --help               this text.
@@ -57,6 +60,7 @@ struct flags {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
   std::size_t io_threads = 0;  // 0: server_options' default
+  int instances = 0;           // 0: counted by heartbeats
   spdlog::level::level_enum log_level = spdlog::level::info;
 };
 
@@ -125,6 +129,13 @@ flags parse_flags(int argc, char** argv) {
       if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 256)
         usage_error("--io-threads: '" + std::string(v) + "' is not a number from 1 to 256");
       f.io_threads = n;
+    } else if (arg == "--instances") {
+      const auto v = next();
+      unsigned n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 100000)
+        usage_error("--instances: '" + std::string(v) + "' is not a number from 1 to 100000");
+      f.instances = static_cast<int>(n);
     } else if (arg == "--log-level") {
       const auto v = next();
       const auto level = parse_level(v);
@@ -170,6 +181,7 @@ int main(int argc, char** argv) {
     options.max_connections = connection_budget(options.max_connections);
     limiter_options.max_key_size = options.limits.max_key_size;
     limiter_options.max_items = options.limits.max_items;
+    limiter_options.instances = f.instances;
     // The backend first (it connects in the background): whether the rules fit depends on it.
     auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
                                                         limiter_options);
@@ -207,6 +219,17 @@ int main(int argc, char** argv) {
              local.local_denials);
       family("floodgate_local_denial_entries", "gauge",
              "Denials remembered for that now (bounded).", local.local_denial_entries);
+      family("floodgate_local_mode_decisions_total", "counter",
+             "Checks of failure_mode: local rules decided in this process while the backend "
+             "could not answer.",
+             local.local_mode_decisions);
+      family("floodgate_local_mode_active", "gauge",
+             "1 while this instance decides failure_mode: local rules locally (an outage).",
+             local.local_mode_active ? 1 : 0);
+      family("floodgate_instances", "gauge",
+             "Instances sharing the backend, as local mode divides limits (heartbeats or "
+             "--instances).",
+             static_cast<std::uint64_t>(local.instances));
     });
     auto reload = [&store, &stats, where, path = f.config_path] {
       try {

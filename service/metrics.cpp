@@ -35,12 +35,13 @@ void header(std::string& out, std::string_view name, std::string_view type, std:
 }  // namespace
 
 std::string_view to_string(verdict v) noexcept {
-  constexpr std::array<std::string_view, verdict_count> names = {"allowed", "denied", "degraded",
-                                                                 "failed", "invalid"};
+  constexpr std::array<std::string_view, verdict_count> names = {
+      "allowed", "denied", "degraded", "failed", "invalid", "local_allowed", "local_denied"};
   return names[static_cast<std::size_t>(v)];
 }
 
 verdict verdict_of(const multi_check_result& r) noexcept {
+  if (r.local_mode) return r.allowed() ? verdict::local_allowed : verdict::local_denied;
   switch (r.outcome) {
     case outcome::allowed:
       return verdict::allowed;

@@ -33,8 +33,10 @@ enum class verdict {
   degraded,  // backend failed, admitted (fail-open)
   failed,    // backend failed, refused (fail-closed): a 503
   invalid,   // the request was wrong: a 400
+  local_allowed,  // backend failed, admitted in local mode (limit ÷ N)
+  local_denied,   // backend failed, refused in local mode: a 429
 };
-constexpr std::size_t verdict_count = 5;
+constexpr std::size_t verdict_count = 7;
 std::string_view to_string(verdict v) noexcept;
 
 // The verdict of a check_all (every item of it shares the combined verdict).

@@ -43,7 +43,8 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
 
   const bool failed = result.outcome == outcome::backend_error;
   const bool allowed = result.allowed();
-  const bool degraded = failed && allowed;
+  // Fail-open admissions, and every local-mode answer (limit ÷ N in this process).
+  const bool degraded = (failed && allowed) || result.local_mode;
 
   // Headers: every policy; live counters unless the backend failed (we know nothing then).
   std::string policies;

@@ -329,8 +329,8 @@ class session : public std::enable_shared_from_this<session> {
       if (r.outcome != outcome::invalid_request)
         srv.stats.record_backend_call(
             std::chrono::steady_clock::now() - self->started_,
-            r.outcome == outcome::backend_error ? r.error : std::error_code{});
-      if (r.outcome == outcome::backend_error) srv.warn_backend_error(r.error);
+            r.outcome == outcome::backend_error || r.local_mode ? r.error : std::error_code{});
+      if (r.outcome == outcome::backend_error || r.local_mode) srv.warn_backend_error(r.error);
       auto executor = self->stream_.get_executor();
       asio::dispatch(executor,
                      [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });

@@ -1,11 +1,13 @@
 #include "floodgate/limiter.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <string>
 
 #include "deny_cache.hpp"
 #include "floodgate/errors.hpp"
+#include "local_mode.hpp"
 
 namespace floodgate {
 namespace {
@@ -69,6 +71,31 @@ check_result single_result(backend_reply& reply, const decision& on_failure) {
   return r;
 }
 
+// A local-mode decision (failure_mode::local) of items, as a multi_check_result.
+multi_check_result local_mode_result(detail::local_mode& lm, std::span<const check_item> items,
+                                     std::error_code why) {
+  backend_reply reply = lm.decide(items);
+  multi_check_result r;
+  r.decisions = std::move(reply.decisions);
+  const bool all = std::all_of(r.decisions.begin(), r.decisions.end(),
+                               [](const decision& d) { return d.allowed; });
+  r.outcome = all ? outcome::allowed : outcome::over_limit;
+  r.error = why;
+  r.local_mode = true;
+  return r;
+}
+
+check_result local_mode_result(detail::local_mode& lm, const check_item& item,
+                               std::error_code why) {
+  auto m = local_mode_result(lm, std::span(&item, 1), why);
+  check_result r;
+  r.decision = m.decisions.front();
+  r.outcome = m.outcome;
+  r.error = why;
+  r.local_mode = true;
+  return r;
+}
+
 bool same_state(const check_item& a, const check_item& b) {
   return a.key == b.key && detail::same_state(*a.policy, *b.policy);
 }
@@ -84,6 +111,8 @@ limiter::limiter(std::shared_ptr<backend> b, limiter_options options)
     deny_cache_ = std::make_shared<detail::deny_cache>(
         options_.max_local_denial_entries, options_.max_local_denial.count(),
         options_.clock ? 0 : 1);
+  if (backend_->kind() != "memory")
+    local_mode_ = std::make_shared<detail::local_mode>(backend_, options_);
 }
 
 namespace {
@@ -109,6 +138,11 @@ limiter_stats limiter::stats() const noexcept {
   if (deny_cache_) {
     s.local_denials = deny_cache_->hits();
     s.local_denial_entries = deny_cache_->size();
+  }
+  if (local_mode_) {
+    s.local_mode_decisions = local_mode_->decisions();
+    s.local_mode_active = local_mode_->in_outage();
+    s.instances = local_mode_->instances();
   }
   return s;
 }
@@ -140,6 +174,7 @@ void limiter::async_check_all(std::span<const check_item> items,
                          m.outcome = r.outcome;
                          m.error = r.error;
                          m.local = r.local;
+                         m.local_mode = r.local_mode;
                          if (r.outcome != outcome::invalid_request)
                            m.decisions.push_back(r.decision);
                          handler(std::move(m));
@@ -155,6 +190,36 @@ void limiter::async_check_all(std::span<const check_item> items,
   if (deny_cache_)
     for (const auto& item : items)
       if (item.cost > 0) deny_cache_->forget(item.key, *item.policy);
+  // Local mode applies when every item's policy has it (in a mix, local-mode items fail
+  // closed: all-or-nothing across a local and a shared decision would mean nothing).
+  if (local_mode_ && std::all_of(items.begin(), items.end(), [](const check_item& item) {
+        return item.policy->on_failure() == failure_mode::local;
+      })) {
+    const auto route = local_mode_->route_now();
+    if (route == detail::local_mode::route::local)
+      return handler(local_mode_result(*local_mode_, items, local_mode_->last_failure()));
+    // The items are copied: the caller's need only live until this call returns.
+    std::vector<std::string> keys;
+    std::vector<policy> policies;
+    std::vector<std::int64_t> costs;
+    for (const auto& item : items) {
+      keys.emplace_back(item.key);
+      policies.push_back(*item.policy);
+      costs.push_back(item.cost);
+    }
+    handler = [lm = local_mode_, route, keys = std::move(keys), policies = std::move(policies),
+               costs = std::move(costs), handler = std::move(handler)](multi_check_result r) {
+      if (r.outcome == outcome::backend_error) {
+        lm->failed(route, r.error);
+        std::vector<check_item> again;
+        for (std::size_t i = 0; i < keys.size(); ++i)
+          again.push_back({keys[i], &policies[i], costs[i]});
+        return handler(local_mode_result(*lm, again, r.error));
+      }
+      if (r.outcome != outcome::invalid_request) lm->answered(route);
+      handler(std::move(r));
+    };
+  }
   backend_->async_check(items, [on_failure = failure_decisions(items),
                                 handler = std::move(handler)](backend_reply reply) mutable {
     multi_check_result r;
@@ -183,6 +248,20 @@ void limiter::async_check(std::string_view key, const policy& p, std::int64_t co
     r.outcome = outcome::invalid_request;
     r.error = ec;
     return handler(r);
+  }
+  if (local_mode_ && p.on_failure() == failure_mode::local) {
+    const auto route = local_mode_->route_now();
+    if (route == detail::local_mode::route::local)
+      return handler(local_mode_result(*local_mode_, item, local_mode_->last_failure()));
+    handler = [lm = local_mode_, route, key = std::string(key), p, cost,
+               handler = std::move(handler)](check_result r) {
+      if (r.outcome == outcome::backend_error) {
+        lm->failed(route, r.error);
+        return handler(local_mode_result(*lm, check_item{key, &p, cost}, r.error));
+      }
+      if (r.outcome != outcome::invalid_request) lm->answered(route);
+      handler(std::move(r));
+    };
   }
   if (!deny_cache_ || cost == 0 || p.local_denials() == local_denials::off) {
     return backend_->async_check(

@@ -27,7 +27,12 @@ std::string_view to_string(algorithm a) noexcept {
 }
 
 std::string_view to_string(failure_mode m) noexcept {
-  return m == failure_mode::open ? "open" : "closed";
+  switch (m) {
+    case failure_mode::open: return "open";
+    case failure_mode::closed: return "closed";
+    case failure_mode::local: return "local";
+  }
+  return "closed";
 }
 
 std::optional<algorithm> parse_algorithm(std::string_view s) noexcept {
@@ -39,6 +44,7 @@ std::optional<algorithm> parse_algorithm(std::string_view s) noexcept {
 std::optional<failure_mode> parse_failure_mode(std::string_view s) noexcept {
   if (s == "open") return failure_mode::open;
   if (s == "closed") return failure_mode::closed;
+  if (s == "local") return failure_mode::local;
   return std::nullopt;
 }
 

@@ -73,6 +73,15 @@ class backend {
   // Redirections, failovers and circuit breakers seen so far; cheap, from any thread.
   virtual backend_stats stats() const noexcept { return {}; }
 
+  // Records that `instance` is alive for `ttl`, and answers how many instances are (for local
+  // mode's limit ÷ N). A backend that is not shared answers 1.
+  virtual void async_heartbeat(std::string_view instance, std::chrono::milliseconds ttl,
+                               std::function<void(std::error_code, std::int64_t)> handler) {
+    (void)instance;
+    (void)ttl;
+    handler({}, 1);
+  }
+
   // True when a check_all is only sure to run if its items share one caller key: on Redis
   // Cluster the caller key is the hash tag, so different keys may live on different nodes
   // and one script cannot decide them (async_check answers errc::cross_slot). Services check

@@ -45,9 +45,15 @@ struct check_result {
   std::error_code error;  // set for backend_error and invalid_request
   // An over_limit decided in this process from an earlier denial, without a backend call.
   bool local = false;
+  // Decided in this process at limit ÷ N because the backend could not answer (the policy's
+  // failure_mode::local); outcome is allowed or over_limit, error the backend's failure.
+  bool local_mode = false;
 
-  // Admitted only because the backend failed and the policy fails open.
-  bool degraded() const noexcept { return outcome == floodgate::outcome::backend_error && decision.allowed; }
+  // Admitted only because the backend failed and the policy fails open, or decided in local
+  // mode.
+  bool degraded() const noexcept {
+    return (outcome == floodgate::outcome::backend_error && decision.allowed) || local_mode;
+  }
 };
 
 // check_all: one decision per item, in order, and the combined outcome. All items were
@@ -58,6 +64,8 @@ struct multi_check_result {
   std::error_code error;
   // A one-item call denied in this process from an earlier denial (as check_result::local).
   bool local = false;
+  // Decided in this process at limit ÷ N (as check_result::local_mode).
+  bool local_mode = false;
 
   // The verdict to apply: every decision allowed (for a backend error, every policy fails open).
   bool allowed() const noexcept {

@@ -38,12 +38,16 @@ std::shared_ptr<backend> make_backend(std::string_view url, const backend_option
 
 namespace detail {
 class deny_cache;
+class local_mode;
 }
 
 // Counters for metrics, from any thread.
 struct limiter_stats {
   std::uint64_t local_denials = 0;         // checks denied locally, without a backend call
   std::uint64_t local_denial_entries = 0;  // gauge: local denials remembered now
+  std::uint64_t local_mode_decisions = 0;  // calls decided in local mode (failure_mode::local)
+  bool local_mode_active = false;          // gauge: in an outage, deciding locally now
+  std::int64_t instances = 1;              // gauge: N for local mode (heartbeats or fixed)
 };
 
 class limiter {
@@ -84,6 +88,8 @@ class limiter {
   limiter_options options_;
   // Null when local denials are off; shared with handlers that may outlive the limiter.
   std::shared_ptr<detail::deny_cache> deny_cache_;
+  // Null for the memory backend (it never fails); shared with handlers likewise.
+  std::shared_ptr<detail::local_mode> local_mode_;
 };
 
 }  // namespace floodgate

@@ -106,6 +106,14 @@ struct limiter_options {
   // Local denials remembered at once, at most (each ~200 bytes; keys over 256 bytes are never
   // remembered). When full, expired ones go first, then arbitrary ones.
   std::size_t max_local_denial_entries = 65536;
+  // Local mode (failure_mode::local): while the backend cannot answer, such policies are
+  // decided in this process at limit ÷ instances. 0: the number of live instances, counted by
+  // heartbeats every instance keeps in the backend (about one a second; the last count seen
+  // is used during an outage; 1 until the first heartbeat answers). Otherwise a fixed count.
+  int instances = 0;
+  // After a backend failure, how long local-mode checks are decided locally without asking
+  // the backend; then one check probes it, and its answer ends or extends the outage.
+  std::chrono::milliseconds local_mode_probe_interval = std::chrono::milliseconds(250);
   // Testing only: the steady clock local denials count down on, in ms (only differences
   // matter); give it the backend's test clock. Empty: std::chrono::steady_clock, and a local
   // denial then ends 1 ms early, since Redis reads its TIME in whole ms independently of us.

@@ -25,6 +25,9 @@ enum class algorithm { sliding_log, sliding_window, fixed_window, token_bucket, 
 enum class failure_mode {
   open,    // admit the request, marked degraded
   closed,  // deny the request
+  // Decide in this process at limit ÷ N (N: the instances sharing the backend, from their
+  // heartbeats or limiter_options::instances), marked degraded; docs/algorithms.md.
+  local,
 };
 
 // Whether a limiter may deny this policy's requests locally, without a backend call, while an

@@ -84,6 +84,32 @@ class reset_call final : public request {
   reset_handler handler_;
 };
 
+class heartbeat_call final : public request {
+ public:
+  explicit heartbeat_call(std::function<void(std::error_code, std::int64_t)> handler)
+      : handler_(std::move(handler)) {}
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    if (!ec && r->is_error()) ec = error_for(*r);
+    if (!ec && (r->kind != reply::type::integer || r->integer < 1)) ec = errc::protocol_error;
+    handler_(ec, ec ? 0 : r->integer);
+  }
+
+ private:
+  std::function<void(std::error_code, std::int64_t)> handler_;
+};
+
+// Once a second per instance, so EVAL (no script to keep loaded) is cheap enough.
+constexpr std::string_view heartbeat_script = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
+redis.call('PEXPIRE', KEYS[1], ttl)
+return redis.call('ZCARD', KEYS[1])
+)lua";
+
 void append_key(std::string& out, const key_format& f, const policy& p, std::string_view key) {
   append_bulk_header(out, state_key_size(f, p, key));
   append_state_key(out, f, p, key);
@@ -214,6 +240,17 @@ void redis_backend::async_reset(std::string_view key, const policy& p, reset_han
   append_array_header(call->command, 2);
   append_bulk(call->command, "DEL");
   append_key(call->command, keys, p, key);
+  client_->submit(std::move(call));
+}
+
+void redis_backend::async_heartbeat(std::string_view instance, std::chrono::milliseconds ttl,
+                                    std::function<void(std::error_code, std::int64_t)> handler) {
+  auto call = std::make_unique<heartbeat_call>(std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  const std::string key = options_.key_prefix + "{instances}";
+  if (cluster_) call->slot = key_slot(key);
+  append_command(call->command, {"EVAL", std::string(heartbeat_script), "1", key,
+                                 std::string(instance), std::to_string(ttl.count())});
   client_->submit(std::move(call));
 }
 

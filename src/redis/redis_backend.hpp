@@ -40,6 +40,10 @@ class redis_backend final : public backend {
 
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
+  // One sorted set per key prefix, `<prefix>{instances}`: member = instance, score = its last
+  // heartbeat on Redis's clock; members older than ttl are dropped and the rest counted.
+  void async_heartbeat(std::string_view instance, std::chrono::milliseconds ttl,
+                       std::function<void(std::error_code, std::int64_t)> handler) override;
   bool healthy() const noexcept override { return client_->healthy(); }
   std::string_view kind() const noexcept override { return kind_; }
   backend_stats stats() const noexcept override { return client_->stats(); }

@@ -123,7 +123,7 @@ TEST(config, bad_files_name_file_line_and_problem) {
        "rules.yaml:3: rule 'api': algorithm must be one of sliding_log, sliding_window, "
        "fixed_window, token_bucket, gcra (got 'leaky')"},
       {api + "    limit: 1\n    window: 1s\n    failure_mode: maybe\n",
-       "rules.yaml:6: rule 'api': failure_mode must be open or closed (got 'maybe')"},
+       "rules.yaml:6: rule 'api': failure_mode must be open, closed or local (got 'maybe')"},
       {api + "    limit: 1\n    window: 1s\n    key: cookie:session\n",
        "rules.yaml:6: rule 'api': key must be remote_addr or header:NAME (got 'cookie:session')"},
       {api + "    limit: 1\n    window: 1s\n    key: \"header:\"\n",

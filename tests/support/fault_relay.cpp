@@ -85,21 +85,21 @@ void fault_relay::run() {
   std::vector<char> buffer(64 * 1024);
   for (;;) {
     const auto now = clock::now();
-    const auto f = fault_.load();
-    const bool reading = f != fault::stall;
-    const bool forwarding = f != fault::black_hole && f != fault::stall;
+    const auto before = fault_.load();
+    const bool reading = before != fault::stall;
+    const bool forwarding_before = before != fault::black_hole && before != fault::stall;
 
     std::vector<pollfd> fds{{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
     int timeout_ms = 50;  // faults change without a wake-up: look again soon
     for (auto& p : pairs) {
-      const bool due = forwarding && !p.to_client.empty() && p.to_client.front().due <= now;
+      const bool due = forwarding_before && !p.to_client.empty() && p.to_client.front().due <= now;
       short client_events = reading ? POLLIN : 0;
       if (due) client_events |= POLLOUT;
       short server_events = reading ? POLLIN : 0;
-      if (forwarding && !p.to_server.empty()) server_events |= POLLOUT;
+      if (forwarding_before && !p.to_server.empty()) server_events |= POLLOUT;
       fds.push_back({p.client, client_events, 0});
       fds.push_back({p.server, server_events, 0});
-      if (forwarding && !p.to_client.empty() && !due) {
+      if (forwarding_before && !p.to_client.empty() && !due) {
         const auto wait = std::chrono::ceil<std::chrono::milliseconds>(p.to_client.front().due - now);
         timeout_ms = std::min<int>(timeout_ms, static_cast<int>(std::max<long long>(wait.count(), 1)));
       }
@@ -145,6 +145,9 @@ void fault_relay::run() {
           p.to_client.push_back({clock::now() + latency,
                                  std::string(buffer.data(), static_cast<std::size_t>(n))});
       }
+      // The fault now, after the reads: bytes sent after set_fault() returned meet it.
+      const auto f = fault_.load();
+      const bool forwarding = f != fault::black_hole && f != fault::stall;
       if (!forwarding || p.dead) continue;
       if (!p.to_server.empty() && !write_some(p.server, p.to_server, p.to_server.size()))
         p.dead = true;
@@ -158,10 +161,10 @@ void fault_relay::run() {
           p.dead = true;
           break;
         }
-        const std::size_t before = bytes.size();
+        const std::size_t held = bytes.size();
         if (!write_some(p.client, bytes, f == fault::slice ? 1 : bytes.size())) p.dead = true;
         if (bytes.empty()) p.to_client.pop_front();
-        if (f == fault::slice || bytes.size() == before) break;  // one byte a turn, or full
+        if (f == fault::slice || bytes.size() == held) break;  // one byte a turn, or full
       }
     }
     for (auto it = pairs.begin(); it != pairs.end();) {

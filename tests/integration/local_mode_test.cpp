@@ -1,0 +1,144 @@
+// Local mode (failure_mode::local) against a real Redis behind a fault relay: during an outage
+// each instance decides at limit ÷ N, so N instances together stay within the limit; an outage
+// costs one deadline, not one per call; decisions go back to Redis when it answers again.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "fault_relay.hpp"
+#include "integration_support.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+using clock = std::chrono::steady_clock;
+using fault = fault_relay::fault;
+
+backend_options options_for(const std::string& prefix) {
+  backend_options o = redis_options_for(prefix, {}, 100ms);
+  o.redis.connect_timeout = 300ms;
+  return o;
+}
+
+TEST(local_mode, an_outage_costs_one_deadline_then_decides_at_limit_over_n_and_recovers) {
+  redis_server redis;
+  fault_relay relay{redis.port()};
+  limiter_options lo;
+  lo.instances = 2;
+  lo.local_mode_probe_interval = 100ms;
+  limiter l{relay.url(), options_for(unique_prefix("local")), lo};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"p", algorithm::fixed_window, 10, 1h, std::nullopt, failure_mode::local,
+                 local_denials::off};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
+  EXPECT_FALSE(l.stats().local_mode_active);
+
+  relay.set_fault(fault::black_hole);
+  auto start = clock::now();
+  auto r = l.check("k", p);
+  const auto first = clock::now() - start;
+  EXPECT_TRUE(r.local_mode);
+  EXPECT_TRUE(r.degraded());
+  EXPECT_EQ(r.error, errc::timeout) << r.error.message();
+  EXPECT_EQ(r.outcome, outcome::allowed);
+  EXPECT_EQ(r.decision.limit, 5) << "10 ÷ 2 instances";
+  EXPECT_GE(first, 100ms) << "the first call waits for its deadline";
+  int admitted = 1;
+  start = clock::now();
+  for (int i = 0; i < 20; ++i) {
+    r = l.check("k", p);
+    EXPECT_TRUE(r.local_mode);
+    if (r.outcome == outcome::allowed) ++admitted;
+  }
+  // Within the probe interval every call is local at once; after it one probe at a time waits.
+  EXPECT_EQ(admitted, 5) << "limit ÷ N per window in this instance";
+  EXPECT_EQ(r.outcome, outcome::over_limit);
+  EXPECT_GT(r.decision.retry_after, 0ms);
+  EXPECT_TRUE(l.stats().local_mode_active);
+  EXPECT_EQ(l.stats().local_mode_decisions, 21u);
+
+  // Past connect_timeout the silent connections are replaced, so the calls held in the black
+  // hole are never delivered (TCP would deliver them late, and they would count in Redis).
+  std::this_thread::sleep_for(600ms);
+  relay.set_fault(fault::none);
+  // Back to Redis once a probe gets through.
+  start = clock::now();
+  do r = l.check("k", p);
+  while (r.local_mode && clock::now() - start < 5s);
+  ASSERT_FALSE(r.local_mode) << "still local after 5 s";
+  EXPECT_EQ(r.outcome, outcome::allowed);
+  // Redis's count: the 3 before, this one, and any probe that reached Redis but answered after
+  // its deadline (it ran; the caller was answered locally). The 5 local admissions are not in it.
+  EXPECT_LE(r.decision.remaining, 10 - 3 - 1);
+  EXPECT_GE(r.decision.remaining, 10 - 3 - 1 - 2) << "local admissions counted in Redis";
+  EXPECT_FALSE(l.stats().local_mode_active);
+}
+
+// Three instances (limiters with their own heartbeats) on one Redis: each learns N = 3 from the
+// heartbeats; Redis black-holed mid-window, they admit 10 each, 30 together: the limit. With
+// what Redis admitted before the outage, the window's total is at most limit + that.
+TEST(local_mode, instances_count_each_other_and_together_stay_within_the_limit) {
+  redis_server redis;
+  fault_relay relay{redis.port()};
+  const auto prefix = unique_prefix("instances");
+  limiter_options lo;
+  lo.local_mode_probe_interval = 10s;  // no probe during the test: the outage is the test
+  std::vector<std::unique_ptr<limiter>> instances;
+  for (int i = 0; i < 3; ++i)
+    instances.push_back(std::make_unique<limiter>(relay.url(), options_for(prefix), lo));
+  const policy p{"p", algorithm::fixed_window, 30, 1h, std::nullopt, failure_mode::local};
+  for (auto& l : instances) ASSERT_EQ(l->check("k", p).outcome, outcome::allowed);
+  for (auto until = clock::now() + 5s; clock::now() < until;) {
+    bool all = true;
+    for (auto& l : instances) all = all && l->stats().instances == 3;
+    if (all) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  for (auto& l : instances) ASSERT_EQ(l->stats().instances, 3) << "heartbeats counted";
+
+  relay.set_fault(fault::black_hole);
+  std::vector<int> admitted(instances.size(), 0);
+  std::vector<std::thread> callers;
+  for (std::size_t i = 0; i < instances.size(); ++i)
+    callers.emplace_back([&, i] {
+      for (int n = 0; n < 25; ++n) {
+        const auto r = instances[i]->check("k", p);
+        EXPECT_TRUE(r.local_mode);
+        if (r.decision.allowed) ++admitted[i];
+      }
+    });
+  for (auto& c : callers) c.join();
+  int total = 0;
+  for (auto& l : instances) EXPECT_EQ(l->stats().instances, 3);
+  for (int a : admitted) {
+    EXPECT_EQ(a, 10) << "30 ÷ 3";
+    total += a;
+  }
+  EXPECT_EQ(total, 30) << "the instances together: the limit, no more";
+}
+
+TEST(local_mode, a_limit_below_n_refuses_locally_and_a_mixed_group_fails_closed) {
+  redis_server redis;
+  fault_relay relay{redis.port()};
+  limiter_options lo;
+  lo.instances = 4;
+  limiter l{relay.url(), options_for(unique_prefix("small")), lo};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy three{"three", algorithm::gcra, 3, 1h, std::nullopt, failure_mode::local};
+  const policy open{"open", algorithm::gcra, 100, 1h, std::nullopt, failure_mode::open};
+  relay.set_fault(fault::black_hole);
+  const auto r = l.check("k", three);
+  EXPECT_TRUE(r.local_mode);
+  EXPECT_EQ(r.outcome, outcome::over_limit) << "3 ÷ 4 rounds down to 0: nothing admitted";
+  EXPECT_EQ(r.decision.retry_after, 1h);
+  // A group of a local-mode and an open policy: not local (all-or-nothing across a shared and
+  // a local decision means nothing); each policy's failure decision, the local one closed.
+  const auto m = l.check_all({{"k", &three, 1}, {"k", &open, 1}});
+  EXPECT_FALSE(m.local_mode);
+  EXPECT_EQ(m.outcome, outcome::backend_error);
+  EXPECT_FALSE(m.allowed());
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,73 @@
+// floodgated with `failure_mode: local` on a real Redis behind a fault relay: when Redis stops
+// answering, the rule is decided in the process at limit ÷ --instances, answered degraded, with
+// 429s and Retry-After when that share is spent, and counted in /metrics.
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+#include <thread>
+
+#include "fault_relay.hpp"
+#include "floodgated_process.hpp"
+#include "http_client.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+// The value of one Prometheus sample line `name` (labels included), or -1 when absent.
+long long metric(const std::string& metrics, const std::string& name) {
+  const auto at = metrics.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stoll(metrics.substr(at + name.size() + 2));
+}
+
+TEST(local_mode, redis_unreachable_decides_at_limit_over_instances_and_says_so) {
+  redis_server redis;
+  fault_relay relay{redis.port()};
+  const std::string rules = R"(rules:
+  - {name: api, algorithm: fixed_window, limit: 10, window: 1h, failure_mode: local}
+)";
+  floodgated_process::options opts;
+  opts.extra_args = {"--redis", relay.url() + "?timeout=100ms&connect_timeout=300ms",
+                     "--instances", "2"};
+  floodgated_process fg(rules, opts);
+  const std::string body = R"({"rule":"api","key":"alice"})";
+  http_connection c(fg.port());
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       http_request_once(fg.port(), "GET", "/readyz").status != 200;) {
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << fg.log();
+    std::this_thread::sleep_for(10ms);
+  }
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(c.request("POST", "/v1/check", body).status, 200);
+
+  relay.set_fault(fault_relay::fault::black_hole);
+  int allowed = 0;
+  http_reply last;
+  for (int i = 0; i < 7; ++i) {
+    last = c.request("POST", "/v1/check", body);
+    const auto v = json::parse(last.body).as_object();
+    ASSERT_TRUE(v.contains("degraded")) << last.body;
+    EXPECT_EQ(v.at("degraded"), true);
+    EXPECT_EQ(v.at("limit"), 5) << "10 ÷ 2 instances";
+    if (last.status == 200) ++allowed;
+  }
+  EXPECT_EQ(allowed, 5);
+  EXPECT_EQ(last.status, 429) << last.body;
+  EXPECT_TRUE(last.header("Retry-After").has_value()) << "a local denial is a rate-limit answer";
+
+  const auto metrics = http_request_once(fg.port(), "GET", "/metrics").body;
+  EXPECT_EQ(metric(metrics, R"(floodgate_decisions_total{rule="api",result="local_allowed"})"), 5)
+      << metrics;
+  EXPECT_EQ(metric(metrics, R"(floodgate_decisions_total{rule="api",result="local_denied"})"), 2);
+  EXPECT_EQ(metric(metrics, "floodgate_local_mode_decisions_total"), 7);
+  EXPECT_EQ(metric(metrics, "floodgate_local_mode_active"), 1);
+  EXPECT_EQ(metric(metrics, "floodgate_instances"), 2);
+  EXPECT_GE(metric(metrics, R"(floodgate_backend_errors_total{kind="timeout"})"), 1);
+}
+
+}  // namespace
+}  // namespace floodgate::test

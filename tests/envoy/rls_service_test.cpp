@@ -65,6 +65,10 @@ class rls_semantics : public ::testing::TestWithParam<std::string> {
     backend_options bo;
     bo.memory.clock = clock_.fn();
     bo.redis.test_clock = clock_.fn();
+    // A loaded machine (parallel tests, builds) must not turn a slow first call into a
+    // backend error: these tests are about decisions, rls_failures about failures.
+    bo.redis.timeout = 5s;
+    bo.redis.connect_timeout = 5s;
     bo.redis.key_prefix = "rls" + std::to_string(::getpid()) + "_" + std::to_string(++prefix_counter) + ":";
     std::string url = "memory://";
     if (GetParam() == "redis") {

@@ -165,6 +165,15 @@ TEST(envoy_config, a_domain_twice_is_an_error) {
   }
 }
 
+TEST(envoy_config, the_example_directory_loads) {
+  const auto cfg = load_envoy_config({FLOODGATE_SOURCE_DIR "/examples/ratelimit"});
+  ASSERT_TRUE(cfg->has_domain("edge"));
+  const auto* login = cfg->find("edge", {{"path", "/login"}});
+  ASSERT_NE(login, nullptr);
+  EXPECT_EQ(login->policy->algo(), algorithm::gcra);
+  EXPECT_EQ(cfg->find("edge", {{"api_key", "partner-7"}})->requests_per_unit, 100000u);
+}
+
 TEST(envoy_config, policy_names_are_stable_and_distinct) {
   const auto one = parse(upstream_example);
   const auto two = parse(upstream_example);

@@ -119,6 +119,10 @@ grpc_server::grpc_server(const grpc_options& options, rls_service& service, rls_
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &impl_->port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
+  grpc::ResourceQuota quota("floodgated-grpc");
+  quota.Resize(options.memory_quota_bytes);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(&impl_->handler);
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)

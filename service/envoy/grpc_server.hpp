@@ -22,6 +22,11 @@ class rls_metrics;
 struct grpc_options {
   std::string address = "127.0.0.1:8081";  // HOST:PORT; port 0 picks a free one
   std::size_t max_message_bytes = 64 * 1024;  // a larger request is refused by gRPC
+  // Calls in flight on one connection at most (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a
+  // client waits for a slot beyond it.
+  int max_streams_per_connection = 1000;
+  // Memory gRPC may use for connections and calls; beyond it new work is refused.
+  std::size_t memory_quota_bytes = 256u << 20;
 };
 
 class grpc_server {

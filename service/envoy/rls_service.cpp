@@ -303,7 +303,9 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
       c->items.push_back(std::move(fresh));
     }
     auto& it = c->items[found];
-    it.hits = std::min<std::uint64_t>(it.hits + s.hits, std::uint64_t{1} << 62);
+    // Saturating: any sum this large is over every limit anyway.
+    constexpr std::uint64_t cap = std::uint64_t{1} << 62;
+    it.hits = std::min(cap, std::min(cap, it.hits) + std::min(cap, s.hits));
     s.item = found;
   }
   for (auto& it : c->items)

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <limits>
 
 #include "envoy_config.hpp"
 #include "floodgate/limiter.hpp"
@@ -203,6 +204,12 @@ TEST_P(rls_semantics, hits_addend_request_and_per_descriptor) {
   EXPECT_EQ(r.statuses[0].status, code::ok);
   EXPECT_EQ(r.statuses[0].limit_remaining, 3u) << "the other descriptor was only looked at";
   EXPECT_EQ(check({desc({{"remote_address", "h"}})}).statuses[0].limit_remaining, 0u);
+  // The same counter twice with the largest hits: no wrap-around to a small sum.
+  auto most = desc({{"remote_address", "w"}});
+  most.hits_addend = std::numeric_limits<std::uint64_t>::max();
+  r = check({most, most});
+  EXPECT_EQ(r.overall, code::over_limit);
+  EXPECT_EQ(check({desc({{"remote_address", "w"}})}).statuses[0].limit_remaining, 2u);
 }
 
 TEST_P(rls_semantics, the_request_may_override_the_limit) {

@@ -19,9 +19,8 @@ using field_map = std::map<std::string, std::pair<YAML::Node, int>, std::less<>>
 constexpr std::string_view root_fields[] = {"domain", "descriptors"};
 constexpr std::string_view descriptor_fields[] = {"key",         "value",       "rate_limit",
                                                   "descriptors", "shadow_mode", "detailed_metric"};
-constexpr std::string_view rate_limit_fields[] = {"unit",     "requests_per_unit", "unlimited",
-                                                  "name",     "replaces",          "algorithm",
-                                                  "failure_mode"};
+constexpr std::string_view rate_limit_fields[] = {
+    "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "failure_mode"};
 
 // FNV-1a: a short, stable name for a rule's counters (the policy name is part of the key).
 std::uint64_t fnv1a(std::string_view s) {
@@ -111,15 +110,15 @@ class parser {
       d.key = scalar(key_it->second, "key");
       if (d.key.empty()) fail(key_it->second.second, "descriptor: 'key' must not be empty");
       if (auto it = fields.find("value"); it != fields.end()) d.value = scalar(it->second, "value");
-      const std::string what = "descriptor '" + d.key + (d.value.empty() ? "" : "_" + d.value) + "'";
+      const std::string what =
+          "descriptor '" + d.key + (d.value.empty() ? "" : "_" + d.value) + "'";
       const auto [first, fresh] = seen.emplace(d.key + '\0' + d.value, line(node));
       if (!fresh)
-        fail(line(node), what + ": duplicate descriptor (first at line " +
-                             std::to_string(first->second) + ")");
+        fail(line(node),
+             what + ": duplicate descriptor (first at line " + std::to_string(first->second) + ")");
       const std::string my_path = path + '\0' + d.key + '\0' + d.value;
-      const std::string metric =
-          metric_prefix + (metric_prefix.empty() ? "" : ".") + d.key +
-          (d.value.empty() ? "" : "_" + d.value);
+      const std::string metric = metric_prefix + (metric_prefix.empty() ? "" : ".") + d.key +
+                                 (d.value.empty() ? "" : "_" + d.value);
       bool shadow = false;
       if (auto it = fields.find("shadow_mode"); it != fields.end())
         shadow = boolean(it->second, "shadow_mode");
@@ -163,7 +162,8 @@ class parser {
     if (r.unlimited) {
       for (std::string_view no : {"unit", "requests_per_unit", "algorithm", "failure_mode"})
         if (auto it = fields.find(no); it != fields.end())
-          fail(it->second.second, what + ": 'unlimited: true' contradicts '" + std::string(no) + "'");
+          fail(it->second.second,
+               what + ": 'unlimited: true' contradicts '" + std::string(no) + "'");
       return r;
     }
     if (unit_it == fields.end()) fail(f.second, what + ": missing field 'unit'");
@@ -178,11 +178,12 @@ class parser {
     const auto rpu_text = scalar(rpu_it->second, "requests_per_unit");
     std::uint64_t rpu = 0;
     if (rpu_text.empty() || rpu_text.size() > 10 ||
-        !std::all_of(rpu_text.begin(), rpu_text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        !std::all_of(rpu_text.begin(), rpu_text.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }) ||
         (rpu = std::stoull(rpu_text)) < 1 || rpu > 0xffffffffULL)
       fail(rpu_it->second.second,
-           what + ": requests_per_unit must be an integer from 1 to 4294967295 (got '" +
-               rpu_text + "')");
+           what + ": requests_per_unit must be an integer from 1 to 4294967295 (got '" + rpu_text +
+               "')");
     r.requests_per_unit = static_cast<std::uint32_t>(rpu);
 
     auto algo = algorithm::fixed_window;
@@ -192,22 +193,25 @@ class parser {
       if (!a)
         fail(it->second.second, what +
                                     ": algorithm must be one of sliding_log, sliding_window, "
-                                    "fixed_window, token_bucket, gcra (got '" + text + "')");
+                                    "fixed_window, token_bucket, gcra (got '" +
+                                    text + "')");
       algo = *a;
     }
     auto on_failure = failure_mode::closed;
     if (auto it = fields.find("failure_mode"); it != fields.end()) {
       const auto text = scalar(it->second, "failure_mode");
       const auto m = parse_failure_mode(text);
-      if (!m) fail(it->second.second, what + ": failure_mode must be open or closed (got '" + text + "')");
+      if (!m)
+        fail(it->second.second,
+             what + ": failure_mode must be open or closed (got '" + text + "')");
       on_failure = *m;
     }
     char name[32];
     std::snprintf(name, sizeof name, "envoy.%016llx",
                   static_cast<unsigned long long>(fnv1a(domain_ + path)));
     try {
-      r.policy.emplace(name, algo, static_cast<std::int64_t>(r.requests_per_unit), *window_of(r.per),
-                       std::nullopt, on_failure);
+      r.policy.emplace(name, algo, static_cast<std::int64_t>(r.requests_per_unit),
+                       *window_of(r.per), std::nullopt, on_failure);
     } catch (const config_error& e) {
       std::string msg = e.what();
       if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
@@ -232,14 +236,22 @@ void count_rules(const std::vector<descriptor_node>& nodes, std::size_t& n) {
 std::optional<std::chrono::milliseconds> window_of(unit u) noexcept {
   using namespace std::chrono;
   switch (u) {
-    case unit::second: return seconds{1};
-    case unit::minute: return minutes{1};
-    case unit::hour: return hours{1};
-    case unit::day: return hours{24};
-    case unit::week: return hours{24 * 7};
-    case unit::month: return hours{24 * 30};
-    case unit::year: return hours{24 * 365};
-    case unit::unknown: break;
+    case unit::second:
+      return seconds{1};
+    case unit::minute:
+      return minutes{1};
+    case unit::hour:
+      return hours{1};
+    case unit::day:
+      return hours{24};
+    case unit::week:
+      return hours{24 * 7};
+    case unit::month:
+      return hours{24 * 30};
+    case unit::year:
+      return hours{24 * 365};
+    case unit::unknown:
+      break;
   }
   return std::nullopt;
 }
@@ -254,14 +266,22 @@ std::optional<unit> parse_unit(std::string_view text) noexcept {
 
 std::string_view to_string(unit u) noexcept {
   switch (u) {
-    case unit::second: return "second";
-    case unit::minute: return "minute";
-    case unit::hour: return "hour";
-    case unit::day: return "day";
-    case unit::week: return "week";
-    case unit::month: return "month";
-    case unit::year: return "year";
-    case unit::unknown: break;
+    case unit::second:
+      return "second";
+    case unit::minute:
+      return "minute";
+    case unit::hour:
+      return "hour";
+    case unit::day:
+      return "day";
+    case unit::week:
+      return "week";
+    case unit::month:
+      return "month";
+    case unit::year:
+      return "year";
+    case unit::unknown:
+      break;
   }
   return "unknown";
 }
@@ -309,8 +329,8 @@ void parse_envoy_domain(std::string_view text, std::string_view file_name,
                         std::map<std::string, domain_config, std::less<>>& into) {
   auto d = parser(file_name).parse(text);
   if (auto it = into.find(d.name); it != into.end())
-    throw config_error(std::string(file_name) + ":1: duplicate domain '" + d.name +
-                       "' (also in " + it->second.file + ")");
+    throw config_error(std::string(file_name) + ":1: duplicate domain '" + d.name + "' (also in " +
+                       it->second.file + ")");
   into.emplace(d.name, std::move(d));
 }
 
@@ -329,7 +349,8 @@ std::shared_ptr<const envoy_config> load_envoy_config(const std::vector<std::str
     if (fs::is_directory(path, ec)) {
       std::vector<fs::path> files;
       for (const auto& e : fs::directory_iterator(path, ec))
-        if (e.is_regular_file() && (e.path().extension() == ".yaml" || e.path().extension() == ".yml"))
+        if (e.is_regular_file() &&
+            (e.path().extension() == ".yaml" || e.path().extension() == ".yml"))
           files.push_back(e.path());
       if (ec) throw config_error(path + ": cannot list the directory: " + ec.message());
       std::sort(files.begin(), files.end());  // messages and duplicates in a stable order

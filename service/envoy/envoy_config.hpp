@@ -37,8 +37,16 @@
 namespace floodgate::service::envoy {
 
 // Envoy's RateLimitResponse.RateLimit.Unit (and type.v3.RateLimitUnit), same numbers.
-enum class unit : int { unknown = 0, second = 1, minute = 2, hour = 3, day = 4, month = 5,
-                        year = 6, week = 7 };
+enum class unit : int {
+  unknown = 0,
+  second = 1,
+  minute = 2,
+  hour = 3,
+  day = 4,
+  month = 5,
+  year = 6,
+  week = 7
+};
 
 // The window of a unit as upstream counts it: a month is 30 days, a year 365.
 std::optional<std::chrono::milliseconds> window_of(unit u) noexcept;
@@ -46,17 +54,17 @@ std::optional<unit> parse_unit(std::string_view text) noexcept;  // case-insensi
 std::string_view to_string(unit u) noexcept;                     // "second", ...
 
 struct rate_limit {
-  std::string name;            // upstream's optional `name` (used by `replaces`); may be empty
-  unit per = unit::unknown;    // unknown when unlimited
+  std::string name;          // upstream's optional `name` (used by `replaces`); may be empty
+  unit per = unit::unknown;  // unknown when unlimited
   std::uint32_t requests_per_unit = 0;
-  bool unlimited = false;      // always OK, limit_remaining 4294967295, no counter
-  bool shadow_mode = false;    // reported, never refuses
+  bool unlimited = false;    // always OK, limit_remaining 4294967295, no counter
+  bool shadow_mode = false;  // reported, never refuses
   bool detailed_metric = false;
   std::vector<std::string> replaces;  // names of limits this one replaces in a request
   // The counter's policy (not for unlimited): its name identifies the rule (domain and
   // path), so it is stable across reloads of the same file.
   std::optional<floodgate::policy> policy;
-  std::string metric_name;     // upstream's stats key below the domain, e.g. "path_/login.user"
+  std::string metric_name;  // upstream's stats key below the domain, e.g. "path_/login.user"
 };
 
 struct descriptor_node {

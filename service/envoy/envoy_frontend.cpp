@@ -52,9 +52,7 @@ bool envoy_flags::parse(std::string_view arg, const std::function<std::string_vi
 
 struct envoy_frontend::impl {
   impl(const envoy_flags& f, std::shared_ptr<floodgate::limiter> limiter)
-      : flags(f),
-        store(load()),
-        service(std::move(limiter), store, options_of(f), &rls_stats) {}
+      : flags(f), store(load()), service(std::move(limiter), store, options_of(f), &rls_stats) {}
 
   static rls_options options_of(const envoy_flags& f) {
     rls_options o;

@@ -80,7 +80,9 @@ class rls_handler final : public pb::RateLimitService::CallbackService {
           grpc::Status status;
           auto c = grpc_code_class::ok;
           switch (r.outcome) {
-            case rls_result::kind::ok: to_proto(r.response, *resp); break;
+            case rls_result::kind::ok:
+              to_proto(r.response, *resp);
+              break;
             case rls_result::kind::invalid_argument:
               status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, r.message);
               c = grpc_code_class::invalid_argument;
@@ -133,9 +135,13 @@ grpc_server::grpc_server(const grpc_options& options, rls_service& service, rls_
   }
 }
 
-grpc_server::~grpc_server() { shutdown(std::chrono::milliseconds{0}); }
+grpc_server::~grpc_server() {
+  shutdown(std::chrono::milliseconds{0});
+}
 
-int grpc_server::port() const noexcept { return impl_->port; }
+int grpc_server::port() const noexcept {
+  return impl_->port;
+}
 
 void grpc_server::shutdown(std::chrono::milliseconds drain) {
   if (!impl_->server) return;

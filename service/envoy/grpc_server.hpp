@@ -20,7 +20,7 @@ class rls_service;
 class rls_metrics;
 
 struct grpc_options {
-  std::string address = "127.0.0.1:8081";  // HOST:PORT; port 0 picks a free one
+  std::string address = "127.0.0.1:8081";     // HOST:PORT; port 0 picks a free one
   std::size_t max_message_bytes = 64 * 1024;  // a larger request is refused by gRPC
   // Calls in flight on one connection at most (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a
   // client waits for a slot beyond it.

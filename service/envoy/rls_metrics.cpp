@@ -33,7 +33,9 @@ void rls_metrics::record(std::string_view domain, std::string_view rule, std::ui
   auto& c = it->second;
   c.total_hits += hits;
   switch (v) {
-    case verdict::within_limit: c.within_limit += hits; break;
+    case verdict::within_limit:
+      c.within_limit += hits;
+      break;
     case verdict::near_limit:
       c.within_limit += hits;
       c.near_limit += hits;

@@ -40,8 +40,7 @@ class rls_metrics {
 
  private:
   struct counters {
-    std::uint64_t total_hits = 0, over_limit = 0, near_limit = 0, within_limit = 0,
-                  shadow_mode = 0;
+    std::uint64_t total_hits = 0, over_limit = 0, near_limit = 0, within_limit = 0, shadow_mode = 0;
   };
   static constexpr std::array<double, 12> bounds_seconds = {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0};

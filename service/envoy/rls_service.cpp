@@ -120,9 +120,10 @@ void finish(call& c) {
     if (!refused && !it.consumed && it.sent_cost > 0) remaining += it.sent_cost;
     if (it.policy) remaining = std::min(remaining, it.policy->capacity());
     st.limit_remaining = refused ? 0 : clamp32(remaining);
-    const auto wait = refused && d.retry_after != floodgate::decision::never && d.retry_after.count() > 0
-                          ? d.retry_after
-                          : d.reset_after;
+    const auto wait =
+        refused && d.retry_after != floodgate::decision::never && d.retry_after.count() > 0
+            ? d.retry_after
+            : d.reset_after;
     st.duration_until_reset = wait;
     st.status = refused && !s.shadow ? code::over_limit : code::ok;
     over = over || st.status == code::over_limit;
@@ -183,8 +184,7 @@ void settle(const std::shared_ptr<call>& c, const std::vector<std::size_t>& indi
 }  // namespace
 
 rls_service::rls_service(std::shared_ptr<floodgate::limiter> limiter,
-                         const envoy_config_store& store, rls_options options,
-                         rls_metrics* metrics)
+                         const envoy_config_store& store, rls_options options, rls_metrics* metrics)
     : limiter_(std::move(limiter)), store_(store), options_(options), metrics_(metrics) {}
 
 std::string rls_service::validate(const request& req) const {
@@ -199,8 +199,8 @@ std::string rls_service::validate(const request& req) const {
     const std::string which = "descriptor " + std::to_string(i);
     if (d.entries.empty()) return which + " has no entries";
     if (d.entries.size() > caps.max_entries)
-      return which + " has too many entries: " + std::to_string(d.entries.size()) +
-             " (at most " + std::to_string(caps.max_entries) + ")";
+      return which + " has too many entries: " + std::to_string(d.entries.size()) + " (at most " +
+             std::to_string(caps.max_entries) + ")";
     for (std::size_t j = 0; j < d.entries.size(); ++j) {
       const auto& e = d.entries[j];
       if (e.key.empty()) return which + " entry " + std::to_string(j) + " has an empty key";
@@ -324,7 +324,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
   // is refused whole: the others are only looked at (cost 0), to report what they have.
   std::vector<std::vector<std::size_t>> checks;
   bool enforced_impossible = false;
-  for (const auto& it : c->items) enforced_impossible = enforced_impossible || (!it.shadow && it.impossible);
+  for (const auto& it : c->items)
+    enforced_impossible = enforced_impossible || (!it.shadow && it.impossible);
   const bool per_key = limiter_->get_backend().check_all_needs_one_key();
   for (std::size_t j = 0; j < c->items.size(); ++j) {
     auto& it = c->items[j];
@@ -353,9 +354,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
       const auto& it = c->items[j];
       batch.push_back({it.key, it.policy, it.sent_cost});
     }
-    limiter_->async_check_all(batch, [c, indices](floodgate::multi_check_result r) {
-      settle(c, indices, r);
-    });
+    limiter_->async_check_all(
+        batch, [c, indices](floodgate::multi_check_result r) { settle(c, indices, r); });
   }
 }
 

@@ -85,8 +85,8 @@ struct rls_result {
 // Caps on what one request may hold (a bad request gets INVALID_ARGUMENT naming the cap).
 struct request_caps {
   std::size_t max_descriptors = 16;
-  std::size_t max_entries = 16;           // per descriptor
-  std::size_t max_entry_bytes = 1024;     // a key or a value
+  std::size_t max_entries = 16;        // per descriptor
+  std::size_t max_entry_bytes = 1024;  // a key or a value
 };
 
 struct rls_options {

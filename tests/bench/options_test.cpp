@@ -30,7 +30,8 @@ TEST(options, durations) {
 }
 
 TEST(options, grpc_targets_floodgateds_envoy_api) {
-  const auto o = parse({"--grpc", "127.0.0.1:8081", "--domain", "edge", "--rule", "remote_address"});
+  const auto o =
+      parse({"--grpc", "127.0.0.1:8081", "--domain", "edge", "--rule", "remote_address"});
   EXPECT_EQ(o.target, target_kind::grpc);
   EXPECT_EQ(o.url, "127.0.0.1:8081");
   EXPECT_EQ(o.domain, "edge");

@@ -1,8 +1,9 @@
 // envoyproxy/ratelimit's config format: what loads, what matches, and the errors (file, line,
 // problem) for what must not load.
+#include "envoy_config.hpp"
+
 #include <gtest/gtest.h>
 
-#include "envoy_config.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service::envoy {
@@ -62,11 +63,13 @@ TEST(envoy_config, the_most_specific_rule_wins_and_only_at_the_last_entry) {
   EXPECT_EQ(other->requests_per_unit, 100u);
   EXPECT_NE(users->policy->name(), other->policy->name());
 
-  const auto* bar = cfg.find("mongo_cps", {{"source_cluster", "proxy"}, {"destination_cluster", "bar"}});
+  const auto* bar =
+      cfg.find("mongo_cps", {{"source_cluster", "proxy"}, {"destination_cluster", "bar"}});
   ASSERT_NE(bar, nullptr);
   EXPECT_EQ(bar->per, unit::minute);
   EXPECT_EQ(bar->metric_name, "source_cluster_proxy.destination_cluster_bar");
-  const auto* any = cfg.find("mongo_cps", {{"source_cluster", "proxy"}, {"destination_cluster", "x"}});
+  const auto* any =
+      cfg.find("mongo_cps", {{"source_cluster", "proxy"}, {"destination_cluster", "x"}});
   ASSERT_NE(any, nullptr);
   EXPECT_EQ(any->per, unit::hour);
   EXPECT_EQ(any->metric_name, "source_cluster_proxy.destination_cluster");

@@ -30,7 +30,8 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 1}
   - key: path
     rate_limit: {unit: hour, requests_per_unit: 100}
-)", "edge.yaml", domains);
+)",
+                     "edge.yaml", domains);
   envoy_config_store store(std::make_shared<const envoy_config>(std::move(domains)));
   rls_service service(limiter, store, {});
   auto call = [&](std::vector<std::pair<std::string, std::string>> entries) {

@@ -95,7 +95,8 @@ class rls_process {
 std::string node_command(const std::string& address, const std::string& in, const std::string& out,
                          const std::string& err) {
   return "NODE_PATH='" FLOODGATE_NODE_MODULES "' node '" FLOODGATE_SOURCE_DIR
-         "/tests/envoy/rls_client.js' " + address + " < '" + in + "' > '" + out + "' 2> '" + err + "'";
+         "/tests/envoy/rls_client.js' " +
+         address + " < '" + in + "' > '" + out + "' 2> '" + err + "'";
 }
 
 // Runs the Node client on `calls` (a JSON array, see rls_client.js) and returns its results.
@@ -133,10 +134,10 @@ TEST(rls_grpc, envoys_wire_format_round_trips) {
   redis_server redis;
   rls_process p(redis.url(), {"--envoy-response-headers"});
   auto tenant = request_of({{"remote_address", "198.51.100.1"}, {"path", "/api"}});
-  tenant["descriptors"].as_array().push_back(json::parse(
-      R"({"entries":[{"key":"tenant","value":"t1"},{"key":"plan","value":"paid"}]})"));
-  tenant["descriptors"].as_array().push_back(json::parse(
-      R"({"entries":[{"key":"nothing","value":"x"}]})"));
+  tenant["descriptors"].as_array().push_back(
+      json::parse(R"({"entries":[{"key":"tenant","value":"t1"},{"key":"plan","value":"paid"}]})"));
+  tenant["descriptors"].as_array().push_back(
+      json::parse(R"({"entries":[{"key":"nothing","value":"x"}]})"));
   const auto results = run_client(p, {check(tenant)});
   const auto& r = response(results, 0);
   EXPECT_EQ(r.at("overall_code"), "OK");
@@ -147,7 +148,8 @@ TEST(rls_grpc, envoys_wire_format_round_trips) {
   EXPECT_EQ(first.at("limit_remaining"), 29);
   EXPECT_EQ(first.at("current_limit").at("requests_per_unit"), 30);
   EXPECT_EQ(first.at("current_limit").at("unit"), "MINUTE");
-  const auto secs = std::stoll(std::string(first.at("duration_until_reset").at("seconds").as_string()));
+  const auto secs =
+      std::stoll(std::string(first.at("duration_until_reset").at("seconds").as_string()));
   EXPECT_GE(secs, 0);
   EXPECT_LE(secs, 60);
   EXPECT_EQ(st[1].at("current_limit").at("name"), "api");
@@ -169,12 +171,13 @@ TEST(rls_grpc, forked_same_instant_bursts_admit_exactly_the_limit_and_leave_the_
   rls_process p(redis.url());
   // 4 processes × 25 calls at once, each for remote_address (30 a minute) AND /api (1000).
   const auto in = p.dir() + "/burst.json";
-  write_file(in, json::serialize(json::array{
-                     check(request_of({{"remote_address", "203.0.113.9"}, {"path", "/api"}}), 25)}));
+  write_file(in, json::serialize(json::array{check(
+                     request_of({{"remote_address", "203.0.113.9"}, {"path", "/api"}}), 25)}));
   std::string cmd;
   for (int i = 0; i < 4; ++i)
     cmd += node_command(p.address(), in, p.dir() + "/burst" + std::to_string(i) + ".json",
-                        p.dir() + "/burst" + std::to_string(i) + ".err") + " & ";
+                        p.dir() + "/burst" + std::to_string(i) + ".err") +
+           " & ";
   cmd += "wait";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   int ok = 0, over = 0;
@@ -189,7 +192,8 @@ TEST(rls_grpc, forked_same_instant_bursts_admit_exactly_the_limit_and_leave_the_
   EXPECT_EQ(over, 70);
   // /api was charged only by the 30 admitted requests: 970 left (hits_addend 0 only looks).
   auto peek = json::parse(R"({"domain":"edge","descriptors":[{"entries":[{"key":"path",
-      "value":"/api"}],"hits_addend":{"value":"0"}}]})").as_object();
+      "value":"/api"}],"hits_addend":{"value":"0"}}]})")
+                  .as_object();
   const auto results = run_client(p, {check(peek)});
   EXPECT_EQ(response(results, 0).at("statuses").at(0).at("limit_remaining"), 970);
 }
@@ -200,8 +204,8 @@ TEST(rls_grpc, redis_down_follows_each_rules_failure_mode) {
   ASSERT_EQ(response(run_client(p, {check(request_of({{"path", "/open"}}))}), 0).at("overall_code"),
             "OK");
   redis.kill();
-  const auto results = run_client(p, {check(request_of({{"path", "/open"}})),
-                                      check(request_of({{"remote_address", "x"}}))});
+  const auto results = run_client(
+      p, {check(request_of({{"path", "/open"}})), check(request_of({{"remote_address", "x"}}))});
   EXPECT_EQ(response(results, 0).at("overall_code"), "OK") << "failure_mode: open";
   EXPECT_EQ(response(results, 1).at("overall_code"), "OVER_LIMIT") << "closed, the default";
   EXPECT_EQ(response(results, 1).at("statuses").at(0).at("code"), "OVER_LIMIT");
@@ -216,9 +220,9 @@ TEST(rls_grpc, bad_requests_get_invalid_argument_with_a_message) {
   json::object huge = request_of({{"a", "b"}});
   huge["descriptors"].as_array()[0].as_object()["entries"].as_array()[0].as_object()["value"] =
       std::string(100 * 1024, 'x');
-  const auto results = run_client(
-      p, {check(no_domain), check(empty_key), check(none), check(huge),
-          json::object{{"raw", "//8="}}});  // bytes that are no RateLimitRequest
+  const auto results =
+      run_client(p, {check(no_domain), check(empty_key), check(none), check(huge),
+                     json::object{{"raw", "//8="}}});  // bytes that are no RateLimitRequest
   auto failure = [&](std::size_t i) { return results.at(i).as_array().at(0).as_object(); };
   EXPECT_EQ(failure(0).at("code"), 3);
   EXPECT_EQ(failure(0).at("details"), "domain must not be empty");
@@ -231,15 +235,17 @@ TEST(rls_grpc, bad_requests_get_invalid_argument_with_a_message) {
 
 TEST(rls_grpc, sighup_reloads_the_envoy_config_and_a_bad_one_keeps_the_old) {
   rls_process p("");
-  write_file(p.config_path(), "domain: edge\ndescriptors:\n  - key: remote_address\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 2}\n");
+  write_file(p.config_path(),
+             "domain: edge\ndescriptors:\n  - key: remote_address\n"
+             "    rate_limit: {unit: minute, requests_per_unit: 2}\n");
   p.fg().signal(SIGHUP);
   ASSERT_TRUE(p.fg().wait_for_log("envoy config reloaded"));
   auto results = run_client(p, {check(request_of({{"remote_address", "r"}}))});
   EXPECT_EQ(response(results, 0).at("statuses").at(0).at("limit_remaining"), 1);
 
-  write_file(p.config_path(), "domain: edge\ndescriptors:\n  - key: remote_address\n"
-                              "    rate_limit: {unit: minute, requests_per_unit: 2, unlimited: true}\n");
+  write_file(p.config_path(),
+             "domain: edge\ndescriptors:\n  - key: remote_address\n"
+             "    rate_limit: {unit: minute, requests_per_unit: 2, unlimited: true}\n");
   const auto from = p.fg().log().size();
   p.fg().signal(SIGHUP);
   ASSERT_TRUE(p.fg().wait_for_log("envoy config reload rejected", 5s, from));
@@ -250,10 +256,10 @@ TEST(rls_grpc, sighup_reloads_the_envoy_config_and_a_bad_one_keeps_the_old) {
 
 TEST(rls_grpc, health_service_answers_serving) {
   rls_process p("");
-  const auto results = run_client(
-      p, {json::object{{"health", ""}},
-          json::object{{"health", "envoy.service.ratelimit.v3.RateLimitService"}},
-          json::object{{"health", "no.such.Service"}}});
+  const auto results =
+      run_client(p, {json::object{{"health", ""}},
+                     json::object{{"health", "envoy.service.ratelimit.v3.RateLimitService"}},
+                     json::object{{"health", "no.such.Service"}}});
   EXPECT_EQ(results.at(0).at(0).at("ok").at("status"), "SERVING");
   EXPECT_EQ(results.at(1).at(0).at("ok").at("status"), "SERVING");
   EXPECT_EQ(results.at(2).at(0).at("code"), 5) << "NOT_FOUND";
@@ -277,16 +283,17 @@ TEST(rls_grpc, metrics_count_per_domain_and_rule) {
 
 TEST(rls_grpc, a_bad_envoy_config_stops_start_up_naming_file_and_line) {
   const auto dir = make_temp_dir("floodgate-rls-bad-");
-  write_file(dir + "/a.yaml", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: fortnight, "
-                              "requests_per_unit: 1}\n");
+  write_file(dir + "/a.yaml",
+             "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: fortnight, "
+             "requests_per_unit: 1}\n");
   const auto r = run_floodgated({"--envoy-config", dir, "--listen", "127.0.0.1:0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find(dir + "/a.yaml:4: descriptor 'a': rate_limit: unit must be"),
             std::string::npos)
       << r.output;
   const auto help = run_floodgated({"--help"});
-  for (const char* flag : {"--grpc-listen", "--envoy-config", "--envoy-response-headers",
-                           "--envoy-shadow-mode"})
+  for (const char* flag :
+       {"--grpc-listen", "--envoy-config", "--envoy-response-headers", "--envoy-shadow-mode"})
     EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

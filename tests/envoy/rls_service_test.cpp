@@ -1,5 +1,7 @@
 // The rate limit service's semantics (upstream's documented behaviour, plus all-or-nothing),
 // on the memory backend and on a real redis-server, with time injected.
+#include "rls_service.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,7 +12,6 @@
 #include "floodgate/limiter.hpp"
 #include "redis_server.hpp"
 #include "rls_metrics.hpp"
-#include "rls_service.hpp"
 #include "test_clock.hpp"
 
 namespace floodgate::service::envoy {
@@ -70,7 +71,8 @@ class rls_semantics : public ::testing::TestWithParam<std::string> {
     // backend error: these tests are about decisions, rls_failures about failures.
     bo.redis.timeout = 5s;
     bo.redis.connect_timeout = 5s;
-    bo.redis.key_prefix = "rls" + std::to_string(::getpid()) + "_" + std::to_string(++prefix_counter) + ":";
+    bo.redis.key_prefix =
+        "rls" + std::to_string(::getpid()) + "_" + std::to_string(++prefix_counter) + ":";
     std::string url = "memory://";
     if (GetParam() == "redis") {
       if (!redis_) redis_ = std::make_unique<test::redis_server>();
@@ -88,8 +90,8 @@ class rls_semantics : public ::testing::TestWithParam<std::string> {
     service_ = std::make_unique<rls_service>(limiter_, *store_, o, &metrics_);
   }
 
-  rls_result call(request req, rls_service::clock::time_point deadline =
-                                   rls_service::clock::now() + 5s) {
+  rls_result call(request req,
+                  rls_service::clock::time_point deadline = rls_service::clock::now() + 5s) {
     std::promise<rls_result> p;
     auto f = p.get_future();
     service_->async_should_rate_limit(std::move(req), deadline,
@@ -321,8 +323,9 @@ TEST_P(rls_semantics, a_passed_deadline_is_not_sent_to_the_backend) {
 }
 
 TEST_P(rls_semantics, a_reload_swaps_rules_for_later_requests) {
-  store_->set(make_config("domain: edge\ndescriptors:\n  - key: remote_address\n"
-                          "    rate_limit: {unit: minute, requests_per_unit: 10}\n"));
+  store_->set(
+      make_config("domain: edge\ndescriptors:\n  - key: remote_address\n"
+                  "    rate_limit: {unit: minute, requests_per_unit: 10}\n"));
   EXPECT_EQ(check({desc({{"remote_address", "r"}})}).statuses[0].limit_remaining, 9u);
 }
 

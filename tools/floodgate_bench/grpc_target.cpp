@@ -36,9 +36,8 @@ class grpc_target final : public target {
     pb::RateLimitResponse response;
     const auto status = stub_->ShouldRateLimit(&ctx, request_, &response);
     if (!status.ok())
-      return done({answer::verdict::error,
-                   "grpc: status " + std::to_string(status.error_code()) + ": " +
-                       status.error_message()});
+      return done({answer::verdict::error, "grpc: status " + std::to_string(status.error_code()) +
+                                               ": " + status.error_message()});
     switch (response.overall_code()) {
       case pb::RateLimitResponse::OK:
         return done({answer::verdict::allowed, {}});

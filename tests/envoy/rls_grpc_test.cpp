@@ -166,10 +166,9 @@ TEST(rls_grpc, envoys_wire_format_round_trips) {
   EXPECT_EQ(headers[2].at("key"), "RateLimit-Reset");
 }
 
-TEST(rls_grpc, forked_same_instant_bursts_admit_exactly_the_limit_and_leave_the_rest_untouched) {
-  redis_server redis;
-  rls_process p(redis.url());
-  // 4 processes × 25 calls at once, each for remote_address (30 a minute) AND /api (1000).
+// 4 processes × 25 calls at once for remote_address (30 a minute) AND /api (1000).
+void burst_admits_exactly_the_limit(const std::string& backend_url) {
+  rls_process p(backend_url);
   const auto in = p.dir() + "/burst.json";
   write_file(in, json::serialize(json::array{check(
                      request_of({{"remote_address", "203.0.113.9"}, {"path", "/api"}}), 25)}));
@@ -196,6 +195,15 @@ TEST(rls_grpc, forked_same_instant_bursts_admit_exactly_the_limit_and_leave_the_
                   .as_object();
   const auto results = run_client(p, {check(peek)});
   EXPECT_EQ(response(results, 0).at("statuses").at(0).at("limit_remaining"), 970);
+}
+
+TEST(rls_grpc, forked_same_instant_bursts_admit_exactly_the_limit_and_leave_the_rest_untouched) {
+  redis_server redis;
+  burst_admits_exactly_the_limit(redis.url());
+}
+
+TEST(rls_grpc, the_same_burst_on_the_memory_backend) {
+  burst_admits_exactly_the_limit("");
 }
 
 TEST(rls_grpc, redis_down_follows_each_rules_failure_mode) {
@@ -279,6 +287,20 @@ TEST(rls_grpc, metrics_count_per_domain_and_rule) {
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
   p.fg().signal(SIGTERM);
   EXPECT_EQ(p.fg().wait_exit(10s), 0);
+}
+
+TEST(rls_grpc, envoy_config_alone_needs_no_rules_file) {
+  const auto dir = make_temp_dir("floodgate-rls-alone-");
+  write_file(dir + "/edge.yaml", envoy_yaml);
+  // Still serving when the run is cut short: killed, so no exit code (-1).
+  const auto r = run_floodgated({"--envoy-config", dir + "/edge.yaml", "--listen", "127.0.0.1:0",
+                                 "--grpc-listen", "127.0.0.1:0"},
+                                1500ms);
+  EXPECT_EQ(r.exit_code, -1) << r.output;
+  EXPECT_NE(r.output.find("msg=\"grpc listening\""), std::string::npos) << r.output;
+  EXPECT_EQ(run_floodgated({"--listen", "127.0.0.1:0"}).exit_code, 2) << "neither config";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 TEST(rls_grpc, a_bad_envoy_config_stops_start_up_naming_file_and_line) {

@@ -32,9 +32,10 @@ constexpr const char* usage =
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
-  --config FILE        the rules (YAML; see examples/rules.yaml). Required. A bad file stops
-                       start-up with FILE:LINE and the problem. SIGHUP reloads it; a bad new
-                       file is logged and the old rules stay. Optional with --envoy-config.
+  --config FILE        the rules (YAML; see examples/rules.yaml). Required unless
+                       --envoy-config is given. A bad file stops start-up with FILE:LINE and
+                       the problem. SIGHUP reloads it; a bad new file is logged and the old
+                       rules stay.
   --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
                        every floodgated using it; a Redis Cluster: redis+cluster://host:port[,...];
                        Sentinel: redis+sentinel://host:port[,...]/master (docs/operations.md).

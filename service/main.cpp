@@ -15,6 +15,7 @@
 
 #include "config.hpp"
 #include "config_store.hpp"
+#include "envoy/envoy_frontend.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
 #include "log_format.hpp"
@@ -27,13 +28,15 @@ using namespace floodgate::service;
 
 constexpr const char* usage =
     R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
-                  [--log-level LEVEL] [--instances N]
+                  [--log-level LEVEL] [--instances N] [--grpc-listen HOST:PORT]
+                  [--envoy-config PATH ...]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
-  --config FILE        the rules (YAML; see examples/rules.yaml). Required. A bad file stops
-                       start-up with FILE:LINE and the problem. SIGHUP reloads it; a bad new
-                       file is logged and the old rules stay.
+  --config FILE        the rules (YAML; see examples/rules.yaml). Required unless
+                       --envoy-config is given. A bad file stops start-up with FILE:LINE and
+                       the problem. SIGHUP reloads it; a bad new file is logged and the old
+                       rules stay.
   --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
                        every floodgated using it; a Redis Cluster: redis+cluster://host:port[,...];
                        Sentinel: redis+sentinel://host:port[,...]/master (docs/operations.md).
@@ -49,10 +52,12 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --log-level LEVEL    trace, debug, info (default), warn, error, critical or off. Logs go to
                        stderr, one logfmt line per event; decisions are logged at debug only.
   --help               this text.
-
+Envoy's rate limit service (docs/envoy.md):
+%s
 Endpoints: POST /v1/check, GET /v1/auth/{rule}, GET /metrics, /healthz, /readyz
 (docs/service.md). SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
 )";
+namespace envoy = floodgate::service::envoy;
 
 struct flags {
   std::string config_path;
@@ -62,6 +67,7 @@ struct flags {
   std::size_t io_threads = 0;  // 0: server_options' default
   int instances = 0;           // 0: counted by heartbeats
   spdlog::level::level_enum log_level = spdlog::level::info;
+  envoy::envoy_flags envoy;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -108,7 +114,7 @@ flags parse_flags(int argc, char** argv) {
       inline_value = true;
     }
     if (arg == "--help" || arg == "-h") {
-      std::fputs(usage, stdout);
+      std::printf(usage, envoy::envoy_flags::usage);
       std::exit(0);
     }
     auto next = [&]() -> std::string_view {
@@ -116,7 +122,9 @@ flags parse_flags(int argc, char** argv) {
       if (i + 1 >= argc) usage_error(std::string(arg) + " needs a value");
       return argv[++i];
     };
-    if (arg == "--config") {
+    if (f.envoy.parse(arg, next)) {
+      continue;
+    } else if (arg == "--config") {
       f.config_path = next();
     } else if (arg == "--redis") {
       f.backend_url = next();
@@ -145,7 +153,8 @@ flags parse_flags(int argc, char** argv) {
       usage_error("unknown argument '" + std::string(arg) + "'");
     }
   }
-  if (f.config_path.empty()) usage_error("--config FILE is required");
+  if (f.config_path.empty() && f.envoy.configs.empty())
+    usage_error("--config FILE is required (or --envoy-config PATH)");
   return f;
 }
 
@@ -188,7 +197,9 @@ int main(int argc, char** argv) {
     const auto where = limiter->get_backend().check_all_needs_one_key()
                            ? placement::one_key_per_group
                            : placement::any;
-    auto rules = std::make_shared<const config>(load_config(f.config_path, where));
+    auto rules = f.config_path.empty()
+                     ? std::make_shared<const config>()
+                     : std::make_shared<const config>(load_config(f.config_path, where));
     spdlog::info("msg=\"config loaded\" file={} rules={} groups={}", quote(f.config_path),
                  rules->rules().size(), rules->groups().size());
 
@@ -231,7 +242,12 @@ int main(int argc, char** argv) {
              "--instances).",
              static_cast<std::uint64_t>(local.instances));
     });
-    auto reload = [&store, &stats, where, path = f.config_path] {
+    std::unique_ptr<envoy::envoy_frontend> envoy_api;
+    if (f.envoy.enabled())
+      envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);
+    auto reload = [&store, &stats, &envoy_api, where, path = f.config_path] {
+      if (envoy_api) stats.record_reload(envoy_api->reload());
+      if (path.empty()) return;
       try {
         auto next = std::make_shared<const config>(load_config(path, where));
         const auto n = next->rules().size();
@@ -245,8 +261,11 @@ int main(int argc, char** argv) {
                       quote(e.what()));
       }
     };
+    const auto drain = options.drain_timeout;
     server srv(std::move(options), std::move(limiter), store, stats, reload);
-    return srv.run();
+    const int code = srv.run();
+    if (envoy_api) envoy_api->shutdown(drain);
+    return code;
   } catch (const floodgate::config_error& e) {
     spdlog::critical("msg=\"invalid configuration\" error={}", quote(e.what()));
   } catch (const std::exception& e) {

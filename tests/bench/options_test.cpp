@@ -29,6 +29,15 @@ TEST(options, durations) {
   EXPECT_FALSE(parse_duration("fast"));
 }
 
+TEST(options, grpc_targets_floodgateds_envoy_api) {
+  const auto o =
+      parse({"--grpc", "127.0.0.1:8081", "--domain", "edge", "--rule", "remote_address"});
+  EXPECT_EQ(o.target, target_kind::grpc);
+  EXPECT_EQ(o.url, "127.0.0.1:8081");
+  EXPECT_EQ(o.domain, "edge");
+  EXPECT_EQ(o.rule, "remote_address");
+}
+
 TEST(options, a_full_command_line) {
   const auto o = parse({"--redis",
                         "redis://127.0.0.1:6379",
@@ -112,7 +121,11 @@ TEST(options, bad_command_lines_say_why) {
             std::string::npos);
   EXPECT_NE(message({"--redis", "memory://", "--limit", "5", "--cost", "6"}).find("capacity"),
             std::string::npos);
-  EXPECT_NE(message({"--redis", "memory://", "--http", "http://h:1"}).find("not both"),
+  EXPECT_NE(message({"--redis", "memory://", "--http", "http://h:1"}).find("one target"),
+            std::string::npos);
+  EXPECT_NE(message({"--grpc", "127.0.0.1:1", "--http", "http://h:1"}).find("one target"),
+            std::string::npos);
+  EXPECT_NE(message({"--grpc", "http://h:1"}).find("--grpc: expected HOST:PORT"),
             std::string::npos);
   EXPECT_NE(message({"--http", "ftp://h:1"}).find("--http"), std::string::npos);
   EXPECT_NE(message({"--http", "http://h:1", "--inflight", "2"}).find("--inflight"),

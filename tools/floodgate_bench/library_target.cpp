@@ -50,6 +50,8 @@ target_maker make_target_maker(const bench_options& opts, const policy& p) {
       return make_naive_target(opts, p);
     case target_kind::http:
       return make_http_target(opts);
+    case target_kind::grpc:
+      return make_grpc_target(opts);
   }
   return {};
 }

@@ -65,12 +65,14 @@ policy bench_options::make_policy() const {
 bench_options parse_options(int argc, const char* const* argv) {
   bench_options o;
   bool naive = false, duration_given = false, algorithm_given = false;
-  std::optional<std::string> redis_url, http_url;
+  std::optional<std::string> redis_url, http_url, grpc_address;
 
   using setter = std::function<void(std::string_view)>;
   const std::map<std::string_view, setter> with_value = {
       {"--redis", [&](std::string_view v) { redis_url = std::string(v); }},
       {"--http", [&](std::string_view v) { http_url = std::string(v); }},
+      {"--grpc", [&](std::string_view v) { grpc_address = std::string(v); }},
+      {"--domain", [&](std::string_view v) { o.domain = std::string(v); }},
       {"--rule", [&](std::string_view v) { o.rule = std::string(v); }},
       {"--processes",
        [&](std::string_view v) {
@@ -189,11 +191,19 @@ bench_options parse_options(int argc, const char* const* argv) {
   }
   if (o.help || o.print_script) return o;
 
-  if (redis_url && http_url)
-    throw usage_error("give one target: --redis URL or --http URL, not both");
-  if (!redis_url && !http_url)
-    throw usage_error("no target: give --redis URL (redis:// or memory://) or --http URL");
-  if (http_url) {
+  if (int{redis_url.has_value()} + int{http_url.has_value()} + int{grpc_address.has_value()} > 1)
+    throw usage_error("give one target: --redis URL, --http URL or --grpc HOST:PORT");
+  if (!redis_url && !http_url && !grpc_address)
+    throw usage_error(
+        "no target: give --redis URL (redis:// or memory://), --http URL or --grpc HOST:PORT");
+  if (grpc_address) {
+    if (grpc_address->find("://") != std::string::npos ||
+        grpc_address->rfind(':') == std::string::npos)
+      throw usage_error("--grpc: expected HOST:PORT, got '" + *grpc_address + "'");
+    if (naive) throw usage_error("--naive runs on Redis directly: use it with --redis URL");
+    o.target = target_kind::grpc;
+    o.url = *grpc_address;
+  } else if (http_url) {
     if (!starts_with(*http_url, "http://"))
       throw usage_error("--http: expected http://HOST:PORT, got '" + *http_url + "'");
     if (naive)
@@ -242,6 +252,9 @@ Target (one):
   --redis URL --naive    a deliberately non-atomic GET-then-SET fixed window on that Redis,
                          to watch the read-modify-write race over-admit (not floodgate)
   --http URL             a running floodgated (POST /v1/check); --rule NAME picks its rule
+  --grpc HOST:PORT       a running floodgated's Envoy rate limit service (ShouldRateLimit):
+                         one descriptor [{key: RULE, value: KEY}] in --domain D (default
+                         bench), hits_addend = cost
 Load:
   --processes P          separate OS processes, like app servers (default 1)
   --threads T            threads per process (default 4)
@@ -251,7 +264,7 @@ Load:
   --duration D           run for D: 500ms, 5s, 2m (default 5s)
   --burst N              instead: every thread fires N requests, all starting at one instant
   --seed N               key choice seed (default 1)
-Policy (for --http, describe the service's rule: the accuracy check uses it):
+Policy (for --http and --grpc, describe the service's rule: the accuracy check uses it):
   --algorithm A          sliding_log, sliding_window, fixed_window, token_bucket, gcra
                          (default gcra; fixed_window with --naive)
   --limit L              requests per window (default 100)

@@ -26,6 +26,7 @@ enum class target_kind {
   library,  // floodgate::limiter in-process, on --redis URL (redis:// or memory://)
   naive,    // the non-atomic GET-then-SET fixed window on --redis URL (hiredis, not floodgate)
   http,     // a running floodgated at --http URL
+  grpc,     // a running floodgated's Envoy rate limit service at --grpc HOST:PORT
 };
 
 struct bench_options {
@@ -33,8 +34,10 @@ struct bench_options {
   std::optional<algorithm> print_script;  // --print-script ALGO: print the Lua source and exit
 
   target_kind target = target_kind::library;
-  std::string url;             // --redis or --http
-  std::string rule = "bench";  // --rule: the floodgated rule (http), the policy name otherwise
+  std::string url;             // --redis, --http or --grpc (HOST:PORT)
+  std::string domain = "bench";  // --domain: the Envoy domain (grpc)
+  std::string rule = "bench";  // --rule: the floodgated rule (http), descriptor key (grpc),
+                               // the policy name otherwise
 
   // Load shape.
   std::size_t processes = 1;

@@ -47,6 +47,8 @@ const char* target_name(target_kind k) {
       return "naive";
     case target_kind::http:
       return "http";
+    case target_kind::grpc:
+      return "grpc";
   }
   return "?";
 }

@@ -1,6 +1,7 @@
 // What the load is sent to: floodgate's limiter in-process, a naive GET-then-SET limiter on
-// Redis, or floodgated over HTTP. Each worker thread gets its own target from a maker (the
-// library target shares one limiter per process; the others own one connection per thread).
+// Redis, or floodgated over HTTP or Envoy's gRPC API. Each worker thread gets its own target
+// from a maker (the library target shares one limiter per process; the others own one
+// connection per thread).
 //
 //   auto make = make_target_maker(opts, policy);   // in the worker process, before threads
 //   auto t = make();                               // in each thread
@@ -43,5 +44,6 @@ target_maker make_target_maker(const bench_options& opts, const policy& p);
 target_maker make_library_target(const bench_options& opts, const policy& p);
 target_maker make_naive_target(const bench_options& opts, const policy& p);
 target_maker make_http_target(const bench_options& opts);
+target_maker make_grpc_target(const bench_options& opts);
 
 }  // namespace floodgate::bench

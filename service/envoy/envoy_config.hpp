@@ -1,0 +1,115 @@
+// envoyproxy/ratelimit's configuration files, as they are: one domain per file, nested
+// descriptors, a rate_limit where a request's descriptor ends.
+//
+//   domain: edge
+//   descriptors:
+//     - key: remote_address            # key only: each distinct value has its own counter
+//       rate_limit: {unit: minute, requests_per_unit: 60}
+//     - key: path
+//       value: /login                  # key and value: this value only (wins over key-only)
+//       rate_limit: {unit: second, requests_per_unit: 5, name: login, algorithm: gcra}
+//       descriptors:
+//         - key: user
+//           rate_limit: {unlimited: true}
+//
+//   auto cfg = load_envoy_config({"ratelimit/config"});  // files or directories; throws
+//   const rate_limit* r = cfg->find("edge", entries);     // nullptr: no limit applies
+//
+// Fields follow upstream (domain, descriptors, key, value, rate_limit, unit,
+// requests_per_unit, unlimited, name, replaces, shadow_mode, detailed_metric); two are ours,
+// per rate_limit: `algorithm` (default fixed_window, aligned to the epoch as upstream counts)
+// and `failure_mode` (default closed). Unknown fields, duplicate domains or descriptors, bad
+// units and contradictions throw config_error naming the file, line and problem. Loading
+// happens at start-up and on SIGHUP only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floodgate/policy.hpp"
+
+namespace floodgate::service::envoy {
+
+// Envoy's RateLimitResponse.RateLimit.Unit (and type.v3.RateLimitUnit), same numbers.
+enum class unit : int {
+  unknown = 0,
+  second = 1,
+  minute = 2,
+  hour = 3,
+  day = 4,
+  month = 5,
+  year = 6,
+  week = 7
+};
+
+// The window of a unit as upstream counts it: a month is 30 days, a year 365.
+std::optional<std::chrono::milliseconds> window_of(unit u) noexcept;
+std::optional<unit> parse_unit(std::string_view text) noexcept;  // case-insensitive
+std::string_view to_string(unit u) noexcept;                     // "second", ...
+
+struct rate_limit {
+  std::string name;          // upstream's optional `name` (used by `replaces`); may be empty
+  unit per = unit::unknown;  // unknown when unlimited
+  std::uint32_t requests_per_unit = 0;
+  bool unlimited = false;    // always OK, limit_remaining 4294967295, no counter
+  bool shadow_mode = false;  // reported, never refuses
+  bool detailed_metric = false;
+  std::vector<std::string> replaces;  // names of limits this one replaces in a request
+  // The counter's policy (not for unlimited): its name identifies the rule (domain and
+  // path), so it is stable across reloads of the same file.
+  std::optional<floodgate::policy> policy;
+  std::string metric_name;  // upstream's stats key below the domain, e.g. "path_/login.user"
+};
+
+struct descriptor_node {
+  std::string key;
+  std::string value;  // empty: key only; ending in '*': a prefix (upstream's wildcard)
+  std::optional<rate_limit> limit;
+  std::vector<descriptor_node> children;
+};
+
+struct domain_config {
+  std::string name;
+  std::string file;  // where it came from, for logs
+  std::vector<descriptor_node> descriptors;
+};
+
+struct descriptor_entry {
+  std::string key;
+  std::string value;
+};
+
+class envoy_config {
+ public:
+  envoy_config() = default;
+  explicit envoy_config(std::map<std::string, domain_config, std::less<>> domains)
+      : domains_(std::move(domains)) {}
+
+  // The rule for a request's descriptor: the most specific match, and only where the
+  // request's last entry lands (upstream's rule). nullptr: an unknown domain or no match.
+  const rate_limit* find(std::string_view domain,
+                         const std::vector<descriptor_entry>& entries) const noexcept;
+  bool has_domain(std::string_view domain) const noexcept { return domains_.contains(domain); }
+  const std::map<std::string, domain_config, std::less<>>& domains() const noexcept {
+    return domains_;
+  }
+  std::size_t rule_count() const noexcept;
+
+ private:
+  std::map<std::string, domain_config, std::less<>> domains_;
+};
+
+// Each path is a YAML file, or a directory whose *.yaml files (not recursively) are each one
+// domain. Throws config_error "FILE:LINE: problem".
+std::shared_ptr<const envoy_config> load_envoy_config(const std::vector<std::string>& paths);
+// One file's text; `file_name` only appears in messages. Adds its domain to `into`.
+void parse_envoy_domain(std::string_view text, std::string_view file_name,
+                        std::map<std::string, domain_config, std::less<>>& into);
+
+}  // namespace floodgate::service::envoy

@@ -1,0 +1,113 @@
+#include "envoy_frontend.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "envoy_config.hpp"
+#include "grpc_server.hpp"
+#include "log_format.hpp"
+#include "metrics.hpp"
+#include "rls_metrics.hpp"
+#include "rls_service.hpp"
+
+namespace floodgate::service::envoy {
+
+const char* envoy_flags::usage =
+    R"(  --grpc-listen HOST:PORT   also serve Envoy's rate limit service API (gRPC:
+                       envoy.service.ratelimit.v3.RateLimitService and grpc.health.v1.Health);
+                       port 0 picks a free one (logged). Off unless given. docs/envoy.md.
+  --envoy-config PATH  envoyproxy/ratelimit's config: a YAML file, or a directory whose *.yaml
+                       files are each one domain. Repeatable; --config is then optional.
+                       SIGHUP reloads it; a bad new file is logged and the old config stays.
+  --envoy-response-headers  add RateLimit-Limit, -Remaining and -Reset to responses.
+  --envoy-shadow-mode  report statuses but always answer OK overall.
+)";
+
+bool envoy_flags::parse(std::string_view arg, const std::function<std::string_view()>& next) {
+  if (arg == "--grpc-listen") {
+    grpc_listen = next();
+    const auto colon = grpc_listen.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == grpc_listen.size()) {
+      std::fprintf(stderr, "floodgated: --grpc-listen wants HOST:PORT\n(see floodgated --help)\n");
+      std::exit(2);
+    }
+    return true;
+  }
+  if (arg == "--envoy-config") {
+    configs.emplace_back(next());
+    return true;
+  }
+  if (arg == "--envoy-response-headers") {
+    response_headers = true;
+    return true;
+  }
+  if (arg == "--envoy-shadow-mode") {
+    shadow_mode = true;
+    return true;
+  }
+  return false;
+}
+
+struct envoy_frontend::impl {
+  impl(const envoy_flags& f, std::shared_ptr<floodgate::limiter> limiter)
+      : flags(f), store(load()), service(std::move(limiter), store, options_of(f), &rls_stats) {}
+
+  static rls_options options_of(const envoy_flags& f) {
+    rls_options o;
+    o.response_headers = f.response_headers;
+    o.shadow_mode = f.shadow_mode;
+    return o;
+  }
+
+  std::shared_ptr<const envoy_config> load() const {
+    if (flags.configs.empty()) return std::make_shared<const envoy_config>();
+    return load_envoy_config(flags.configs);
+  }
+
+  envoy_flags flags;
+  rls_metrics rls_stats;
+  envoy_config_store store;
+  rls_service service;
+  std::unique_ptr<grpc_server> server;
+};
+
+envoy_frontend::envoy_frontend(const envoy_flags& flags,
+                               std::shared_ptr<floodgate::limiter> limiter, metrics& stats)
+    : impl_(std::make_unique<impl>(flags, std::move(limiter))) {
+  const auto cfg = impl_->store.get();
+  spdlog::info("msg=\"envoy config loaded\" domains={} rules={}", cfg->domains().size(),
+               cfg->rule_count());
+  stats.add_collector([i = impl_.get()](std::string& out) { i->rls_stats.append(out); });
+  if (!flags.grpc_listen.empty()) {
+    impl_->server = std::make_unique<grpc_server>(grpc_options{.address = flags.grpc_listen},
+                                                  impl_->service, impl_->rls_stats);
+    spdlog::info("msg=\"grpc listening\" address={} port={}", quote(flags.grpc_listen),
+                 impl_->server->port());
+  }
+}
+
+envoy_frontend::~envoy_frontend() = default;
+
+bool envoy_frontend::reload() {
+  if (impl_->flags.configs.empty()) return true;
+  try {
+    auto next = impl_->load();
+    const auto domains = next->domains().size();
+    const auto rules = next->rule_count();
+    impl_->store.set(std::move(next));
+    spdlog::info("msg=\"envoy config reloaded\" domains={} rules={}", domains, rules);
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::error("msg=\"envoy config reload rejected; the old config stays\" error={}",
+                  quote(e.what()));
+    return false;
+  }
+}
+
+void envoy_frontend::shutdown(std::chrono::milliseconds drain) {
+  if (impl_->server) impl_->server->shutdown(drain);
+}
+
+}  // namespace floodgate::service::envoy

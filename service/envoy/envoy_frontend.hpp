@@ -1,0 +1,59 @@
+// floodgated's Envoy part, wired from main.cpp in a few lines: its flags, its config (loaded
+// at start-up and on SIGHUP), its metrics and its gRPC server.
+//
+//   envoy_flags ef;
+//   if (ef.parse(arg, next)) continue;            // in the flag loop
+//   envoy_frontend envoy(ef, limiter, stats);     // throws config_error / runtime_error
+//   ... reload: envoy.reload(); ... after serving: envoy.shutdown(10s);
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "floodgate/limiter.hpp"
+
+namespace floodgate::service {
+class metrics;
+}
+
+namespace floodgate::service::envoy {
+
+struct envoy_flags {
+  std::string grpc_listen;           // --grpc-listen HOST:PORT; empty: no gRPC server
+  std::vector<std::string> configs;  // --envoy-config PATH (repeatable)
+  bool response_headers = false;     // --envoy-response-headers
+  bool shadow_mode = false;          // --envoy-shadow-mode
+
+  static const char* usage;  // the lines for floodgated --help
+
+  // True when `arg` is one of these flags (taking its value from `next` when it has one).
+  // Exits with a usage error for a bad value, as main's other flags do.
+  bool parse(std::string_view arg, const std::function<std::string_view()>& next);
+  bool enabled() const noexcept { return !grpc_listen.empty() || !configs.empty(); }
+};
+
+class envoy_frontend {
+ public:
+  envoy_frontend(const envoy_flags& flags, std::shared_ptr<floodgate::limiter> limiter,
+                 metrics& stats);
+  ~envoy_frontend();
+  envoy_frontend(const envoy_frontend&) = delete;
+  envoy_frontend& operator=(const envoy_frontend&) = delete;
+
+  // Reloads the --envoy-config files; a bad one is logged and the old config stays.
+  // Returns whether it loaded.
+  bool reload();
+  // Health NOT_SERVING, then finishes the calls in flight within `drain`.
+  void shutdown(std::chrono::milliseconds drain);
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace floodgate::service::envoy

@@ -1,0 +1,48 @@
+// The gRPC server of Envoy's rate limit service API: envoy.service.ratelimit.v3.
+// RateLimitService/ShouldRateLimit and grpc.health.v1.Health, on gRPC's callback API and
+// its own threads. gRPC stays inside grpc_server.cpp: this header does not include it.
+//
+//   grpc_server g({.address = "127.0.0.1:8081"}, rls, metrics);  // throws if it cannot bind
+//   ... g.port() ...
+//   g.shutdown(5s);   // health NOT_SERVING, refuse new calls, finish those in flight
+//
+// Threading: calls arrive on gRPC's threads and are answered from the limiter's handler.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace floodgate::service::envoy {
+
+class rls_service;
+class rls_metrics;
+
+struct grpc_options {
+  std::string address = "127.0.0.1:8081";     // HOST:PORT; port 0 picks a free one
+  std::size_t max_message_bytes = 64 * 1024;  // a larger request is refused by gRPC
+  // Calls in flight on one connection at most (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a
+  // client waits for a slot beyond it.
+  int max_streams_per_connection = 1000;
+  // Memory gRPC may use for connections and calls; beyond it new work is refused.
+  std::size_t memory_quota_bytes = 256u << 20;
+};
+
+class grpc_server {
+ public:
+  grpc_server(const grpc_options& options, rls_service& service, rls_metrics& metrics);
+  ~grpc_server();
+  grpc_server(const grpc_server&) = delete;
+  grpc_server& operator=(const grpc_server&) = delete;
+
+  int port() const noexcept;
+  void shutdown(std::chrono::milliseconds drain);
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace floodgate::service::envoy

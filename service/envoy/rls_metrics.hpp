@@ -1,0 +1,55 @@
+// The rate limit service's metrics, in Prometheus text: per domain and rule, upstream's
+// counters (total_hits, over_limit, near_limit, within_limit, shadow_mode), and the gRPC
+// request latency. Bounded: at most max_series (domain, rule) pairs; later ones are counted
+// under rule="_other".
+//
+//   rls_metrics m;
+//   m.record("edge", "remote_address", 1, verdict::within_limit);
+//   m.append(out);   // a metrics collector (metrics::add_collector)
+//
+// Threading: every member from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace floodgate::service::envoy {
+
+enum class verdict {
+  within_limit,  // admitted, below upstream's near-limit ratio (80% of the limit used)
+  near_limit,    // admitted, beyond it
+  over_limit,    // refused (or, in shadow mode, would have been)
+};
+
+enum class grpc_code_class { ok, invalid_argument, deadline_exceeded, other };
+
+class rls_metrics {
+ public:
+  static constexpr std::size_t max_series = 10000;
+
+  void record(std::string_view domain, std::string_view rule, std::uint64_t hits, verdict v,
+              bool shadow);
+  void observe_request(std::chrono::nanoseconds latency, grpc_code_class c);
+  void append(std::string& out) const;
+
+ private:
+  struct counters {
+    std::uint64_t total_hits = 0, over_limit = 0, near_limit = 0, within_limit = 0, shadow_mode = 0;
+  };
+  static constexpr std::array<double, 12> bounds_seconds = {
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0};
+
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, counters> series_;
+  std::array<std::uint64_t, bounds_seconds.size() + 1> buckets_{};
+  double latency_sum_ = 0;
+  std::array<std::uint64_t, 4> requests_{};
+};
+
+}  // namespace floodgate::service::envoy

@@ -1,0 +1,362 @@
+#include "rls_service.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <set>
+
+#include "floodgate/errors.hpp"
+#include "rls_metrics.hpp"
+
+namespace floodgate::service::envoy {
+namespace {
+
+constexpr std::size_t no_item = std::numeric_limits<std::size_t>::max();
+constexpr std::uint32_t unlimited_remaining = std::numeric_limits<std::uint32_t>::max();
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// The counter key of a descriptor: every entry, so each distinct value of a key-only rule has
+// its own counter (as upstream's cache key). ',', '=' and '%' are escaped: no two descriptors
+// share a key.
+std::string counter_key(const std::vector<descriptor_entry>& entries) {
+  std::string out;
+  auto put = [&out](std::string_view s) {
+    for (char c : s) {
+      if (c == '%' || c == ',' || c == '=') {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+  };
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i > 0) out += ',';
+    put(entries[i].key);
+    out += '=';
+    put(entries[i].value);
+  }
+  return out;
+}
+
+// One descriptor of the request.
+struct slot {
+  enum class kind { none, unlimited, limited } what = kind::none;
+  const rate_limit* rule = nullptr;  // null for an override
+  reported_limit limit;
+  std::size_t item = no_item;
+  std::uint64_t hits = 1;
+  bool shadow = false;
+};
+
+// One counter to decide: descriptors naming the same counter are merged (their hits added).
+struct item {
+  std::string key;
+  const floodgate::policy* policy = nullptr;  // null: a limit of 0 (refuses everything)
+  std::uint64_t hits = 0;
+  bool shadow = false;
+  bool impossible = false;  // hits above the capacity: over the limit, whatever the state
+  std::int64_t sent_cost = 0;
+  floodgate::decision decision;
+  bool consumed = false;
+  bool backend_failed = false;
+};
+
+struct call {
+  request req;
+  std::shared_ptr<const envoy_config> config;
+  std::deque<floodgate::policy> overrides;  // stable addresses
+  std::vector<slot> slots;
+  std::vector<item> items;
+  std::function<void(rls_result)> handler;
+  rls_options options;
+  rls_metrics* metrics = nullptr;
+  std::mutex mutex;
+  std::size_t pending = 0;
+};
+
+floodgate::decision failure_decision(const floodgate::policy& p) {
+  floodgate::decision d;
+  d.allowed = p.on_failure() == failure_mode::open;
+  d.limit = p.capacity();
+  d.remaining = d.allowed ? p.capacity() : 0;
+  return d;
+}
+
+std::uint32_t clamp32(std::int64_t v) {
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v, 0, unlimited_remaining));
+}
+
+void finish(call& c) {
+  rls_result result;
+  auto& resp = result.response;
+  resp.statuses.resize(c.slots.size());
+  bool over = false;
+  for (std::size_t i = 0; i < c.slots.size(); ++i) {
+    const auto& s = c.slots[i];
+    auto& st = resp.statuses[i];
+    if (s.what == slot::kind::unlimited) {
+      st.limit_remaining = unlimited_remaining;
+      continue;
+    }
+    if (s.what == slot::kind::none) continue;
+    const auto& it = c.items[s.item];
+    st.current_limit = s.limit;
+    const auto& d = it.decision;
+    const bool refused = it.impossible || !d.allowed;
+    std::int64_t remaining = d.remaining;
+    // Allowed alone but not consumed (another descriptor refused the request): what it has.
+    if (!refused && !it.consumed && it.sent_cost > 0) remaining += it.sent_cost;
+    if (it.policy) remaining = std::min(remaining, it.policy->capacity());
+    st.limit_remaining = refused ? 0 : clamp32(remaining);
+    const auto wait =
+        refused && d.retry_after != floodgate::decision::never && d.retry_after.count() > 0
+            ? d.retry_after
+            : d.reset_after;
+    st.duration_until_reset = wait;
+    st.status = refused && !s.shadow ? code::over_limit : code::ok;
+    over = over || st.status == code::over_limit;
+    if (c.metrics) {
+      const std::string_view rule = s.rule ? std::string_view(s.rule->metric_name) : "_override";
+      verdict v = verdict::within_limit;
+      if (refused) {
+        v = verdict::over_limit;
+      } else if (it.policy) {
+        const auto used = it.policy->capacity() - remaining;
+        if (used * 10 > it.policy->capacity() * 8) v = verdict::near_limit;
+      }
+      c.metrics->record(c.req.domain, rule, s.hits, v, s.shadow);
+    }
+  }
+  resp.overall = over && !c.options.shadow_mode ? code::over_limit : code::ok;
+  if (c.options.response_headers) {
+    // Upstream's choice: the limited status with the least remaining.
+    const descriptor_status* least = nullptr;
+    for (const auto& st : resp.statuses)
+      if (st.current_limit && (!least || st.limit_remaining < least->limit_remaining)) least = &st;
+    if (least) {
+      const auto ms = least->duration_until_reset.value_or(std::chrono::milliseconds{0}).count();
+      resp.response_headers_to_add = {
+          {"RateLimit-Limit", std::to_string(least->current_limit->requests_per_unit)},
+          {"RateLimit-Remaining", std::to_string(least->limit_remaining)},
+          {"RateLimit-Reset", std::to_string((ms + 999) / 1000)}};
+    }
+  }
+  auto handler = std::move(c.handler);
+  handler(std::move(result));
+}
+
+// Records one check_all's answer for the items at `indices`; the last answer finishes.
+void settle(const std::shared_ptr<call>& c, const std::vector<std::size_t>& indices,
+            const floodgate::multi_check_result& r) {
+  bool done = false;
+  {
+    std::lock_guard lock(c->mutex);
+    const bool ok = r.outcome == outcome::allowed || r.outcome == outcome::over_limit ||
+                    r.outcome == outcome::backend_error;
+    for (std::size_t j = 0; j < indices.size(); ++j) {
+      auto& it = c->items[indices[j]];
+      if (ok && j < r.decisions.size()) {
+        it.decision = r.decisions[j];
+      } else {
+        // Not expected (requests are validated first): the rule's failure mode decides.
+        it.decision = failure_decision(*it.policy);
+      }
+      it.backend_failed = r.outcome == outcome::backend_error || !ok;
+      it.consumed = r.outcome == outcome::allowed;
+    }
+    done = --c->pending == 0;
+  }
+  if (done) finish(*c);
+}
+
+}  // namespace
+
+rls_service::rls_service(std::shared_ptr<floodgate::limiter> limiter,
+                         const envoy_config_store& store, rls_options options, rls_metrics* metrics)
+    : limiter_(std::move(limiter)), store_(store), options_(options), metrics_(metrics) {}
+
+std::string rls_service::validate(const request& req) const {
+  const auto& caps = options_.caps;
+  if (req.domain.empty()) return "domain must not be empty";
+  if (req.descriptors.empty()) return "a request needs at least one descriptor";
+  if (req.descriptors.size() > caps.max_descriptors)
+    return "too many descriptors: " + std::to_string(req.descriptors.size()) + " (at most " +
+           std::to_string(caps.max_descriptors) + ")";
+  for (std::size_t i = 0; i < req.descriptors.size(); ++i) {
+    const auto& d = req.descriptors[i];
+    const std::string which = "descriptor " + std::to_string(i);
+    if (d.entries.empty()) return which + " has no entries";
+    if (d.entries.size() > caps.max_entries)
+      return which + " has too many entries: " + std::to_string(d.entries.size()) + " (at most " +
+             std::to_string(caps.max_entries) + ")";
+    for (std::size_t j = 0; j < d.entries.size(); ++j) {
+      const auto& e = d.entries[j];
+      if (e.key.empty()) return which + " entry " + std::to_string(j) + " has an empty key";
+      if (e.key.size() > caps.max_entry_bytes || e.value.size() > caps.max_entry_bytes)
+        return which + " entry " + std::to_string(j) + " is longer than " +
+               std::to_string(caps.max_entry_bytes) + " bytes";
+    }
+    if (d.limit) {
+      const auto w = window_of(d.limit->per);
+      if (!w) return which + ": the limit override has no valid unit";
+      if (static_cast<std::int64_t>(d.limit->requests_per_unit) * w->count() >
+          floodgate::policy::max_capacity_window_product)
+        return which + ": the limit override's requests_per_unit is too large for its unit";
+    }
+  }
+  return {};
+}
+
+void rls_service::async_should_rate_limit(request req, clock::time_point deadline,
+                                          std::function<void(rls_result)> handler) {
+  if (auto problem = validate(req); !problem.empty()) {
+    rls_result r;
+    r.outcome = rls_result::kind::invalid_argument;
+    r.message = std::move(problem);
+    return handler(std::move(r));
+  }
+  auto c = std::make_shared<call>();
+  c->req = std::move(req);
+  c->config = store_.get();
+  c->handler = std::move(handler);
+  c->options = options_;
+  c->metrics = metrics_;
+  const auto& cfg = *c->config;
+  const auto& domain = c->req.domain;
+  const bool known_domain = cfg.has_domain(domain);
+
+  // Match every descriptor (the override first, as upstream), then drop replaced limits.
+  c->slots.resize(c->req.descriptors.size());
+  std::set<std::string, std::less<>> replaced;
+  for (std::size_t i = 0; i < c->slots.size(); ++i) {
+    const auto& d = c->req.descriptors[i];
+    auto& s = c->slots[i];
+    s.hits = d.hits_addend.value_or(c->req.hits_addend == 0 ? 1 : c->req.hits_addend);
+    if (!known_domain) continue;
+    if (d.limit) {
+      s.what = slot::kind::limited;
+      s.limit = {"", d.limit->requests_per_unit, d.limit->per};
+      continue;
+    }
+    const rate_limit* r = cfg.find(domain, d.entries);
+    if (!r) continue;
+    s.rule = r;
+    if (r->unlimited) {
+      s.what = slot::kind::unlimited;
+      continue;
+    }
+    s.what = slot::kind::limited;
+    s.limit = {r->name, r->requests_per_unit, r->per};
+    s.shadow = r->shadow_mode;
+    for (const auto& name : r->replaces) replaced.insert(name);
+  }
+  for (auto& s : c->slots)
+    if (s.what == slot::kind::limited && s.rule && !s.rule->name.empty() &&
+        replaced.contains(s.rule->name))
+      s.what = slot::kind::none;
+
+  // Counters: one item per (policy, key); descriptors naming the same one add their hits.
+  char override_prefix[40];
+  std::snprintf(override_prefix, sizeof override_prefix, "envoy.%016llx.o.",
+                static_cast<unsigned long long>(fnv1a(domain)));
+  for (std::size_t i = 0; i < c->slots.size(); ++i) {
+    auto& s = c->slots[i];
+    if (s.what != slot::kind::limited) continue;
+    const auto& d = c->req.descriptors[i];
+    const floodgate::policy* p = nullptr;
+    if (s.rule) {
+      p = &*s.rule->policy;
+    } else if (d.limit->requests_per_unit > 0) {
+      const std::string name = override_prefix + std::string(to_string(d.limit->per));
+      auto same = std::find_if(c->overrides.begin(), c->overrides.end(), [&](const auto& o) {
+        return o.name() == name && o.limit() == d.limit->requests_per_unit;
+      });
+      if (same == c->overrides.end())
+        same = c->overrides.emplace(c->overrides.end(), name, algorithm::fixed_window,
+                                    d.limit->requests_per_unit, *window_of(d.limit->per));
+      p = &*same;
+    }
+    std::string key = counter_key(d.entries);
+    std::size_t found = no_item;
+    for (std::size_t j = 0; j < c->items.size(); ++j)
+      if (c->items[j].key == key && c->items[j].policy && p &&
+          c->items[j].policy->name() == p->name() && c->items[j].shadow == s.shadow)
+        found = j;
+    if (found == no_item) {
+      found = c->items.size();
+      item fresh;
+      fresh.key = std::move(key);
+      fresh.policy = p;
+      fresh.shadow = s.shadow;
+      c->items.push_back(std::move(fresh));
+    }
+    auto& it = c->items[found];
+    // Saturating: any sum this large is over every limit anyway.
+    constexpr std::uint64_t cap = std::uint64_t{1} << 62;
+    it.hits = std::min(cap, std::min(cap, it.hits) + std::min(cap, s.hits));
+    s.item = found;
+  }
+  for (auto& it : c->items)
+    it.impossible = !it.policy || it.hits > static_cast<std::uint64_t>(it.policy->capacity());
+
+  if (clock::now() >= deadline) {
+    rls_result r;
+    r.outcome = rls_result::kind::deadline_exceeded;
+    r.message = "the call's deadline passed before it reached the backend";
+    auto h = std::move(c->handler);
+    return h(std::move(r));
+  }
+
+  // The checks to make: the enforced items together (per key on a backend that needs one key
+  // per check_all), each shadow item alone. When an enforced item can never pass, the request
+  // is refused whole: the others are only looked at (cost 0), to report what they have.
+  std::vector<std::vector<std::size_t>> checks;
+  bool enforced_impossible = false;
+  for (const auto& it : c->items)
+    enforced_impossible = enforced_impossible || (!it.shadow && it.impossible);
+  const bool per_key = limiter_->get_backend().check_all_needs_one_key();
+  for (std::size_t j = 0; j < c->items.size(); ++j) {
+    auto& it = c->items[j];
+    if (!it.policy) continue;
+    const bool peek = it.impossible || (!it.shadow && enforced_impossible);
+    it.sent_cost = peek ? 0 : static_cast<std::int64_t>(it.hits);
+    if (it.shadow) {
+      checks.push_back({j});
+      continue;
+    }
+    auto group = std::find_if(checks.begin(), checks.end(), [&](const auto& g) {
+      const auto& first = c->items[g.front()];
+      return !first.shadow && (!per_key || first.key == it.key);
+    });
+    if (group == checks.end())
+      checks.push_back({j});
+    else
+      group->push_back(j);
+  }
+  if (checks.empty()) return finish(*c);
+  c->pending = checks.size();
+  for (auto& indices : checks) {
+    std::vector<floodgate::check_item> batch;
+    batch.reserve(indices.size());
+    for (auto j : indices) {
+      const auto& it = c->items[j];
+      batch.push_back({it.key, it.policy, it.sent_cost});
+    }
+    limiter_->async_check_all(
+        batch, [c, indices](floodgate::multi_check_result r) { settle(c, indices, r); });
+  }
+}
+
+}  // namespace floodgate::service::envoy

@@ -1,0 +1,132 @@
+// The rate limit service's decisions, without gRPC: a RateLimitRequest in plain structs in,
+// a RateLimitResponse out. grpc_server.cpp only converts protobuf messages to and from these.
+//
+//   rls_service rls(limiter, store, {.response_headers = true}, &metrics);
+//   rls.async_should_rate_limit(std::move(req), deadline, [](rls_result r) { ... });
+//
+// Semantics are envoyproxy/ratelimit's documented ones (docs/envoy.md) with one deliberate
+// difference: the request's enforced descriptors are decided all-or-nothing in one atomic
+// check (limiter::check_all), so when any is over its limit none consumes. Shadow-mode rules
+// are decided each on its own beside them (they never refuse, so they must not hold the others
+// back). On a backend that needs one key per check_all (Redis Cluster), descriptors whose
+// counters have different keys are decided separately: all-or-nothing holds only among
+// descriptors of the same key there.
+//
+// Threading: from any thread; the handler runs on the caller's stack (memory backend, bad
+// requests) or on a backend thread, exactly once, and must not block.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "envoy_config.hpp"
+#include "floodgate/limiter.hpp"
+
+namespace floodgate::service::envoy {
+
+class rls_metrics;
+
+enum class code : int { unknown = 0, ok = 1, over_limit = 2 };
+
+struct limit_override {
+  std::uint32_t requests_per_unit = 0;
+  unit per = unit::unknown;
+};
+
+struct descriptor {
+  std::vector<descriptor_entry> entries;
+  std::optional<limit_override> limit;
+  std::optional<std::uint64_t> hits_addend;  // set: overrides the request's (0 only looks)
+};
+
+struct request {
+  std::string domain;
+  std::vector<descriptor> descriptors;
+  std::uint32_t hits_addend = 0;  // 0 means 1
+};
+
+struct reported_limit {
+  std::string name;
+  std::uint32_t requests_per_unit = 0;
+  unit per = unit::unknown;
+};
+
+struct descriptor_status {
+  code status = code::ok;
+  std::optional<reported_limit> current_limit;  // none: no limit applied (or unlimited)
+  std::uint32_t limit_remaining = 0;
+  std::optional<std::chrono::milliseconds> duration_until_reset;
+};
+
+struct header {
+  std::string key;
+  std::string value;
+};
+
+struct response {
+  code overall = code::ok;
+  std::vector<descriptor_status> statuses;  // one per request descriptor, in order
+  std::vector<header> response_headers_to_add;
+};
+
+// What the caller maps to a gRPC status: ok (a response), invalid_argument, deadline_exceeded.
+struct rls_result {
+  enum class kind { ok, invalid_argument, deadline_exceeded } outcome = kind::ok;
+  std::string message;  // for the errors
+  envoy::response response;
+};
+
+// Caps on what one request may hold (a bad request gets INVALID_ARGUMENT naming the cap).
+struct request_caps {
+  std::size_t max_descriptors = 16;
+  std::size_t max_entries = 16;        // per descriptor
+  std::size_t max_entry_bytes = 1024;  // a key or a value
+};
+
+struct rls_options {
+  bool response_headers = false;  // RateLimit-Limit/-Remaining/-Reset, as upstream's option
+  bool shadow_mode = false;       // global: overall OK whatever the statuses say
+  request_caps caps;
+};
+
+// The configuration in force, swapped whole on reload; a request keeps its snapshot.
+class envoy_config_store {
+ public:
+  explicit envoy_config_store(std::shared_ptr<const envoy_config> c) : current_(std::move(c)) {}
+  std::shared_ptr<const envoy_config> get() const noexcept { return current_.load(); }
+  void set(std::shared_ptr<const envoy_config> c) noexcept { current_.store(std::move(c)); }
+
+ private:
+  std::atomic<std::shared_ptr<const envoy_config>> current_;
+};
+
+class rls_service {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  rls_service(std::shared_ptr<floodgate::limiter> limiter, const envoy_config_store& store,
+              rls_options options, rls_metrics* metrics = nullptr);
+
+  // Past `deadline` nothing is sent to the backend (deadline_exceeded).
+  void async_should_rate_limit(request req, clock::time_point deadline,
+                               std::function<void(rls_result)> handler);
+
+  // Checks a request against the caps; an empty string when it is fine.
+  std::string validate(const request& req) const;
+
+  const rls_options& options() const noexcept { return options_; }
+
+ private:
+  std::shared_ptr<floodgate::limiter> limiter_;
+  const envoy_config_store& store_;
+  rls_options options_;
+  rls_metrics* metrics_;
+};
+
+}  // namespace floodgate::service::envoy

@@ -1,0 +1,46 @@
+// floodgate-bench's gRPC target (Envoy's ShouldRateLimit) against the real floodgated on a
+// real redis-server: the same burst from several processes admits exactly the rule's limit.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "bench_process.hpp"
+#include "floodgated_process.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::test {
+namespace {
+
+namespace json = boost::json;
+
+TEST(bench_grpc, a_burst_through_the_envoy_api_admits_exactly_the_limit) {
+  redis_server redis;
+  const auto dir = make_temp_dir("bench-grpc-");
+  std::ofstream(dir + "/bench.yaml") << "domain: bench\ndescriptors:\n  - key: bench\n"
+                                        "    rate_limit: {unit: minute, requests_per_unit: 20, "
+                                        "algorithm: sliding_log}\n";
+  floodgated_process service("rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
+                             {.extra_args = {"--redis", redis.url(), "--grpc-listen", "127.0.0.1:0",
+                                             "--envoy-config", dir + "/bench.yaml"}});
+  const auto log = service.log();
+  const auto at = log.find("msg=\"grpc listening\"");
+  ASSERT_NE(at, std::string::npos) << log;
+  const auto port = log.substr(log.find(" port=", at) + 6, 5);
+  const auto r =
+      run_bench({"--grpc", "127.0.0.1:" + std::to_string(std::stoi(port)), "--rule", "bench",
+                 "--algorithm", "sliding_log", "--limit", "20", "--window", "60s", "--burst", "15",
+                 "--processes", "3", "--threads", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto o = json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("decisions").to_number<std::int64_t>(), 90);
+  EXPECT_EQ(o.at("allowed").to_number<std::int64_t>(), 20);
+  EXPECT_EQ(o.at("errors").to_number<std::int64_t>(), 0);
+  EXPECT_EQ(o.at("over_admitted").to_number<std::int64_t>(), 0);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,325 @@
+// floodgated's Envoy rate limit service over real gRPC: a Node client (@grpc/grpc-js,
+// @grpc/proto-loader, loading service/envoy/proto at run time; no code shared with floodgate)
+// against the real binary on a real redis-server. Wire round trip, exact limits under forked
+// same-instant bursts with the other descriptors untouched, Redis down in both failure modes,
+// bad requests, SIGHUP reload, health, start-up errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "floodgated_process.hpp"
+#include "http_client.hpp"
+#include "redis_server.hpp"
+
+namespace floodgate::test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+const char* envoy_yaml = R"(
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: minute, requests_per_unit: 30}
+  - key: path
+    value: /api
+    rate_limit: {unit: minute, requests_per_unit: 1000, name: api}
+  - key: path
+    value: /open
+    rate_limit: {unit: minute, requests_per_unit: 5, failure_mode: open}
+  - key: tenant
+    descriptors:
+      - key: plan
+        value: paid
+        rate_limit: {unlimited: true}
+)";
+
+void write_file(const std::string& path, const std::string& text) {
+  const auto tmp = path + ".tmp";
+  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << text;
+  std::filesystem::rename(tmp, path);
+}
+
+// floodgated with the Envoy API on a free port, the config in its own temp dir.
+class rls_process {
+ public:
+  explicit rls_process(const std::string& backend_url, std::vector<std::string> extra = {})
+      : dir_(make_temp_dir("floodgate-rls-")), config_(dir_ + "/edge.yaml") {
+    write_file(config_, envoy_yaml);
+    floodgated_process::options o;
+    o.extra_args = {"--grpc-listen", "127.0.0.1:0", "--envoy-config", config_};
+    // A generous call timeout: a loaded machine must not make a slow call a backend error.
+    if (!backend_url.empty())
+      o.extra_args.insert(o.extra_args.end(), {"--redis", backend_url + "?timeout=2s"});
+    o.extra_args.insert(o.extra_args.end(), extra.begin(), extra.end());
+    fg_ = std::make_unique<floodgated_process>(
+        "rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n", o);
+    const auto log = fg_->log();
+    const auto at = log.find("msg=\"grpc listening\"");
+    if (at == std::string::npos) throw std::runtime_error("no grpc listening line:\n" + log);
+    grpc_port_ = std::stoi(log.substr(log.find(" port=", at) + 6));
+    // Connected to the backend (it connects in the background) before the first call.
+    for (auto deadline = std::chrono::steady_clock::now() + 10s;
+         http_request_once(fg_->port(), "GET", "/readyz").status != 200;) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("floodgated not ready:\n" + fg_->log());
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ~rls_process() {
+    fg_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
+  floodgated_process& fg() { return *fg_; }
+  const std::string& config_path() const { return config_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::string config_;
+  std::unique_ptr<floodgated_process> fg_;
+  int grpc_port_ = 0;
+};
+
+std::string node_command(const std::string& address, const std::string& in, const std::string& out,
+                         const std::string& err) {
+  return "NODE_PATH='" FLOODGATE_NODE_MODULES "' node '" FLOODGATE_SOURCE_DIR
+         "/tests/envoy/rls_client.js' " +
+         address + " < '" + in + "' > '" + out + "' 2> '" + err + "'";
+}
+
+// Runs the Node client on `calls` (a JSON array, see rls_client.js) and returns its results.
+json::array run_client(const rls_process& p, const json::array& calls) {
+  const auto in = p.dir() + "/calls.json", out = p.dir() + "/results.json",
+             err = p.dir() + "/client.err";
+  write_file(in, json::serialize(calls));
+  const int rc = std::system(node_command(p.address(), in, out, err).c_str());
+  if (rc != 0) throw std::runtime_error("the Node client failed:\n" + read_file(err));
+  return json::parse(read_file(out)).as_array();
+}
+
+json::object request_of(std::initializer_list<std::pair<const char*, const char*>> descriptors,
+                        std::int64_t hits = 0) {
+  json::array ds;
+  for (const auto& [k, v] : descriptors)
+    ds.push_back(json::object{{"entries", json::array{json::object{{"key", k}, {"value", v}}}}});
+  json::object r{{"domain", "edge"}, {"descriptors", ds}};
+  if (hits) r["hits_addend"] = hits;
+  return r;
+}
+
+json::object check(json::object req, int parallel = 1) {
+  return json::object{{"check", std::move(req)}, {"parallel", parallel}};
+}
+
+// The first copy's response of call `i`.
+const json::object& response(const json::array& results, std::size_t i) {
+  const auto& r = results.at(i).as_array().at(0).as_object();
+  if (!r.contains("ok")) throw std::runtime_error("call failed: " + json::serialize(r));
+  return r.at("ok").as_object();
+}
+
+TEST(rls_grpc, envoys_wire_format_round_trips) {
+  redis_server redis;
+  rls_process p(redis.url(), {"--envoy-response-headers"});
+  auto tenant = request_of({{"remote_address", "198.51.100.1"}, {"path", "/api"}});
+  tenant["descriptors"].as_array().push_back(
+      json::parse(R"({"entries":[{"key":"tenant","value":"t1"},{"key":"plan","value":"paid"}]})"));
+  tenant["descriptors"].as_array().push_back(
+      json::parse(R"({"entries":[{"key":"nothing","value":"x"}]})"));
+  const auto results = run_client(p, {check(tenant)});
+  const auto& r = response(results, 0);
+  EXPECT_EQ(r.at("overall_code"), "OK");
+  const auto& st = r.at("statuses").as_array();
+  ASSERT_EQ(st.size(), 4u);
+  const auto& first = st[0].as_object();
+  EXPECT_EQ(first.at("code"), "OK");
+  EXPECT_EQ(first.at("limit_remaining"), 29);
+  EXPECT_EQ(first.at("current_limit").at("requests_per_unit"), 30);
+  EXPECT_EQ(first.at("current_limit").at("unit"), "MINUTE");
+  const auto secs =
+      std::stoll(std::string(first.at("duration_until_reset").at("seconds").as_string()));
+  EXPECT_GE(secs, 0);
+  EXPECT_LE(secs, 60);
+  EXPECT_EQ(st[1].at("current_limit").at("name"), "api");
+  EXPECT_EQ(st[1].at("limit_remaining"), 999);
+  EXPECT_TRUE(st[2].at("current_limit").is_null()) << "unlimited";
+  EXPECT_EQ(st[2].at("limit_remaining"), 4294967295LL);
+  EXPECT_TRUE(st[3].at("current_limit").is_null()) << "no rule";
+  const auto& headers = r.at("response_headers_to_add").as_array();
+  ASSERT_EQ(headers.size(), 3u);
+  EXPECT_EQ(headers[0].at("key"), "RateLimit-Limit");
+  EXPECT_EQ(headers[0].at("value"), "30");
+  EXPECT_EQ(headers[1].at("key"), "RateLimit-Remaining");
+  EXPECT_EQ(headers[1].at("value"), "29");
+  EXPECT_EQ(headers[2].at("key"), "RateLimit-Reset");
+}
+
+// 4 processes × 25 calls at once for remote_address (30 a minute) AND /api (1000).
+void burst_admits_exactly_the_limit(const std::string& backend_url) {
+  rls_process p(backend_url);
+  const auto in = p.dir() + "/burst.json";
+  write_file(in, json::serialize(json::array{check(
+                     request_of({{"remote_address", "203.0.113.9"}, {"path", "/api"}}), 25)}));
+  std::string cmd;
+  for (int i = 0; i < 4; ++i)
+    cmd += node_command(p.address(), in, p.dir() + "/burst" + std::to_string(i) + ".json",
+                        p.dir() + "/burst" + std::to_string(i) + ".err") +
+           " & ";
+  cmd += "wait";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int ok = 0, over = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto results = json::parse(read_file(p.dir() + "/burst" + std::to_string(i) + ".json"));
+    for (const auto& copy : results.as_array().at(0).as_array()) {
+      const auto& code = copy.at("ok").at("overall_code");
+      (code == "OK" ? ok : over)++;
+    }
+  }
+  EXPECT_EQ(ok, 30);
+  EXPECT_EQ(over, 70);
+  // /api was charged only by the 30 admitted requests: 970 left (hits_addend 0 only looks).
+  auto peek = json::parse(R"({"domain":"edge","descriptors":[{"entries":[{"key":"path",
+      "value":"/api"}],"hits_addend":{"value":"0"}}]})")
+                  .as_object();
+  const auto results = run_client(p, {check(peek)});
+  EXPECT_EQ(response(results, 0).at("statuses").at(0).at("limit_remaining"), 970);
+}
+
+TEST(rls_grpc, forked_same_instant_bursts_admit_exactly_the_limit_and_leave_the_rest_untouched) {
+  redis_server redis;
+  burst_admits_exactly_the_limit(redis.url());
+}
+
+TEST(rls_grpc, the_same_burst_on_the_memory_backend) {
+  burst_admits_exactly_the_limit("");
+}
+
+TEST(rls_grpc, redis_down_follows_each_rules_failure_mode) {
+  redis_server redis;
+  rls_process p(redis.url());
+  ASSERT_EQ(response(run_client(p, {check(request_of({{"path", "/open"}}))}), 0).at("overall_code"),
+            "OK");
+  redis.kill();
+  const auto results = run_client(
+      p, {check(request_of({{"path", "/open"}})), check(request_of({{"remote_address", "x"}}))});
+  EXPECT_EQ(response(results, 0).at("overall_code"), "OK") << "failure_mode: open";
+  EXPECT_EQ(response(results, 1).at("overall_code"), "OVER_LIMIT") << "closed, the default";
+  EXPECT_EQ(response(results, 1).at("statuses").at(0).at("code"), "OVER_LIMIT");
+}
+
+TEST(rls_grpc, bad_requests_get_invalid_argument_with_a_message) {
+  rls_process p("");
+  json::object no_domain = request_of({{"a", "b"}});
+  no_domain["domain"] = "";
+  json::object empty_key = request_of({{"", "b"}});
+  json::object none{{"domain", "edge"}, {"descriptors", json::array{}}};
+  json::object huge = request_of({{"a", "b"}});
+  huge["descriptors"].as_array()[0].as_object()["entries"].as_array()[0].as_object()["value"] =
+      std::string(100 * 1024, 'x');
+  const auto results =
+      run_client(p, {check(no_domain), check(empty_key), check(none), check(huge),
+                     json::object{{"raw", "//8="}}});  // bytes that are no RateLimitRequest
+  auto failure = [&](std::size_t i) { return results.at(i).as_array().at(0).as_object(); };
+  EXPECT_EQ(failure(0).at("code"), 3);
+  EXPECT_EQ(failure(0).at("details"), "domain must not be empty");
+  EXPECT_EQ(failure(1).at("code"), 3);
+  EXPECT_EQ(failure(1).at("details"), "descriptor 0 entry 0 has an empty key");
+  EXPECT_EQ(failure(2).at("code"), 3);
+  EXPECT_EQ(failure(3).at("code"), 8) << "RESOURCE_EXHAUSTED: over the 64 KiB message cap";
+  EXPECT_TRUE(failure(4).contains("code")) << json::serialize(failure(4));
+}
+
+TEST(rls_grpc, sighup_reloads_the_envoy_config_and_a_bad_one_keeps_the_old) {
+  rls_process p("");
+  write_file(p.config_path(),
+             "domain: edge\ndescriptors:\n  - key: remote_address\n"
+             "    rate_limit: {unit: minute, requests_per_unit: 2}\n");
+  p.fg().signal(SIGHUP);
+  ASSERT_TRUE(p.fg().wait_for_log("envoy config reloaded"));
+  auto results = run_client(p, {check(request_of({{"remote_address", "r"}}))});
+  EXPECT_EQ(response(results, 0).at("statuses").at(0).at("limit_remaining"), 1);
+
+  write_file(p.config_path(),
+             "domain: edge\ndescriptors:\n  - key: remote_address\n"
+             "    rate_limit: {unit: minute, requests_per_unit: 2, unlimited: true}\n");
+  const auto from = p.fg().log().size();
+  p.fg().signal(SIGHUP);
+  ASSERT_TRUE(p.fg().wait_for_log("envoy config reload rejected", 5s, from));
+  EXPECT_NE(p.fg().log().find("edge.yaml:4:", from), std::string::npos) << p.fg().log();
+  results = run_client(p, {check(request_of({{"remote_address", "r"}}))});
+  EXPECT_EQ(response(results, 0).at("statuses").at(0).at("limit_remaining"), 0);
+}
+
+TEST(rls_grpc, health_service_answers_serving) {
+  rls_process p("");
+  const auto results =
+      run_client(p, {json::object{{"health", ""}},
+                     json::object{{"health", "envoy.service.ratelimit.v3.RateLimitService"}},
+                     json::object{{"health", "no.such.Service"}}});
+  EXPECT_EQ(results.at(0).at(0).at("ok").at("status"), "SERVING");
+  EXPECT_EQ(results.at(1).at(0).at("ok").at("status"), "SERVING");
+  EXPECT_EQ(results.at(2).at(0).at("code"), 5) << "NOT_FOUND";
+}
+
+TEST(rls_grpc, metrics_count_per_domain_and_rule) {
+  rls_process p("");
+  run_client(p, {check(request_of({{"remote_address", "m"}}), 3),
+                 check(request_of({{"a", "b"}, {"", "c"}}))});
+  const auto m = http_request_once(p.fg().port(), "GET", "/metrics").body;
+  for (const char* line :
+       {"floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"remote_address\"} 3",
+        "floodgate_envoy_within_limit_total{domain=\"edge\",rule=\"remote_address\"} 3",
+        "floodgate_envoy_requests_total{code=\"OK\"} 3",
+        "floodgate_envoy_requests_total{code=\"INVALID_ARGUMENT\"} 1",
+        "floodgate_envoy_request_duration_seconds_count 4"})
+    EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
+  p.fg().signal(SIGTERM);
+  EXPECT_EQ(p.fg().wait_exit(10s), 0);
+}
+
+TEST(rls_grpc, envoy_config_alone_needs_no_rules_file) {
+  const auto dir = make_temp_dir("floodgate-rls-alone-");
+  write_file(dir + "/edge.yaml", envoy_yaml);
+  // Still serving when the run is cut short: killed, so no exit code (-1).
+  const auto r = run_floodgated({"--envoy-config", dir + "/edge.yaml", "--listen", "127.0.0.1:0",
+                                 "--grpc-listen", "127.0.0.1:0"},
+                                1500ms);
+  EXPECT_EQ(r.exit_code, -1) << r.output;
+  EXPECT_NE(r.output.find("msg=\"grpc listening\""), std::string::npos) << r.output;
+  EXPECT_EQ(run_floodgated({"--listen", "127.0.0.1:0"}).exit_code, 2) << "neither config";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+TEST(rls_grpc, a_bad_envoy_config_stops_start_up_naming_file_and_line) {
+  const auto dir = make_temp_dir("floodgate-rls-bad-");
+  write_file(dir + "/a.yaml",
+             "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: fortnight, "
+             "requests_per_unit: 1}\n");
+  const auto r = run_floodgated({"--envoy-config", dir, "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(dir + "/a.yaml:4: descriptor 'a': rate_limit: unit must be"),
+            std::string::npos)
+      << r.output;
+  const auto help = run_floodgated({"--help"});
+  for (const char* flag :
+       {"--grpc-listen", "--envoy-config", "--envoy-response-headers", "--envoy-shadow-mode"})
+    EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace floodgate::test

@@ -1,0 +1,368 @@
+// The rate limit service's semantics (upstream's documented behaviour, plus all-or-nothing),
+// on the memory backend and on a real redis-server, with time injected.
+#include "rls_service.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <limits>
+
+#include "envoy_config.hpp"
+#include "floodgate/limiter.hpp"
+#include "redis_server.hpp"
+#include "rls_metrics.hpp"
+#include "test_clock.hpp"
+
+namespace floodgate::service::envoy {
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* config_text = R"(
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: path
+    value: /login
+    rate_limit: {unit: second, requests_per_unit: 2, name: login}
+  - key: path
+    rate_limit: {unit: second, requests_per_unit: 100}
+  - key: user
+    descriptors:
+      - key: plan
+        value: free
+        rate_limit: {unit: hour, requests_per_unit: 5, name: free_plan}
+      - key: plan
+        value: trial
+        rate_limit: {unit: hour, requests_per_unit: 1, name: trial, replaces: [{name: login}]}
+      - key: plan
+        value: paid
+        rate_limit: {unlimited: true}
+  - key: experiment
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: bucket
+    rate_limit: {unit: second, requests_per_unit: 4, algorithm: token_bucket, failure_mode: open}
+)";
+
+std::shared_ptr<const envoy_config> make_config(const std::string& text) {
+  std::map<std::string, domain_config, std::less<>> domains;
+  parse_envoy_domain(text, "edge.yaml", domains);
+  return std::make_shared<const envoy_config>(std::move(domains));
+}
+
+descriptor desc(std::vector<descriptor_entry> entries) {
+  descriptor d;
+  d.entries = std::move(entries);
+  return d;
+}
+
+std::atomic<int> prefix_counter{0};
+
+class rls_semantics : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_options bo;
+    bo.memory.clock = clock_.fn();
+    bo.redis.test_clock = clock_.fn();
+    // A loaded machine (parallel tests, builds) must not turn a slow first call into a
+    // backend error: these tests are about decisions, rls_failures about failures.
+    bo.redis.timeout = 5s;
+    bo.redis.connect_timeout = 5s;
+    bo.redis.key_prefix =
+        "rls" + std::to_string(::getpid()) + "_" + std::to_string(++prefix_counter) + ":";
+    std::string url = "memory://";
+    if (GetParam() == "redis") {
+      if (!redis_) redis_ = std::make_unique<test::redis_server>();
+      url = redis_->url();
+    }
+    limiter_options lo;
+    lo.clock = clock_.fn();
+    limiter_ = std::make_shared<floodgate::limiter>(url, bo, lo);
+    store_ = std::make_unique<envoy_config_store>(make_config(config_text));
+    make_service({});
+  }
+  static void TearDownTestSuite() { redis_.reset(); }
+
+  void make_service(rls_options o) {
+    service_ = std::make_unique<rls_service>(limiter_, *store_, o, &metrics_);
+  }
+
+  rls_result call(request req,
+                  rls_service::clock::time_point deadline = rls_service::clock::now() + 5s) {
+    std::promise<rls_result> p;
+    auto f = p.get_future();
+    service_->async_should_rate_limit(std::move(req), deadline,
+                                      [&p](rls_result r) { p.set_value(std::move(r)); });
+    return f.get();
+  }
+
+  response check(std::vector<descriptor> ds, std::uint32_t hits = 0) {
+    request req;
+    req.domain = "edge";
+    req.descriptors = std::move(ds);
+    req.hits_addend = hits;
+    auto r = call(std::move(req));
+    EXPECT_EQ(r.outcome, rls_result::kind::ok) << r.message;
+    return r.response;
+  }
+
+  test::test_clock clock_;
+  inline static std::unique_ptr<test::redis_server> redis_;
+  std::shared_ptr<floodgate::limiter> limiter_;
+  std::unique_ptr<envoy_config_store> store_;
+  rls_metrics metrics_;
+  std::unique_ptr<rls_service> service_;
+};
+
+TEST_P(rls_semantics, key_only_rules_count_each_value_apart_up_to_the_limit) {
+  for (int i = 0; i < 3; ++i) {
+    const auto r = check({desc({{"remote_address", "10.0.0.1"}})});
+    EXPECT_EQ(r.overall, code::ok);
+    ASSERT_EQ(r.statuses.size(), 1u);
+    EXPECT_EQ(r.statuses[0].limit_remaining, static_cast<std::uint32_t>(2 - i));
+    ASSERT_TRUE(r.statuses[0].current_limit);
+    EXPECT_EQ(r.statuses[0].current_limit->requests_per_unit, 3u);
+    EXPECT_EQ(r.statuses[0].current_limit->per, unit::minute);
+  }
+  const auto over = check({desc({{"remote_address", "10.0.0.1"}})});
+  EXPECT_EQ(over.overall, code::over_limit);
+  EXPECT_EQ(over.statuses[0].status, code::over_limit);
+  EXPECT_EQ(over.statuses[0].limit_remaining, 0u);
+  // Fixed windows aligned to the epoch, as upstream: the clock starts on a minute boundary.
+  EXPECT_EQ(over.statuses[0].duration_until_reset, 60s);
+  EXPECT_EQ(check({desc({{"remote_address", "10.0.0.2"}})}).overall, code::ok);
+  clock_.advance(60s);
+  EXPECT_EQ(check({desc({{"remote_address", "10.0.0.1"}})}).overall, code::ok);
+}
+
+TEST_P(rls_semantics, key_and_value_wins_over_the_key_alone) {
+  const auto r = check({desc({{"path", "/login"}}), desc({{"path", "/home"}})});
+  EXPECT_EQ(r.statuses[0].current_limit->requests_per_unit, 2u);
+  EXPECT_EQ(r.statuses[0].current_limit->name, "login");
+  EXPECT_EQ(r.statuses[1].current_limit->requests_per_unit, 100u);
+}
+
+TEST_P(rls_semantics, no_match_or_unknown_domain_is_ok_without_a_limit) {
+  auto r = check({desc({{"nothing", "here"}}), desc({{"user", "alice"}})});  // user: no leaf limit
+  EXPECT_EQ(r.overall, code::ok);
+  for (const auto& s : r.statuses) {
+    EXPECT_EQ(s.status, code::ok);
+    EXPECT_FALSE(s.current_limit);
+    EXPECT_EQ(s.limit_remaining, 0u);
+  }
+  request req;
+  req.domain = "elsewhere";
+  req.descriptors = {desc({{"remote_address", "x"}})};
+  const auto other = call(req);
+  EXPECT_EQ(other.outcome, rls_result::kind::ok);
+  EXPECT_FALSE(other.response.statuses[0].current_limit);
+}
+
+TEST_P(rls_semantics, nested_rules_apply_at_the_last_entry_and_unlimited_reports_max) {
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(check({desc({{"user", "bob"}, {"plan", "free"}})}).overall, code::ok);
+  EXPECT_EQ(check({desc({{"user", "bob"}, {"plan", "free"}})}).overall, code::over_limit);
+  const auto paid = check({desc({{"user", "bob"}, {"plan", "paid"}})});
+  EXPECT_EQ(paid.overall, code::ok);
+  EXPECT_FALSE(paid.statuses[0].current_limit);
+  EXPECT_EQ(paid.statuses[0].limit_remaining, 4294967295u);
+}
+
+TEST_P(rls_semantics, all_or_nothing_when_one_descriptor_is_over_none_consumes) {
+  // /login allows 2 a second; remote_address 3 a minute.
+  EXPECT_EQ(check({desc({{"path", "/login"}})}, 2).overall, code::ok);  // /login used up
+  for (int i = 0; i < 4; ++i) {
+    const auto r = check({desc({{"remote_address", "10.9.9.9"}}), desc({{"path", "/login"}})});
+    EXPECT_EQ(r.overall, code::over_limit);
+    EXPECT_EQ(r.statuses[0].status, code::ok);
+    EXPECT_EQ(r.statuses[0].limit_remaining, 3u) << "reports what it still has";
+    EXPECT_EQ(r.statuses[1].status, code::over_limit);
+  }
+  // remote_address was never charged by the refused requests: all 3 are still there.
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(check({desc({{"remote_address", "10.9.9.9"}})}).overall, code::ok) << i;
+  EXPECT_EQ(check({desc({{"remote_address", "10.9.9.9"}})}).overall, code::over_limit);
+}
+
+TEST_P(rls_semantics, hits_addend_request_and_per_descriptor) {
+  auto r = check({desc({{"remote_address", "h"}})}, 2);
+  EXPECT_EQ(r.statuses[0].limit_remaining, 1u);
+  auto peek = desc({{"remote_address", "h"}});
+  peek.hits_addend = 0;  // looks without consuming
+  for (int i = 0; i < 3; ++i) {
+    r = check({peek});
+    EXPECT_EQ(r.overall, code::ok);
+    EXPECT_EQ(r.statuses[0].limit_remaining, 1u);
+  }
+  auto big = desc({{"remote_address", "h"}});
+  big.hits_addend = 1'000'000'000'000ULL;  // more than the limit could ever admit
+  auto other = desc({{"remote_address", "other"}});
+  r = check({other, big});
+  EXPECT_EQ(r.overall, code::over_limit);
+  EXPECT_EQ(r.statuses[1].status, code::over_limit);
+  EXPECT_EQ(r.statuses[0].status, code::ok);
+  EXPECT_EQ(r.statuses[0].limit_remaining, 3u) << "the other descriptor was only looked at";
+  EXPECT_EQ(check({desc({{"remote_address", "h"}})}).statuses[0].limit_remaining, 0u);
+  // The same counter twice with the largest hits: no wrap-around to a small sum.
+  auto most = desc({{"remote_address", "w"}});
+  most.hits_addend = std::numeric_limits<std::uint64_t>::max();
+  r = check({most, most});
+  EXPECT_EQ(r.overall, code::over_limit);
+  EXPECT_EQ(check({desc({{"remote_address", "w"}})}).statuses[0].limit_remaining, 2u);
+}
+
+TEST_P(rls_semantics, the_request_may_override_the_limit) {
+  auto d = desc({{"remote_address", "o"}});
+  d.limit = limit_override{1, unit::hour};
+  auto r = check({d});
+  EXPECT_EQ(r.overall, code::ok);
+  EXPECT_EQ(r.statuses[0].current_limit->requests_per_unit, 1u);
+  EXPECT_EQ(r.statuses[0].current_limit->per, unit::hour);
+  EXPECT_EQ(check({d}).overall, code::over_limit);
+  // Without the override, the configured counter is its own.
+  EXPECT_EQ(check({desc({{"remote_address", "o"}})}).statuses[0].limit_remaining, 2u);
+  // An override of 0 refuses everything; a descriptor no rule matches may be overridden too.
+  auto zero = desc({{"anything", "z"}});
+  zero.limit = limit_override{0, unit::second};
+  EXPECT_EQ(check({zero}).overall, code::over_limit);
+}
+
+TEST_P(rls_semantics, shadow_mode_reports_but_never_refuses) {
+  EXPECT_EQ(check({desc({{"experiment", "a"}})}).overall, code::ok);
+  const auto r = check({desc({{"experiment", "a"}}), desc({{"remote_address", "s"}})});
+  EXPECT_EQ(r.overall, code::ok);
+  EXPECT_EQ(r.statuses[0].status, code::ok);
+  EXPECT_EQ(r.statuses[0].limit_remaining, 0u);
+  EXPECT_EQ(r.statuses[1].limit_remaining, 2u) << "the enforced rule consumed";
+  std::string text;
+  metrics_.append(text);
+  EXPECT_NE(text.find("floodgate_envoy_shadow_mode_total{domain=\"edge\",rule=\"experiment\"} 1"),
+            std::string::npos)
+      << text;
+}
+
+TEST_P(rls_semantics, global_shadow_mode_answers_ok_with_statuses_unchanged) {
+  rls_options o;
+  o.shadow_mode = true;
+  make_service(o);
+  check({desc({{"path", "/login"}})}, 2);
+  const auto r = check({desc({{"path", "/login"}})});
+  EXPECT_EQ(r.overall, code::ok);
+  EXPECT_EQ(r.statuses[0].status, code::over_limit);
+}
+
+TEST_P(rls_semantics, replaces_drops_the_named_limit) {
+  check({desc({{"path", "/login"}})}, 2);  // login used up
+  const auto r = check({desc({{"path", "/login"}}), desc({{"user", "t"}, {"plan", "trial"}})});
+  EXPECT_EQ(r.overall, code::ok) << "login is replaced by trial";
+  EXPECT_FALSE(r.statuses[0].current_limit);
+  EXPECT_EQ(r.statuses[1].current_limit->name, "trial");
+}
+
+TEST_P(rls_semantics, the_same_counter_twice_in_one_request_adds_up) {
+  const auto r = check({desc({{"remote_address", "dup"}}), desc({{"remote_address", "dup"}})});
+  EXPECT_EQ(r.overall, code::ok);
+  EXPECT_EQ(r.statuses[0].limit_remaining, 1u);
+  EXPECT_EQ(r.statuses[1].limit_remaining, 1u);
+  EXPECT_EQ(check({desc({{"remote_address", "dup"}}), desc({{"remote_address", "dup"}})}).overall,
+            code::over_limit);
+}
+
+TEST_P(rls_semantics, response_headers_come_from_the_most_constrained_status) {
+  rls_options o;
+  o.response_headers = true;
+  make_service(o);
+  const auto r = check({desc({{"path", "/home"}}), desc({{"remote_address", "hd"}})});
+  ASSERT_EQ(r.response_headers_to_add.size(), 3u);
+  EXPECT_EQ(r.response_headers_to_add[0].key, "RateLimit-Limit");
+  EXPECT_EQ(r.response_headers_to_add[0].value, "3");
+  EXPECT_EQ(r.response_headers_to_add[1].key, "RateLimit-Remaining");
+  EXPECT_EQ(r.response_headers_to_add[1].value, "2");
+  EXPECT_EQ(r.response_headers_to_add[2].key, "RateLimit-Reset");
+  EXPECT_EQ(r.response_headers_to_add[2].value, "60");
+  make_service({});
+  EXPECT_TRUE(check({desc({{"path", "/home"}})}).response_headers_to_add.empty());
+}
+
+TEST_P(rls_semantics, bad_requests_are_invalid_arguments) {
+  auto invalid = [&](request req, const std::string& message) {
+    const auto r = call(std::move(req));
+    EXPECT_EQ(r.outcome, rls_result::kind::invalid_argument);
+    EXPECT_EQ(r.message, message);
+  };
+  request req;
+  req.descriptors = {desc({{"a", "b"}})};
+  invalid(req, "domain must not be empty");
+  req.domain = "edge";
+  req.descriptors.clear();
+  invalid(req, "a request needs at least one descriptor");
+  req.descriptors = {desc({})};
+  invalid(req, "descriptor 0 has no entries");
+  req.descriptors = {desc({{"a", "b"}}), desc({{"", "b"}})};
+  invalid(req, "descriptor 1 entry 0 has an empty key");
+  req.descriptors.assign(17, desc({{"a", "b"}}));
+  invalid(req, "too many descriptors: 17 (at most 16)");
+  req.descriptors = {desc({{"a", std::string(1025, 'x')}})};
+  invalid(req, "descriptor 0 entry 0 is longer than 1024 bytes");
+  auto d = desc({{"a", "b"}});
+  d.limit = limit_override{5, unit::unknown};
+  req.descriptors = {d};
+  invalid(req, "descriptor 0: the limit override has no valid unit");
+}
+
+TEST_P(rls_semantics, a_passed_deadline_is_not_sent_to_the_backend) {
+  request req;
+  req.domain = "edge";
+  req.descriptors = {desc({{"remote_address", "late"}})};
+  const auto r = call(req, rls_service::clock::now() - 1ms);
+  EXPECT_EQ(r.outcome, rls_result::kind::deadline_exceeded);
+  EXPECT_EQ(check({desc({{"remote_address", "late"}})}).statuses[0].limit_remaining, 2u);
+}
+
+TEST_P(rls_semantics, a_reload_swaps_rules_for_later_requests) {
+  store_->set(
+      make_config("domain: edge\ndescriptors:\n  - key: remote_address\n"
+                  "    rate_limit: {unit: minute, requests_per_unit: 10}\n"));
+  EXPECT_EQ(check({desc({{"remote_address", "r"}})}).statuses[0].limit_remaining, 9u);
+}
+
+INSTANTIATE_TEST_SUITE_P(backends, rls_semantics, ::testing::Values("memory", "redis"));
+
+TEST(rls_failures, redis_down_follows_each_rules_failure_mode) {
+  test::redis_server redis;
+  backend_options bo;
+  bo.redis.timeout = 100ms;
+  bo.redis.connect_timeout = 200ms;
+  auto limiter = std::make_shared<floodgate::limiter>(redis.url(), bo);
+  envoy_config_store store(make_config(config_text));
+  rls_service service(limiter, store, {});
+  auto call = [&](std::vector<descriptor> ds) {
+    request req;
+    req.domain = "edge";
+    req.descriptors = std::move(ds);
+    std::promise<rls_result> p;
+    auto f = p.get_future();
+    service.async_should_rate_limit(req, rls_service::clock::now() + 5s,
+                                    [&p](rls_result r) { p.set_value(std::move(r)); });
+    return f.get().response;
+  };
+  EXPECT_EQ(call({desc({{"bucket", "b"}})}).overall, code::ok);
+  redis.kill();
+  // bucket fails open, remote_address (the default) closed.
+  auto open = call({desc({{"bucket", "b"}})});
+  EXPECT_EQ(open.overall, code::ok);
+  EXPECT_EQ(open.statuses[0].status, code::ok);
+  auto closed = call({desc({{"remote_address", "x"}})});
+  EXPECT_EQ(closed.overall, code::over_limit);
+  EXPECT_EQ(closed.statuses[0].status, code::over_limit);
+  auto both = call({desc({{"bucket", "b"}}), desc({{"remote_address", "x"}})});
+  EXPECT_EQ(both.overall, code::over_limit);
+  EXPECT_EQ(both.statuses[0].status, code::ok);
+  EXPECT_EQ(both.statuses[1].status, code::over_limit);
+}
+
+}  // namespace
+}  // namespace floodgate::service::envoy

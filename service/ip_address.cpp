@@ -63,7 +63,8 @@ std::optional<cidr> parse_cidr(std::string_view text) {
   const char* end = digits.data() + digits.size();
   // The width as written: an IPv4-mapped network ("::ffff:10.0.0.0/104") came back as IPv4, and
   // its prefix shrinks with it.
-  const unsigned written_bits = text.substr(0, slash).find(':') != std::string_view::npos ? 128 : 32;
+  const unsigned written_bits =
+      text.substr(0, slash).find(':') != std::string_view::npos ? 128 : 32;
   auto [p, ec] = std::from_chars(digits.data(), end, out.prefix);
   if (digits.empty() || ec != std::errc{} || p != end || out.prefix > written_bits)
     return std::nullopt;

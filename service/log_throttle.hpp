@@ -28,8 +28,8 @@ class log_throttle {
   explicit log_throttle(clock::duration interval) : interval_(interval) {}
 
   struct decision {
-    bool log = false;                       // write a line for this event now
-    std::uint64_t suppressed = 0;           // events not logged since the previous line
+    bool log = false;                           // write a line for this event now
+    std::uint64_t suppressed = 0;               // events not logged since the previous line
     std::optional<clock::time_point> flush_at;  // arm a timer for on_flush at this time
   };
 

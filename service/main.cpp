@@ -78,12 +78,12 @@ struct flags {
 
 std::optional<spdlog::level::level_enum> parse_level(std::string_view s) {
   using spdlog::level::level_enum;
-  constexpr std::pair<std::string_view, level_enum> levels[] = {
-      {"trace", level_enum::trace}, {"debug", level_enum::debug},
-      {"info", level_enum::info},   {"warn", level_enum::warn},
-      {"warning", level_enum::warn},  // what the log lines say (level=warning)
-      {"error", level_enum::err},   {"critical", level_enum::critical},
-      {"off", level_enum::off}};
+  constexpr std::pair<std::string_view, level_enum>
+      levels[] = {{"trace", level_enum::trace},  {"debug", level_enum::debug},
+                  {"info", level_enum::info},    {"warn", level_enum::warn},
+                  {"warning", level_enum::warn},  // what the log lines say (level=warning)
+                  {"error", level_enum::err},    {"critical", level_enum::critical},
+                  {"off", level_enum::off}};
   for (const auto& [name, level] : levels)
     if (name == s) return level;
   return std::nullopt;
@@ -200,10 +200,9 @@ int main(int argc, char** argv) {
     options.port = f.port;
     options.threads = f.io_threads;
     options.max_connections = connection_budget(f.max_connections);
-    options.max_connections_per_peer =
-        f.max_connections_per_peer != 0
-            ? f.max_connections_per_peer
-            : std::max<std::size_t>(1, options.max_connections / 4);
+    options.max_connections_per_peer = f.max_connections_per_peer != 0
+                                           ? f.max_connections_per_peer
+                                           : std::max<std::size_t>(1, options.max_connections / 4);
     limiter_options.max_key_size = options.limits.max_key_size;
     limiter_options.max_items = options.limits.max_items;
     // The backend first (it connects in the background): whether the rules fit depends on it.

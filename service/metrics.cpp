@@ -91,8 +91,8 @@ void metrics::record_reload(bool ok) noexcept {
 }
 
 void metrics::record_connection_cap(connection_cap cap, cap_action action) noexcept {
-  connection_caps_[static_cast<std::size_t>(cap) * 2 + static_cast<std::size_t>(action)]
-      .fetch_add(1, std::memory_order_relaxed);
+  connection_caps_[static_cast<std::size_t>(cap) * 2 + static_cast<std::size_t>(action)].fetch_add(
+      1, std::memory_order_relaxed);
 }
 
 void metrics::add_collector(collector c) {
@@ -170,7 +170,8 @@ std::string metrics::render() const {
           .append("\",action=\"")
           .append(action == 0 ? "closed_idle" : "refused")
           .append("\"} ")
-          .append(std::to_string(connection_caps_[cap * 2 + action].load(std::memory_order_relaxed)))
+          .append(
+              std::to_string(connection_caps_[cap * 2 + action].load(std::memory_order_relaxed)))
           .append("\n");
 
   header(out, "floodgate_config_reloads_total", "counter",

@@ -36,15 +36,14 @@ std::optional<http_response> check_framing(
     }
   }
   if (codings == 0) {
-    if (!transfer_encodings.empty())
-      return error_response(400, "empty Transfer-Encoding");
+    if (!transfer_encodings.empty()) return error_response(400, "empty Transfer-Encoding");
     return std::nullopt;
   }
   if (chunked_at != codings)
-    return error_response(400, "Transfer-Encoding must end with chunked (the body's length is "
-                               "unknown otherwise)");
-  if (other)
-    return error_response(501, "unsupported Transfer-Encoding: only chunked is decoded");
+    return error_response(400,
+                          "Transfer-Encoding must end with chunked (the body's length is "
+                          "unknown otherwise)");
+  if (other) return error_response(501, "unsupported Transfer-Encoding: only chunked is decoded");
   return std::nullopt;
 }
 

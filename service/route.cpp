@@ -192,7 +192,7 @@ void for_each_element(std::string_view value, Fn fn) {
 // value that is not an IP address is refused, never used as a key: a key is a client's
 // quota, and free text would let a client pick whose.
 std::variant<std::string, http_response> client_address(const http_request& req,
-                                                          const config& rules) {
+                                                        const config& rules) {
   const auto peer = parse_ip(req.peer_address);
   if (!peer) {
     // Not from a socket we know (an empty address): nothing to key on.
@@ -218,7 +218,8 @@ std::variant<std::string, http_response> client_address(const http_request& req,
   std::optional<ip_address> client;
   for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
     client = parse_ip(*it);
-    if (!client) return bad_request("X-Forwarded-For entry " + quoted(*it) + " is not an IP address");
+    if (!client)
+      return bad_request("X-Forwarded-For entry " + quoted(*it) + " is not an IP address");
     if (!rules.is_trusted_proxy(*client)) break;  // the first hop we did not write ourselves
   }
   // No header, or every hop a trusted proxy: the leftmost is as far back as anyone can see.

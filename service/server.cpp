@@ -555,7 +555,7 @@ class session : public std::enable_shared_from_this<session> {
   void close() {
     phase_ = phase::closing;
     idle_since_.store(0, std::memory_order_release);  // closing already: nothing to evict
-    idle_timer_.cancel();  // it holds the session alive
+    idle_timer_.cancel();                             // it holds the session alive
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
@@ -570,7 +570,7 @@ class session : public std::enable_shared_from_this<session> {
   bool idle_timer_armed_ = false;
   bool idle_waiting_ = false;
   std::atomic<std::int64_t> idle_since_{0};  // see idle_since()
-  std::vector<std::string_view> codings_;     // the current header's Transfer-Encoding lines
+  std::vector<std::string_view> codings_;    // the current header's Transfer-Encoding lines
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http_request request_;           // the current request (peer_address: the connection's)
@@ -661,8 +661,7 @@ void server::impl::on_accept(beast::error_code ec, session_socket socket) {
 // Under sessions_mutex: room for a connection from `peer`, closing the longest-idle keep-alive
 // connection (the peer's own first, at the peer's cap; anyone's at the global cap) when a cap
 // is reached. The new session, or null when it must be refused.
-std::shared_ptr<session> server::impl::admit(session_socket& socket,
-                                             const asio::ip::address& peer,
+std::shared_ptr<session> server::impl::admit(session_socket& socket, const asio::ip::address& peer,
                                              std::vector<std::shared_ptr<session>>& evicted) {
   auto make_room = [&](connection_cap cap) {
     session* victim = longest_idle(cap == connection_cap::per_peer ? &peer : nullptr);
@@ -677,9 +676,9 @@ std::shared_ptr<session> server::impl::admit(session_socket& socket,
     if (auto v = r.self.lock()) evicted.push_back(std::move(v));
     return true;
   };
-  if (const auto it = per_peer.find(peer);
-      it != per_peer.end() && it->second >= options.max_connections_per_peer &&
-      !make_room(connection_cap::per_peer))
+  if (const auto it = per_peer.find(peer); it != per_peer.end() &&
+                                           it->second >= options.max_connections_per_peer &&
+                                           !make_room(connection_cap::per_peer))
     return nullptr;
   if (counted >= options.max_connections && !make_room(connection_cap::global)) return nullptr;
   auto s = std::make_shared<session>(std::move(socket), peer, *this);
@@ -808,8 +807,8 @@ void server::impl::note_cap(const cap_event& e) {
     spdlog::warn(
         "msg=\"connection cap reached\" cap={} action={} peer={} max_connections={} "
         "max_connections_per_peer={} more_since_last_line={}",
-        to_string(e.cap), to_string(e.action), quote(e.peer.to_string()),
-        options.max_connections, options.max_connections_per_peer, d.suppressed);
+        to_string(e.cap), to_string(e.action), quote(e.peer.to_string()), options.max_connections,
+        options.max_connections_per_peer, d.suppressed);
   if (d.flush_at) schedule_flush(cap_log_timer, *d.flush_at, &impl::flush_cap_log);
 }
 

@@ -120,9 +120,9 @@ TEST(bad_http, chunked_after_another_coding_is_501_and_closed) {
   std::snprintf(size, sizeof size, "%zx", body.size());
   for (const char* codings : {"gzip, chunked", "deflate,chunked", "x-custom ,  chunked"}) {
     http_connection c(fg.port());
-    ASSERT_TRUE(c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " +
-                           std::string(codings) + "\r\n\r\n" + size + "\r\n" + body +
-                           "\r\n0\r\n\r\n"));
+    ASSERT_TRUE(c.send_raw(
+        "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + std::string(codings) +
+        "\r\n\r\n" + size + "\r\n" + body + "\r\n0\r\n\r\n"));
     const auto r = c.read_reply();
     EXPECT_EQ(r.status, 501) << codings;
     EXPECT_NE(r.body.find("only chunked"), std::string::npos) << r.body;
@@ -130,8 +130,9 @@ TEST(bad_http, chunked_after_another_coding_is_501_and_closed) {
   }
   // Two lines are one list: gzip then chunked.
   http_connection c(fg.port());
-  ASSERT_TRUE(c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
-                         "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send_raw("POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"));
   EXPECT_EQ(c.read_reply().status, 501);
   expect_still_serving(fg);
 }
@@ -140,9 +141,9 @@ TEST(bad_http, chunked_after_another_coding_is_501_and_closed) {
 // none.
 TEST(bad_http, http_1_1_without_host_or_with_two_is_400_and_closed) {
   floodgated_process fg(rules);
-  for (const char* request : {"GET /healthz HTTP/1.1\r\n\r\n",
-                              "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-                              "GET /healthz HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n"}) {
+  for (const char* request :
+       {"GET /healthz HTTP/1.1\r\n\r\n", "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        "GET /healthz HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n"}) {
     http_connection c(fg.port());
     ASSERT_TRUE(c.send_raw(request));
     const auto r = c.read_reply();
@@ -161,9 +162,9 @@ TEST(bad_http, http_1_1_without_host_or_with_two_is_400_and_closed) {
 TEST(bad_http, duplicate_json_fields_are_400) {
   floodgated_process fg(rules);
   http_connection c(fg.port());
-  for (const char* body : {R"({"rule":"api","key":"k","rule":"api"})",
-                           R"({"rule":"api","key":"a","key":"b"})",
-                           R"({"rules":[{"rule":"api","key":"k","cost":1,"cost":2}]})"}) {
+  for (const char* body :
+       {R"({"rule":"api","key":"k","rule":"api"})", R"({"rule":"api","key":"a","key":"b"})",
+        R"({"rules":[{"rule":"api","key":"k","cost":1,"cost":2}]})"}) {
     const auto r = c.request("POST", "/v1/check", body);
     EXPECT_EQ(r.status, 400) << body;
     EXPECT_NE(r.body.find("duplicate field"), std::string::npos) << r.body;

@@ -198,7 +198,8 @@ TEST(config, trusted_proxies_is_a_list_of_addresses_and_ranges) {
                 .trusted_proxies()
                 .size(),
             2u);
-  EXPECT_TRUE(parse_config(rules + "trusted_proxies: []\n", "rules.yaml").trusted_proxies().empty());
+  EXPECT_TRUE(
+      parse_config(rules + "trusted_proxies: []\n", "rules.yaml").trusted_proxies().empty());
 
   const auto error = [&](const std::string& tail) { return error_for(rules + tail); };
   EXPECT_EQ(error("trusted_proxies: 127.0.0.1\n"),

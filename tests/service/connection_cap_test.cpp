@@ -49,7 +49,7 @@ long metric(std::uint16_t port, const std::string& address, const std::string& s
 // own cap, each new connection of its own closing its own longest-idle one.
 TEST(connection_caps, one_peer_holding_idle_keep_alive_connections_cannot_lock_out_others) {
   floodgated_process fg(rules, small_fd_limit());
-  ASSERT_NE(fg.log().find("max_connections=50 max_connections_per_peer=12"), std::string::npos)
+  EXPECT_NE(fg.log().find("max_connections=50 max_connections_per_peer=12"), std::string::npos)
       << fg.log();
   connections hog;
   for (int i = 0; i < 60; ++i) {
@@ -62,7 +62,7 @@ TEST(connection_caps, one_peer_holding_idle_keep_alive_connections_cannot_lock_o
 
   // The oldest 48 were closed to make room for the newer ones; the newest 12 still work.
   int closed = 0;
-  for (int i = 0; i < 48; ++i) closed += hog[i]->closed_by_peer(100ms) ? 1 : 0;
+  for (int i = 0; i < 48; ++i) closed += hog[i]->closed_by_peer(2s) ? 1 : 0;
   EXPECT_EQ(closed, 48);
   for (int i = 48; i < 60; ++i) EXPECT_EQ(hog[i]->request("GET", "/healthz").status, 200) << i;
 
@@ -77,7 +77,8 @@ TEST(connection_caps, one_peer_holding_idle_keep_alive_connections_cannot_lock_o
   EXPECT_TRUE(fg.wait_for_log(
       "msg=\"connection cap reached\" cap=per_peer action=closed_idle peer=\"127.0.0.2\""));
   const auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (throttled_events(fg.log(), "connection cap") < 48 && std::chrono::steady_clock::now() < deadline)
+  while (throttled_events(fg.log(), "connection cap") < 48 &&
+         std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(20ms);
   EXPECT_EQ(throttled_events(fg.log(), "connection cap"), 48) << fg.log();
 }

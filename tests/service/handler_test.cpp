@@ -133,7 +133,7 @@ TEST(route, malformed_and_mistyped_bodies_are_400_with_a_reason) {
       {R"({"rules": [{"rule": "api", "key": "a"}, {"rule": "api", "key": "a"}]})",
        "rules[1]: rule 'api' with this key appears twice"},
       {R"({"a": {"b": {"c": {"d": {"e": 1}}}}})", "malformed JSON"},  // too deep
-      {R"({"rule": "api", "key": "a"} {})", "malformed JSON"},         // more after it
+      {R"({"rule": "api", "key": "a"} {})", "malformed JSON"},        // more after it
       // Duplicate member names: one reader takes the first, another the last.
       {R"({"rule": "api", "key": "a", "rule": "ip"})", "duplicate field 'rule'"},
       {R"({"rule": "api", "key": "a", "key": "a"})", "duplicate field 'key'"},
@@ -226,9 +226,9 @@ TEST(route, auth_remote_addr_is_the_peer_unless_the_peer_is_a_trusted_proxy) {
   EXPECT_EQ(ip_key(real_ip, {"10.0.1.0/24", "::1"}), "10.0.0.9");
   // A trusted peer: X-Real-IP first, else X-Forwarded-For, else the peer itself.
   EXPECT_EQ(ip_key(real_ip, {"10.0.0.9"}), "203.0.113.7");
-  EXPECT_EQ(ip_key({{"X-Real-IP", "203.0.113.7"}, {"X-Forwarded-For", "198.51.100.1"}},
-                   {"10.0.0.9"}),
-            "203.0.113.7");
+  EXPECT_EQ(
+      ip_key({{"X-Real-IP", "203.0.113.7"}, {"X-Forwarded-For", "198.51.100.1"}}, {"10.0.0.9"}),
+      "203.0.113.7");
   EXPECT_EQ(ip_key(forwarded, {"10.0.0.0/8"}), "203.0.113.7");
   EXPECT_EQ(ip_key({}, {"10.0.0.0/8"}), "10.0.0.9");
   // IPv6 peers and ranges.

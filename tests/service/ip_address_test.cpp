@@ -19,10 +19,10 @@ TEST(ip_address, literals_parse_and_print_canonically) {
 }
 
 TEST(ip_address, anything_else_is_not_an_address) {
-  for (const char* text : {"", "alice", "unknown", "192.0.2", "192.0.2.256", "192.0.2.1:80",
-                           "[::1]", "[::1]:80", "fe80::1%eth0", " 192.0.2.1", "192.0.2.1 ",
-                           "192.0.2.1\n", "0x7f.0.0.1", "::1::", "1.2.3.4/32",
-                           "0000:0000:0000:0000:0000:0000:0000:0000:0000"})
+  for (const char* text :
+       {"", "alice", "unknown", "192.0.2", "192.0.2.256", "192.0.2.1:80", "[::1]", "[::1]:80",
+        "fe80::1%eth0", " 192.0.2.1", "192.0.2.1 ", "192.0.2.1\n", "0x7f.0.0.1",
+        "::1::", "1.2.3.4/32", "0000:0000:0000:0000:0000:0000:0000:0000:0000"})
     EXPECT_FALSE(parse_ip(text)) << text;
   EXPECT_FALSE(parse_ip(std::string_view("192.0.2.1\0x", 11)));
   EXPECT_FALSE(parse_ip(std::string(100, '1')));
@@ -58,9 +58,9 @@ TEST(cidr, ranges_contain_what_their_prefix_says) {
 }
 
 TEST(cidr, malformed_ranges_are_refused) {
-  for (const char* text : {"", "10.0.0.0/", "10.0.0.0/33", "::/129", "10.0.0.0/-1", "10.0.0.0/8x",
-                           "10.0.0.0/ 8", "10.0.0.1/8", "2001:db8::1/32", "alice/8", "/8",
-                           "10.0.0.0/8/8", "::ffff:10.0.0.0/95"})
+  for (const char* text :
+       {"", "10.0.0.0/", "10.0.0.0/33", "::/129", "10.0.0.0/-1", "10.0.0.0/8x", "10.0.0.0/ 8",
+        "10.0.0.1/8", "2001:db8::1/32", "alice/8", "/8", "10.0.0.0/8/8", "::ffff:10.0.0.0/95"})
     EXPECT_FALSE(parse_cidr(text)) << text;
 }
 

@@ -29,9 +29,8 @@ std::string check_body(const std::string& rule, const std::string& key, int cost
 TEST(floodgated, help_names_every_flag) {
   const auto r = run_floodgated({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag :
-       {"--config", "--redis", "--listen", "--io-threads", "--max-connections",
-        "--max-connections-per-peer", "--log-level", "SIGHUP", "SIGTERM"})
+  for (const char* flag : {"--config", "--redis", "--listen", "--io-threads", "--max-connections",
+                           "--max-connections-per-peer", "--log-level", "SIGHUP", "SIGTERM"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag << "\n" << r.output;
 }
 

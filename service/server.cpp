@@ -20,13 +20,13 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <csignal>
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
 #include <variant>
+#include <vector>
 
 #include "log_format.hpp"
 #include "log_throttle.hpp"

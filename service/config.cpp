@@ -53,11 +53,13 @@ class parser {
     // std::optional: assigning to a YAML::Node would overwrite the node it refers to.
     std::optional<YAML::Node> rules_found;
     std::optional<YAML::Node> groups_found;
+    std::optional<YAML::Node> proxies_found;
     for (const auto& kv : root) {
       const auto key = kv.first.Scalar();
-      auto& slot = key == "rules" ? rules_found : groups_found;
-      if (key != "rules" && key != "groups")
-        fail(line(kv.first), "unknown top-level field '" + key + "' (expected rules, groups)");
+      auto& slot = key == "rules" ? rules_found : key == "groups" ? groups_found : proxies_found;
+      if (key != "rules" && key != "groups" && key != "trusted_proxies")
+        fail(line(kv.first),
+             "unknown top-level field '" + key + "' (expected rules, groups, trusted_proxies)");
       if (slot) fail(line(kv.first), "duplicate field '" + key + "'");
       slot.emplace(kv.second);
     }
@@ -82,7 +84,9 @@ class parser {
       index = 0;
       for (const auto& node : groups_node) groups.push_back(parse_group(node, ++index, rules));
     }
-    return config(std::move(rules), std::move(groups));
+    std::vector<cidr> proxies;
+    if (proxies_found) proxies = parse_trusted_proxies(*proxies_found);
+    return config(std::move(rules), std::move(groups), std::move(proxies));
   }
 
  private:
@@ -253,6 +257,25 @@ class parser {
     return g;
   }
 
+  std::vector<cidr> parse_trusted_proxies(const YAML::Node& list) const {
+    if (!list.IsSequence())
+      fail(line(list), "'trusted_proxies' must be a list of addresses or CIDR ranges");
+    std::vector<cidr> out;
+    for (const auto& entry : list) {
+      const int at = line(entry);
+      if (!entry.IsScalar())
+        fail(at, "trusted_proxies: each entry must be an address or a CIDR range");
+      const auto& text = entry.Scalar();
+      const auto range = parse_cidr(text);
+      if (!range)
+        fail(at, "trusted_proxies: '" + text +
+                     "' is not an IPv4 or IPv6 address or CIDR range (e.g. 127.0.0.1, ::1, "
+                     "10.0.0.0/8, fd00::/8; no bits set past the prefix)");
+      out.push_back(*range);
+    }
+    return out;
+  }
+
   std::string string_field(const std::string& what, std::string_view field,
                            const std::pair<YAML::Node, int>& value) const {
     if (!value.first.IsScalar())
@@ -315,6 +338,12 @@ const group* config::find_group(std::string_view name) const noexcept {
   for (const auto& g : groups_)
     if (g.name == name) return &g;
   return nullptr;
+}
+
+bool config::is_trusted_proxy(const ip_address& a) const noexcept {
+  for (const auto& range : trusted_proxies_)
+    if (range.contains(a)) return true;
+  return false;
 }
 
 std::vector<const rule*> config::rules_of(const group& g) const {

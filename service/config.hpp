@@ -11,6 +11,8 @@
 //   groups:                      # optional: rules checked together, all-or-nothing
 //     - name: login
 //       rules: [login-per-minute, login-per-day]
+//   trusted_proxies: [127.0.0.1, "::1", 10.0.0.0/8]   # optional: whose X-Real-IP and
+//                                # X-Forwarded-For name the client (default: nobody's)
 //
 //   auto cfg = floodgate::service::load_config("rules.yaml");  // throws config_error
 //   if (const rule* r = cfg.find("api")) ...
@@ -32,13 +34,14 @@
 #include <vector>
 
 #include "floodgate/policy.hpp"
+#include "ip_address.hpp"
 
 namespace floodgate::service {
 
 // Where /v1/auth/{rule} takes a rule's key from.
 struct key_source {
   enum class kind {
-    remote_addr,  // X-Real-IP when present (set it in the proxy), else the TCP peer
+    remote_addr,  // the TCP peer; behind a trusted proxy, the client it names (route.cpp)
     header,       // the value of the request header `header`
   };
   kind from = kind::remote_addr;
@@ -71,18 +74,25 @@ enum class placement {
 class config {
  public:
   config() = default;
-  explicit config(std::vector<rule> rules, std::vector<group> groups = {})
-      : rules_(std::move(rules)), groups_(std::move(groups)) {}
+  explicit config(std::vector<rule> rules, std::vector<group> groups = {},
+                  std::vector<cidr> trusted_proxies = {})
+      : rules_(std::move(rules)),
+        groups_(std::move(groups)),
+        trusted_proxies_(std::move(trusted_proxies)) {}
 
   const rule* find(std::string_view name) const noexcept;
   const group* find_group(std::string_view name) const noexcept;
   const std::vector<rule>& rules() const noexcept { return rules_; }
   const std::vector<group>& groups() const noexcept { return groups_; }
   std::vector<const rule*> rules_of(const group& g) const;
+  // Peers whose X-Real-IP / X-Forwarded-For are believed; empty: nobody's.
+  const std::vector<cidr>& trusted_proxies() const noexcept { return trusted_proxies_; }
+  bool is_trusted_proxy(const ip_address& a) const noexcept;
 
  private:
   std::vector<rule> rules_;
   std::vector<group> groups_;
+  std::vector<cidr> trusted_proxies_;
 };
 
 // At most this many rules in a group (the service's cap on one check_all).

@@ -75,7 +75,7 @@ http_response render_health();
 http_response render_ready(bool backend_healthy, std::string_view backend_kind);
 http_response render_metrics(std::string text);
 
-// {"error": message} with a JSON content type: 400, 404, 405, 408, 413, 431, 503...
+// {"error": message} with a JSON content type: 400, 404, 405, 408, 413, 431, 501, 503...
 http_response error_response(int status, std::string_view message);
 
 }  // namespace floodgate::service

@@ -18,6 +18,9 @@ namespace floodgate::service {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
+// Whether two header names are the same (ASCII case-insensitive).
+bool same_header_name(std::string_view a, std::string_view b) noexcept;
+
 // Finds a header by name, case-insensitively; the first one wins.
 std::optional<std::string_view> find_header(const header_list& headers, std::string_view name);
 

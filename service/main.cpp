@@ -28,8 +28,8 @@ using namespace floodgate::service;
 
 constexpr const char* usage =
     R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
-                  [--log-level LEVEL] [--instances N] [--grpc-listen HOST:PORT]
-                  [--envoy-config PATH ...]
+                  [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
+                  [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -46,11 +46,20 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --io-threads N       threads serving HTTP, each with its own connections (default: the
                        hardware's, 2 to 8). A machine that also runs the callers (or nginx)
                        often does best with fewer.
+  --max-connections N  open HTTP connections in all (default 4096; kept 64 below the
+                       open-file limit, or at half of it when that is under 128). A new
+                       connection over the cap closes the longest-idle keep-alive connection;
+                       when none is idle it gets a 503.
+  --max-connections-per-peer N
+                       open connections from one client address (default: a quarter of
+                       --max-connections); over it, that address's longest-idle connection
+                       is closed, or the new one refused. Raise it for a proxy in front.
   --instances N        for rules with failure_mode: local, the number of floodgated sharing
                        this Redis (each decides at limit ÷ N while Redis is unreachable).
                        Default: counted from the instances' heartbeats in Redis.
-  --log-level LEVEL    trace, debug, info (default), warn, error, critical or off. Logs go to
-                       stderr, one logfmt line per event; decisions are logged at debug only.
+  --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
+                       Logs go to stderr, one logfmt line per event; decisions are logged at
+                       debug only.
   --help               this text.
 Envoy's rate limit service (docs/envoy.md):
 %s
@@ -66,6 +75,8 @@ struct flags {
   std::uint16_t port = 8080;
   std::size_t io_threads = 0;  // 0: server_options' default
   int instances = 0;           // 0: counted by heartbeats
+  std::size_t max_connections = server_options{}.max_connections;
+  std::size_t max_connections_per_peer = 0;  // 0: a quarter of max_connections
   spdlog::level::level_enum log_level = spdlog::level::info;
   envoy::envoy_flags envoy;
 };
@@ -77,11 +88,12 @@ struct flags {
 
 std::optional<spdlog::level::level_enum> parse_level(std::string_view s) {
   using spdlog::level::level_enum;
-  constexpr std::pair<std::string_view, level_enum> levels[] = {
-      {"trace", level_enum::trace}, {"debug", level_enum::debug},
-      {"info", level_enum::info},   {"warn", level_enum::warn},
-      {"error", level_enum::err},   {"critical", level_enum::critical},
-      {"off", level_enum::off}};
+  constexpr std::pair<std::string_view, level_enum>
+      levels[] = {{"trace", level_enum::trace},  {"debug", level_enum::debug},
+                  {"info", level_enum::info},    {"warn", level_enum::warn},
+                  {"warning", level_enum::warn},  // what the log lines say (level=warning)
+                  {"error", level_enum::err},    {"critical", level_enum::critical},
+                  {"off", level_enum::off}};
   for (const auto& [name, level] : levels)
     if (name == s) return level;
   return std::nullopt;
@@ -100,6 +112,15 @@ void parse_listen(std::string_view s, flags& f) {
     usage_error("--listen: '" + std::string(port_text) + "' is not a port");
   f.host = host;
   f.port = static_cast<std::uint16_t>(port);
+}
+
+std::size_t parse_count(std::string_view flag, std::string_view v, std::size_t max) {
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > max)
+    usage_error(std::string(flag) + ": '" + std::string(v) + "' is not a number from 1 to " +
+                std::to_string(max));
+  return n;
 }
 
 flags parse_flags(int argc, char** argv) {
@@ -144,6 +165,10 @@ flags parse_flags(int argc, char** argv) {
       if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 100000)
         usage_error("--instances: '" + std::string(v) + "' is not a number from 1 to 100000");
       f.instances = static_cast<int>(n);
+    } else if (arg == "--max-connections") {
+      f.max_connections = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--max-connections-per-peer") {
+      f.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--log-level") {
       const auto v = next();
       const auto level = parse_level(v);
@@ -159,13 +184,20 @@ flags parse_flags(int argc, char** argv) {
 }
 
 // Connections beyond what the file-descriptor limit allows would fail in accept() (and take
-// the descriptors the backend needs): cap them below it, keeping some for everything else.
+// the descriptors the backend needs): cap them below it, keeping 64 for everything else, or
+// half the limit when the limit is under 128 (docs/service.md says the same).
 std::size_t connection_budget(std::size_t wanted) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
   const auto fds = static_cast<std::size_t>(limit.rlim_cur);
   const std::size_t reserve = std::min<std::size_t>(64, fds / 2);
-  return std::max<std::size_t>(1, std::min(wanted, fds - reserve));
+  const auto budget = std::max<std::size_t>(1, std::min(wanted, fds - reserve));
+  if (budget < wanted)
+    spdlog::warn(
+        "msg=\"max_connections lowered to stay below the open-file limit\" wanted={} "
+        "max_connections={} open_file_limit={} reserved={}",
+        wanted, budget, fds, reserve);
+  return budget;
 }
 
 void setup_logging(spdlog::level::level_enum level) {
@@ -187,7 +219,10 @@ int main(int argc, char** argv) {
     options.host = f.host;
     options.port = f.port;
     options.threads = f.io_threads;
-    options.max_connections = connection_budget(options.max_connections);
+    options.max_connections = connection_budget(f.max_connections);
+    options.max_connections_per_peer = f.max_connections_per_peer != 0
+                                           ? f.max_connections_per_peer
+                                           : std::max<std::size_t>(1, options.max_connections / 4);
     limiter_options.max_key_size = options.limits.max_key_size;
     limiter_options.max_items = options.limits.max_items;
     limiter_options.instances = f.instances;

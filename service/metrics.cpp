@@ -91,6 +91,11 @@ void metrics::record_reload(bool ok) noexcept {
   (ok ? reloads_ok_ : reloads_failed_).fetch_add(1, std::memory_order_relaxed);
 }
 
+void metrics::record_connection_cap(connection_cap cap, cap_action action) noexcept {
+  connection_caps_[static_cast<std::size_t>(cap) * 2 + static_cast<std::size_t>(action)].fetch_add(
+      1, std::memory_order_relaxed);
+}
+
 void metrics::add_collector(collector c) {
   std::lock_guard lock(collectors_mutex_);
   collectors_.push_back(std::move(c));
@@ -154,6 +159,21 @@ std::string metrics::render() const {
   out.append("floodgate_open_connections ")
       .append(std::to_string(open_connections_.load(std::memory_order_relaxed)))
       .append("\n");
+
+  header(out, "floodgate_connection_cap_total", "counter",
+         "New connections that met a connection cap (per peer address, or global), by what was "
+         "done: the longest-idle keep-alive connection closed to make room, or the new one "
+         "refused with a 503.");
+  for (std::size_t cap = 0; cap < 2; ++cap)
+    for (std::size_t action = 0; action < 2; ++action)
+      out.append("floodgate_connection_cap_total{cap=\"")
+          .append(cap == 0 ? "per_peer" : "global")
+          .append("\",action=\"")
+          .append(action == 0 ? "closed_idle" : "refused")
+          .append("\"} ")
+          .append(
+              std::to_string(connection_caps_[cap * 2 + action].load(std::memory_order_relaxed)))
+          .append("\n");
 
   header(out, "floodgate_config_reloads_total", "counter",
          "Configuration reloads (SIGHUP), by result; a failed reload keeps the old rules.");

@@ -42,6 +42,13 @@ std::string_view to_string(verdict v) noexcept;
 // The verdict of a check_all (every item of it shares the combined verdict).
 verdict verdict_of(const multi_check_result& r) noexcept;
 
+// Which connection cap a new connection met, and what was done about it.
+enum class connection_cap { per_peer, global };
+enum class cap_action {
+  closed_idle,  // the longest-idle keep-alive connection (of the peer, or of all) was closed
+  refused,      // nothing was idle: the new connection got the canned 503
+};
+
 class metrics {
  public:
   // Latency buckets of floodgate_backend_latency_seconds (upper bounds, seconds).
@@ -53,6 +60,7 @@ class metrics {
   void record_backend_call(std::chrono::nanoseconds latency, std::error_code error);
   void record_response(int status) noexcept;
   void record_reload(bool ok) noexcept;
+  void record_connection_cap(connection_cap cap, cap_action action) noexcept;
   void connection_opened() noexcept { open_connections_.fetch_add(1, std::memory_order_relaxed); }
   void connection_closed() noexcept { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
   std::int64_t open_connections() const noexcept { return open_connections_.load(); }
@@ -69,8 +77,8 @@ class metrics {
   // Backend error kinds: floodgate::errc's backend codes, then "other".
   static constexpr std::size_t error_kinds = 8;
   // Response status codes worth a series of their own, then "other".
-  static constexpr std::array<int, 13> statuses = {200, 204, 400, 403, 404, 405, 408,
-                                                   413, 429, 431, 500, 503, 0};
+  static constexpr std::array<int, 14> statuses = {200, 204, 400, 403, 404, 405, 408,
+                                                   413, 429, 431, 500, 501, 503, 0};
 
   mutable std::shared_mutex decisions_mutex_;
   std::map<std::string, std::array<counter, verdict_count>, std::less<>> decisions_;
@@ -81,6 +89,7 @@ class metrics {
   std::array<counter, statuses.size()> responses_{};
   counter reloads_ok_{0};
   counter reloads_failed_{0};
+  std::array<counter, 4> connection_caps_{};  // [cap * 2 + action]
   std::atomic<std::int64_t> open_connections_{0};
 
   mutable std::mutex collectors_mutex_;

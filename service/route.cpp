@@ -1,8 +1,8 @@
 // Request → what to check (or an error response). No I/O, no backend, no Beast.
-#include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
 #include "handler.hpp"
+#include "json_parse.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -122,11 +122,9 @@ std::optional<std::string> parse_group_check(const json::object& o, const config
 
 route_result parse_check(const http_request& req, std::shared_ptr<const config> rules,
                          const request_limits& limits) {
-  json::parse_options options;
-  options.max_depth = 4;  // {"rules": [{...}]} needs 3
-  std::error_code ec;
-  const json::value body = json::parse(req.body, ec, {}, options);
-  if (ec) return bad_request("malformed JSON: " + ec.message());
+  json::value body;
+  // Depth 4: {"rules": [{...}]} needs 3.
+  if (auto err = parse_json_strict(req.body, 4, body)) return bad_request(*err);
   const auto* obj = body.if_object();
   if (!obj) return bad_request("the body must be a JSON object");
 
@@ -172,8 +170,65 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
   return plan;
 }
 
+// Splits a list header's value at commas (RFC 9110 5.6.1), trimming spaces and tabs; empty
+// elements are skipped. fn(element) returns false to stop.
+template <class Fn>
+void for_each_element(std::string_view value, Fn fn) {
+  while (!value.empty()) {
+    const auto comma = value.find(',');
+    auto element = value.substr(0, comma);
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    while (!element.empty() && (element.front() == ' ' || element.front() == '\t'))
+      element.remove_prefix(1);
+    while (!element.empty() && (element.back() == ' ' || element.back() == '\t'))
+      element.remove_suffix(1);
+    if (!element.empty() && !fn(element)) return;
+  }
+}
+
+// The client address for a remote_addr rule, or the 400 to answer. The TCP peer, unless the
+// peer is a trusted proxy: then X-Real-IP, else X-Forwarded-For's rightmost address that is
+// not itself a trusted proxy (the entries to its left were written by whoever sent them). A
+// value that is not an IP address is refused, never used as a key: a key is a client's
+// quota, and free text would let a client pick whose.
+std::variant<std::string, http_response> client_address(const http_request& req,
+                                                        const config& rules) {
+  const auto peer = parse_ip(req.peer_address);
+  if (!peer) {
+    // Not from a socket we know (an empty address): nothing to key on.
+    if (req.peer_address.empty()) return bad_request("no client address to use as the key");
+    return req.peer_address;  // the kernel's text, e.g. with an IPv6 zone: not client input
+  }
+  if (!rules.is_trusted_proxy(*peer)) return peer->to_string();
+
+  if (const auto real_ip = req.header("X-Real-IP")) {
+    const auto a = parse_ip(*real_ip);
+    if (!a) return bad_request("X-Real-IP " + quoted(*real_ip) + " is not an IP address");
+    return a->to_string();
+  }
+  // Every X-Forwarded-For line, in order, is one list; walk it from the right.
+  std::vector<std::string_view> hops;
+  for (const auto& [name, value] : req.headers)
+    if (same_header_name(name, "X-Forwarded-For"))
+      for_each_element(value, [&](std::string_view e) {
+        hops.push_back(e);
+        return hops.size() <= 64;  // a longer chain is not a real one
+      });
+  if (hops.size() > 64) return bad_request("X-Forwarded-For has more than 64 addresses");
+  std::optional<ip_address> client;
+  for (auto it = hops.rbegin(); it != hops.rend(); ++it) {
+    client = parse_ip(*it);
+    if (!client)
+      return bad_request("X-Forwarded-For entry " + quoted(*it) + " is not an IP address");
+    if (!rules.is_trusted_proxy(*client)) break;  // the first hop we did not write ourselves
+  }
+  // No header, or every hop a trusted proxy: the leftmost is as far back as anyone can see.
+  return client ? client->to_string() : peer->to_string();
+}
+
 // The key /v1/auth takes for rule `r` from the request, or the 400 to answer.
 std::variant<std::string, http_response> key_from_source(const http_request& req, const rule& r,
+                                                         const config& rules,
                                                          const request_limits& limits) {
   std::string key;
   if (r.key.from == key_source::kind::header) {
@@ -184,11 +239,9 @@ std::variant<std::string, http_response> key_from_source(const http_request& req
     if (value->empty()) return bad_request("header " + r.key.header + " is empty");
     key = *value;
   } else {
-    // Behind a proxy the peer is the proxy: it must say who the client is. X-Real-IP, which
-    // nginx sets (and overwrites), not X-Forwarded-For, whose first entry the client writes.
-    const auto real_ip = req.header("X-Real-IP");
-    key = real_ip && !real_ip->empty() ? std::string(*real_ip) : req.peer_address;
-    if (key.empty()) return bad_request("no client address to use as the key");
+    auto address = client_address(req, rules);
+    if (auto* res = std::get_if<http_response>(&address)) return std::move(*res);
+    key = std::move(std::get<std::string>(address));
   }
   if (key.size() > limits.max_key_size)
     return bad_request("the key is longer than " + std::to_string(limits.max_key_size) + " bytes");
@@ -202,7 +255,7 @@ route_result parse_auth(const http_request& req, std::string_view name,
   plan.kind = check_plan::style::auth;
   // The nginx path: a rule costs no container beyond the plan's own.
   auto add = [&](const rule& r) -> std::optional<http_response> {
-    auto key = key_from_source(req, r, limits);
+    auto key = key_from_source(req, r, *rules, limits);
     if (auto* res = std::get_if<http_response>(&key)) return std::move(*res);
     plan.items.push_back({&r, std::move(std::get<std::string>(key)), 1});
     return std::nullopt;

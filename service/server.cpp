@@ -20,15 +20,17 @@
 #include <boost/beast/http.hpp>
 #include <charconv>
 #include <csignal>
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
 #include <variant>
+#include <vector>
 
 #include "log_format.hpp"
+#include "log_throttle.hpp"
+#include "request_framing.hpp"
 
 namespace floodgate::service {
 
@@ -60,6 +62,36 @@ constexpr std::string_view continue_response = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr auto linger_time = 1s;
 constexpr std::size_t linger_bytes = 4 << 20;
 
+// At most one line a second for each kind of trouble that a client or a backend can repeat at
+// will (log_throttle.hpp).
+constexpr auto log_interval = 1s;
+
+std::int64_t steady_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// The address a peer's connections are counted under: an IPv4-mapped IPv6 peer (a dual-stack
+// listener) is the IPv4 address it is.
+asio::ip::address peer_key(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a;
+}
+
+// A connection cap that bit, for the throttled log line.
+struct cap_event {
+  connection_cap cap = connection_cap::global;
+  cap_action action = cap_action::refused;
+  asio::ip::address peer;
+};
+
+std::string_view to_string(connection_cap c) {
+  return c == connection_cap::per_peer ? "per_peer" : "global";
+}
+std::string_view to_string(cap_action a) {
+  return a == cap_action::closed_idle ? "closed_idle" : "refused";
+}
+
 }  // namespace
 
 struct server::impl {
@@ -74,6 +106,8 @@ struct server::impl {
         signals(*ios.front()),
         retry_timer(*ios.front()),
         drain_timer(*ios.front()),
+        backend_log_timer(*ios.front()),
+        cap_log_timer(*ios.front()),
         limiter(std::move(l)) {}
 
   static std::size_t thread_count(std::size_t wanted) {
@@ -97,19 +131,35 @@ struct server::impl {
   void stop();
   void session_closed(session* s);
   void warn_backend_error(std::error_code ec);
+  void note_cap(const cap_event& e);
+  std::shared_ptr<session> admit(session_socket& socket, const asio::ip::address& peer,
+                                 std::vector<std::shared_ptr<session>>& evicted);
+  session* longest_idle(const asio::ip::address* of_peer);
+  void schedule_flush(asio::steady_timer& timer, std::chrono::steady_clock::time_point at,
+                      void (impl::*flush)(bool));
+  void flush_backend_log(bool stopping);
+  void flush_cap_log(bool stopping);
 
   server_options options;
   config_store& store;
   metrics& stats;
   std::function<void()> on_reload;
-  // When a backend error was last logged (steady ms): at most one line a second.
-  std::atomic<std::int64_t> backend_warned_at{std::numeric_limits<std::int64_t>::min() / 2};
-  std::atomic<std::uint64_t> backend_errors_unlogged{0};
+  log_throttle<std::error_code> backend_log{log_interval};
+  log_throttle<cap_event> cap_log{log_interval};
 
-  // Sessions register here so a drain can reach them. Declared before the io_contexts:
-  // sessions still referenced by queued handlers die with them and deregister on the way.
+  // Sessions register here so a drain can reach them and the caps can count them. Declared
+  // before the io_contexts: sessions still referenced by queued handlers die with them and
+  // deregister on the way.
+  struct registration {
+    std::weak_ptr<session> self;
+    asio::ip::address peer;  // peer_key()
+    bool counted = true;     // false once claimed for eviction: its slot is already free
+  };
   std::mutex sessions_mutex;
-  std::unordered_map<session*, std::weak_ptr<session>> sessions;
+  std::unordered_map<session*, registration> sessions;
+  // Under sessions_mutex: connections counted against the caps, in all and per peer.
+  std::size_t counted = 0;
+  std::unordered_map<asio::ip::address, std::size_t> per_peer;
   bool draining = false;  // under sessions_mutex
   bool stopped = false;   // under sessions_mutex: the I/O threads are gone, post nothing more
 
@@ -124,6 +174,9 @@ struct server::impl {
   asio::signal_set signals;
   asio::steady_timer retry_timer;
   asio::steady_timer drain_timer;
+  // On the first context: report what the log throttles held back when an incident ends.
+  asio::steady_timer backend_log_timer;
+  asio::steady_timer cap_log_timer;
   // Declared after the io_contexts, so destroyed before them: a backend destroyed with calls
   // in flight completes them (shutting_down), and their handlers post into a context still
   // alive.
@@ -136,10 +189,9 @@ namespace {
 // write, repeat. All its work runs on its io_context's one thread.
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(session_socket socket, server::impl& srv) : stream_(std::move(socket)), server_(srv) {
-    beast::error_code ec;
-    const auto peer = stream_.socket().remote_endpoint(ec);
-    if (!ec) request_.peer_address = peer.address().to_string();
+  session(session_socket socket, const asio::ip::address& peer, server::impl& srv)
+      : stream_(std::move(socket)), server_(srv) {
+    request_.peer_address = peer.to_string();
     deadline_ = std::chrono::steady_clock::now() + server_.options.header_timeout;
     server_.stats.connection_opened();
   }
@@ -152,6 +204,22 @@ class session : public std::enable_shared_from_this<session> {
   void start() {
     asio::dispatch(stream_.get_executor(),
                    [self = shared_from_this()] { self->wait_for_request(); });
+  }
+
+  // Since when (steady ns) this connection has been idle between requests; 0 while it is not,
+  // -1 once claimed for eviction. Read by the listener under sessions_mutex.
+  std::int64_t idle_since() const noexcept { return idle_since_.load(std::memory_order_acquire); }
+  // The listener's: marks an idle connection for closing (false if it just woke up), then
+  // evict() closes it on its own thread.
+  bool claim(std::int64_t seen) noexcept {
+    return seen > 0 && idle_since_.compare_exchange_strong(seen, -1, std::memory_order_acq_rel);
+  }
+  void evict() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      spdlog::debug("msg=\"idle connection closed to make room\" peer={}",
+                    quote(self->request_.peer_address));
+      self->close();
+    });
   }
 
   // SIGTERM: a connection waiting for (or reading) a request closes now; one whose request is
@@ -169,7 +237,11 @@ class session : public std::enable_shared_from_this<session> {
   void wait_for_request() {
     phase_ = phase::reading;
     if (draining_) return close();
-    if (buffer_.size() > 0) return read_header();  // a pipelined request is already here
+    if (buffer_.size() > 0) {
+      // A pipelined request is already here: its header deadline starts now, like any other's.
+      deadline_ = std::chrono::steady_clock::now() + server_.options.header_timeout;
+      return read_header();
+    }
     // A new connection's header deadline runs from accept.
     if (first_request_) {
       stream_.expires_at(deadline_);
@@ -181,12 +253,18 @@ class session : public std::enable_shared_from_this<session> {
     }
     // A kept-alive one idles first, under the lazy idle timer. (The read goes to the socket:
     // the stream would arm and cancel a timer of its own for every request.)
-    idle_deadline_ = std::chrono::steady_clock::now() + server_.options.idle_timeout;
+    const auto now = std::chrono::steady_clock::now();
+    idle_deadline_ = now + server_.options.idle_timeout;
     if (!idle_timer_armed_) arm_idle_timer();
     idle_waiting_ = true;
+    idle_since_.store(steady_ns(now), std::memory_order_release);
     stream_.socket().async_read_some(
         buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
           self->idle_waiting_ = false;
+          // Claimed for eviction before these bytes were looked at: the server chose to close
+          // an idle connection, and a client retries such a request on a new one (RFC 9112
+          // 9.3.1), so it is not served here.
+          if (self->idle_since_.exchange(0, std::memory_order_acq_rel) < 0) return self->close();
           self->on_first_bytes(ec, n);
         });
   }
@@ -243,10 +321,16 @@ class session : public std::enable_shared_from_this<session> {
   void on_header(beast::error_code ec) {
     if (ec) return on_read_error(ec);
     const auto& req = parser_->get();
-    // A transfer coding other than chunked leaves the body's length unknown (RFC 9112 6.3):
-    // refuse rather than guess where the next request starts.
-    if (req.count(http::field::transfer_encoding) > 0 && !parser_->chunked())
-      return respond(error_response(400, "unsupported Transfer-Encoding (only chunked)"), true);
+    // Missing Host, or a body framed in a way we do not decode: refuse and close, since where
+    // the next request starts is unknown.
+    codings_.clear();
+    if (req.count(http::field::transfer_encoding) > 0)
+      for (const auto& f : req)
+        if (f.name() == http::field::transfer_encoding) codings_.push_back(f.value());
+    if (auto refusal = check_framing(req.version(), req.count(http::field::host), codings_)) {
+      version_ = req.version() < 11 ? 10 : 11;
+      return respond(std::move(*refusal), true);
+    }
     const bool has_body = parser_->chunked() || parser_->content_length().value_or(0) > 0;
     if (has_body && beast::iequals(req[http::field::expect], "100-continue")) {
       stream_.expires_after(server_.options.write_timeout);
@@ -470,7 +554,8 @@ class session : public std::enable_shared_from_this<session> {
 
   void close() {
     phase_ = phase::closing;
-    idle_timer_.cancel();  // it holds the session alive
+    idle_since_.store(0, std::memory_order_release);  // closing already: nothing to evict
+    idle_timer_.cancel();                             // it holds the session alive
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
@@ -484,6 +569,8 @@ class session : public std::enable_shared_from_this<session> {
   std::chrono::steady_clock::time_point idle_deadline_;
   bool idle_timer_armed_ = false;
   bool idle_waiting_ = false;
+  std::atomic<std::int64_t> idle_since_{0};  // see idle_since()
+  std::vector<std::string_view> codings_;    // the current header's Transfer-Encoding lines
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http_request request_;           // the current request (peer_address: the connection's)
@@ -548,17 +635,79 @@ void server::impl::on_accept(beast::error_code ec, session_socket socket) {
     });
     return;
   }
-  if (static_cast<std::size_t>(stats.open_connections()) >= options.max_connections) {
-    reject(std::move(socket));
-  } else {
-    auto s = std::make_shared<session>(std::move(socket), *this);
-    {
-      std::lock_guard lock(sessions_mutex);
-      sessions.emplace(s.get(), s);
-    }
-    s->start();
+  beast::error_code pec;
+  const auto endpoint = socket.remote_endpoint(pec);
+  if (pec) {  // already gone
+    socket.close(pec);
+    return accept();
   }
+  const auto peer = peer_key(endpoint.address());
+  std::vector<std::shared_ptr<session>> evicted;
+  std::shared_ptr<session> s;
+  {
+    std::lock_guard lock(sessions_mutex);
+    s = admit(socket, peer, evicted);
+  }
+  // Outside the lock: the last reference to a session may go here, and its destructor locks.
+  for (auto& e : evicted) e->evict();
+  evicted.clear();
+  if (s)
+    s->start();
+  else
+    reject(std::move(socket));
   accept();
+}
+
+// Under sessions_mutex: room for a connection from `peer`, closing the longest-idle keep-alive
+// connection (the peer's own first, at the peer's cap; anyone's at the global cap) when a cap
+// is reached. The new session, or null when it must be refused.
+std::shared_ptr<session> server::impl::admit(session_socket& socket, const asio::ip::address& peer,
+                                             std::vector<std::shared_ptr<session>>& evicted) {
+  auto make_room = [&](connection_cap cap) {
+    session* victim = longest_idle(cap == connection_cap::per_peer ? &peer : nullptr);
+    const auto action = victim ? cap_action::closed_idle : cap_action::refused;
+    stats.record_connection_cap(cap, action);
+    note_cap({cap, action, peer});
+    if (!victim) return false;
+    auto& r = sessions.at(victim);
+    r.counted = false;
+    --counted;
+    if (--per_peer[r.peer] == 0) per_peer.erase(r.peer);
+    if (auto v = r.self.lock()) evicted.push_back(std::move(v));
+    return true;
+  };
+  if (const auto it = per_peer.find(peer); it != per_peer.end() &&
+                                           it->second >= options.max_connections_per_peer &&
+                                           !make_room(connection_cap::per_peer))
+    return nullptr;
+  if (counted >= options.max_connections && !make_room(connection_cap::global)) return nullptr;
+  auto s = std::make_shared<session>(std::move(socket), peer, *this);
+  sessions.emplace(s.get(), registration{s, peer, true});
+  ++counted;
+  ++per_peer[peer];
+  return s;
+}
+
+// Under sessions_mutex: the counted connection (of `of_peer`, or any) idle the longest, claimed
+// for eviction; null if none is idle. A claim fails only when the connection woke up meanwhile:
+// then look again.
+session* server::impl::longest_idle(const asio::ip::address* of_peer) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    session* oldest = nullptr;
+    std::int64_t oldest_since = 0;
+    for (const auto& [ptr, r] : sessions) {
+      if (!r.counted || (of_peer && r.peer != *of_peer)) continue;
+      // The session is alive: its destructor deregisters under the lock we hold.
+      const auto since = ptr->idle_since();
+      if (since > 0 && (!oldest || since < oldest_since)) {
+        oldest = ptr;
+        oldest_since = since;
+      }
+    }
+    if (!oldest) return nullptr;
+    if (oldest->claim(oldest_since)) return oldest;
+  }
+  return nullptr;
 }
 
 void server::impl::reject(session_socket socket) {
@@ -600,8 +749,8 @@ void server::impl::begin_drain() {
   {
     std::lock_guard lock(sessions_mutex);
     draining = true;
-    for (auto& [ptr, weak] : sessions)
-      if (auto s = weak.lock()) open.push_back(std::move(s));
+    for (auto& [ptr, r] : sessions)
+      if (auto s = r.self.lock()) open.push_back(std::move(s));
   }
   spdlog::info("msg=\"draining\" open_connections={}", open.size());
   beast::error_code ec;
@@ -625,6 +774,8 @@ void server::impl::begin_drain() {
 void server::impl::end_drain() {
   signals.cancel();
   drain_timer.cancel();
+  backend_log_timer.cancel();
+  cap_log_timer.cancel();
   idle_guards.clear();
 }
 
@@ -632,24 +783,64 @@ void server::impl::stop() {
   for (auto& context : ios) context->stop();
 }
 
+// Called from any thread (backend completions).
 void server::impl::warn_backend_error(std::error_code ec) {
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::steady_clock::now().time_since_epoch())
-                       .count();
-  auto last = backend_warned_at.load(std::memory_order_relaxed);
-  if (now - last < 1000 || !backend_warned_at.compare_exchange_strong(last, now)) {
-    backend_errors_unlogged.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  spdlog::warn(
-      "msg=\"backend error; rules apply their failure_mode\" error={} "
-      "more_since_last_line={}",
-      quote(ec.message()), backend_errors_unlogged.exchange(0));
+  const auto d = backend_log.on_event(std::chrono::steady_clock::now(), ec);
+  if (d.log)
+    spdlog::warn(
+        "msg=\"backend error; rules apply their failure_mode\" error={} "
+        "more_since_last_line={}",
+        quote(ec.message()), d.suppressed);
+  if (d.flush_at) schedule_flush(backend_log_timer, *d.flush_at, &impl::flush_backend_log);
+}
+
+void server::impl::flush_backend_log(bool stopping) {
+  if (const auto s = backend_log.on_flush(std::chrono::steady_clock::now()))
+    spdlog::warn("msg=\"backend errors not logged since the last line\" count={} last_error={}{}",
+                 s->count, quote(s->last.message()), stopping ? " stopping=true" : "");
+}
+
+// On the listener's thread.
+void server::impl::note_cap(const cap_event& e) {
+  const auto d = cap_log.on_event(std::chrono::steady_clock::now(), e);
+  if (d.log)
+    spdlog::warn(
+        "msg=\"connection cap reached\" cap={} action={} peer={} max_connections={} "
+        "max_connections_per_peer={} more_since_last_line={}",
+        to_string(e.cap), to_string(e.action), quote(e.peer.to_string()), options.max_connections,
+        options.max_connections_per_peer, d.suppressed);
+  if (d.flush_at) schedule_flush(cap_log_timer, *d.flush_at, &impl::flush_cap_log);
+}
+
+void server::impl::flush_cap_log(bool stopping) {
+  if (const auto s = cap_log.on_flush(std::chrono::steady_clock::now()))
+    spdlog::warn(
+        "msg=\"connection caps reached, not logged since the last line\" count={} last_cap={} "
+        "last_action={} last_peer={}{}",
+        s->count, to_string(s->last.cap), to_string(s->last.action),
+        quote(s->last.peer.to_string()), stopping ? " stopping=true" : "");
+}
+
+// Timers are not thread-safe: arm it on its own (the first) context. A cancelled wait (the
+// drain is over) flushes at once, so no count is lost at exit.
+void server::impl::schedule_flush(asio::steady_timer& timer,
+                                  std::chrono::steady_clock::time_point at,
+                                  void (impl::*flush)(bool)) {
+  asio::post(*ios.front(), [this, &timer, at, flush] {
+    timer.expires_at(at);
+    timer.async_wait([this, flush](beast::error_code ec) { (this->*flush)(bool(ec)); });
+  });
 }
 
 void server::impl::session_closed(session* s) {
   std::lock_guard lock(sessions_mutex);
-  sessions.erase(s);
+  if (const auto it = sessions.find(s); it != sessions.end()) {
+    if (it->second.counted) {
+      --counted;
+      if (--per_peer[it->second.peer] == 0) per_peer.erase(it->second.peer);
+    }
+    sessions.erase(it);
+  }
   // The last connection of a drain: nothing keeps the I/O threads busy once these are gone.
   if (draining && sessions.empty() && !stopped) asio::post(*ios.front(), [this] { end_drain(); });
 }
@@ -672,9 +863,11 @@ int server::run() {
 
   const std::size_t threads = s.ios.size();
   const auto bound = s.acceptor.local_endpoint();
-  spdlog::info("msg=\"listening\" address={} port={} threads={} max_connections={} backend={}",
-               quote(bound.address().to_string()), bound.port(), threads, s.options.max_connections,
-               quote(s.limiter->get_backend().kind()));
+  spdlog::info(
+      "msg=\"listening\" address={} port={} threads={} max_connections={} "
+      "max_connections_per_peer={} backend={}",
+      quote(bound.address().to_string()), bound.port(), threads, s.options.max_connections,
+      s.options.max_connections_per_peer, quote(s.limiter->get_backend().kind()));
 
   for (std::size_t i = 1; i < threads; ++i)
     s.idle_guards.push_back(asio::make_work_guard(*s.ios[i]));

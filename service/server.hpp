@@ -31,9 +31,12 @@ struct server_options {
   std::string host = "127.0.0.1";  // an IP address or a name that resolves to one
   std::uint16_t port = 8080;       // 0: any free port (the "listening" log line says which)
   std::size_t threads = 0;         // I/O threads; 0: the hardware's, clamped to 2..8
-  // Beyond it new connections get a 503 and are closed (main also keeps it below the
-  // file-descriptor limit).
+  // Open connections, in all and from one peer address. A new connection beyond either cap
+  // closes the longest-idle keep-alive connection (of that peer, or of all) to make room; when
+  // none is idle it gets a 503 and is closed. (main keeps max_connections below the
+  // file-descriptor limit.)
   std::size_t max_connections = 4096;
+  std::size_t max_connections_per_peer = 1024;
   std::size_t max_header_bytes = 16 * 1024;  // request line + headers; beyond it a 431
   std::size_t max_body_bytes = 64 * 1024;    // beyond it a 413
   // A new connection must deliver a request's headers within this, and a kept-alive one

@@ -74,6 +74,10 @@ TEST(config, the_shipped_example_is_valid) {
   EXPECT_GE(cfg.rules().size(), 2u);
   EXPECT_NE(cfg.find("api"), nullptr);
   ASSERT_NE(cfg.find_group("login"), nullptr);
+  // It trusts loopback, where the example nginx runs, and nothing else.
+  EXPECT_TRUE(cfg.is_trusted_proxy(*parse_ip("127.0.0.1")));
+  EXPECT_TRUE(cfg.is_trusted_proxy(*parse_ip("::1")));
+  EXPECT_FALSE(cfg.is_trusted_proxy(*parse_ip("10.0.0.1")));
   // Its group shares one key source, so the same file runs on Redis Cluster too.
   EXPECT_EQ(load_config(FLOODGATE_SOURCE_DIR "/examples/rules.yaml", placement::one_key_per_group)
                 .groups()
@@ -163,12 +167,52 @@ TEST(config, bad_documents) {
   EXPECT_EQ(error_for("# only a comment\n"), "rules.yaml:1: the file is empty; expected 'rules:'");
   EXPECT_EQ(error_for("- a\n- b\n"), "rules.yaml:1: expected a map with 'rules:' at the top level");
   EXPECT_EQ(error_for("limits: []\n"),
-            "rules.yaml:1: unknown top-level field 'limits' (expected rules, groups)");
+            "rules.yaml:1: unknown top-level field 'limits' (expected rules, groups, "
+            "trusted_proxies)");
   EXPECT_EQ(error_for("rules: 5\n"), "rules.yaml:1: 'rules' must be a list of rules");
   EXPECT_EQ(error_for("rules: []\n"), "rules.yaml:1: 'rules' must hold at least one rule");
   EXPECT_EQ(error_for("rules:\n  - name: a\n  bad: [\n").substr(0, 26),
             "rules.yaml:3: invalid YAML");
   EXPECT_EQ(error_for("rules:\n\t- name: a\n").substr(0, 26), "rules.yaml:2: invalid YAML");
+}
+
+TEST(config, trusted_proxies_is_a_list_of_addresses_and_ranges) {
+  const std::string rules = "rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n";
+  EXPECT_TRUE(parse_config(rules, "rules.yaml").trusted_proxies().empty()) << "default: nobody";
+  const auto cfg = parse_config(rules + R"(trusted_proxies:
+  - 127.0.0.1
+  - "::1"
+  - 10.0.0.0/8
+  - fd00::/8
+)",
+                                "rules.yaml");
+  ASSERT_EQ(cfg.trusted_proxies().size(), 4u);
+  EXPECT_EQ(cfg.trusted_proxies()[2].to_string(), "10.0.0.0/8");
+  EXPECT_TRUE(cfg.is_trusted_proxy(*parse_ip("10.9.8.7")));
+  EXPECT_TRUE(cfg.is_trusted_proxy(*parse_ip("fd12::1")));
+  EXPECT_TRUE(cfg.is_trusted_proxy(*parse_ip("::ffff:127.0.0.1")));
+  EXPECT_FALSE(cfg.is_trusted_proxy(*parse_ip("127.0.0.2")));
+  EXPECT_FALSE(cfg.is_trusted_proxy(*parse_ip("fe80::1")));
+  // Flow style, unquoted IPv6 included.
+  EXPECT_EQ(parse_config(rules + "trusted_proxies: [127.0.0.1, ::1]\n", "rules.yaml")
+                .trusted_proxies()
+                .size(),
+            2u);
+  EXPECT_TRUE(
+      parse_config(rules + "trusted_proxies: []\n", "rules.yaml").trusted_proxies().empty());
+
+  const auto error = [&](const std::string& tail) { return error_for(rules + tail); };
+  EXPECT_EQ(error("trusted_proxies: 127.0.0.1\n"),
+            "rules.yaml:3: 'trusted_proxies' must be a list of addresses or CIDR ranges");
+  EXPECT_EQ(error("trusted_proxies:\n  - 127.0.0.1\n  - localhost\n"),
+            "rules.yaml:5: trusted_proxies: 'localhost' is not an IPv4 or IPv6 address or CIDR "
+            "range (e.g. 127.0.0.1, ::1, 10.0.0.0/8, fd00::/8; no bits set past the prefix)");
+  EXPECT_EQ(error("trusted_proxies: [10.0.0.1/8]\n").substr(0, 50),
+            "rules.yaml:3: trusted_proxies: '10.0.0.1/8' is not");
+  EXPECT_EQ(error("trusted_proxies:\n  - [1]\n"),
+            "rules.yaml:4: trusted_proxies: each entry must be an address or a CIDR range");
+  EXPECT_EQ(error("trusted_proxies: []\ntrusted_proxies: []\n"),
+            "rules.yaml:4: duplicate field 'trusted_proxies'");
 }
 
 // Rules for the group tests: two keyed on X-User-Id (one spelled in lower case), one on the

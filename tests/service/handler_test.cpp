@@ -15,7 +15,8 @@ namespace {
 using namespace std::chrono_literals;
 namespace json = boost::json;
 
-std::shared_ptr<const config> test_rules() {
+// The peer of every test request (10.0.0.9) is a trusted proxy unless a test says otherwise.
+std::shared_ptr<const config> test_rules(std::vector<std::string> trusted = {"10.0.0.0/24"}) {
   std::vector<rule> rules;
   rules.push_back(
       {policy("api", algorithm::sliding_log, 100, 60s, std::nullopt, failure_mode::open),
@@ -24,7 +25,9 @@ std::shared_ptr<const config> test_rules() {
   rules.push_back({policy("fast", algorithm::fixed_window, 3, 500ms), {}});
   // Groups: "signup" (every rule on the client address), "mixed" (one per key source).
   std::vector<group> groups{{"signup", {2, 1}}, {"mixed", {0, 1}}};
-  return std::make_shared<const config>(std::move(rules), std::move(groups));
+  std::vector<cidr> proxies;
+  for (const auto& t : trusted) proxies.push_back(parse_cidr(t).value());
+  return std::make_shared<const config>(std::move(rules), std::move(groups), std::move(proxies));
 }
 
 http_request post_check(std::string body) {
@@ -130,6 +133,14 @@ TEST(route, malformed_and_mistyped_bodies_are_400_with_a_reason) {
       {R"({"rules": [{"rule": "api", "key": "a"}, {"rule": "api", "key": "a"}]})",
        "rules[1]: rule 'api' with this key appears twice"},
       {R"({"a": {"b": {"c": {"d": {"e": 1}}}}})", "malformed JSON"},  // too deep
+      {R"({"rule": "api", "key": "a"} {})", "malformed JSON"},        // more after it
+      // Duplicate member names: one reader takes the first, another the last.
+      {R"({"rule": "api", "key": "a", "rule": "ip"})", "duplicate field 'rule'"},
+      {R"({"rule": "api", "key": "a", "key": "a"})", "duplicate field 'key'"},
+      {R"({"rule": "api", "cost": 1, "key": "a", "cost": 2})", "duplicate field 'cost'"},
+      {R"({"rules": [{"rule": "api", "key": "a", "key": "b"}]})", "duplicate field 'key'"},
+      {R"({"group": "signup", "key": "a", "group": "mixed"})", "duplicate field 'group'"},
+      {R"({"r\u0075le": "api", "key": "a", "rule": "ip"})", "duplicate field 'rule'"},
   };
   for (const auto& c : cases) {
     const auto res = routed_error(post_check(c.body));
@@ -196,13 +207,75 @@ TEST(route, auth_without_the_key_header_is_400) {
   EXPECT_NE(error_of(empty).find("is empty"), std::string::npos);
 }
 
-TEST(route, auth_remote_addr_prefers_x_real_ip_over_the_peer) {
-  EXPECT_EQ(routed_plan(get_auth("ip")).items[0].key, "10.0.0.9");
-  EXPECT_EQ(routed_plan(get_auth("ip", {{"X-Real-IP", "203.0.113.7"}})).items[0].key,
+std::string ip_key(const header_list& headers, std::vector<std::string> trusted,
+                   std::string peer = "10.0.0.9") {
+  auto req = get_auth("ip", headers);
+  req.peer_address = std::move(peer);
+  return routed_plan(req, test_rules(std::move(trusted))).items[0].key;
+}
+
+TEST(route, auth_remote_addr_is_the_peer_unless_the_peer_is_a_trusted_proxy) {
+  const header_list real_ip = {{"X-Real-IP", "203.0.113.7"}};
+  const header_list forwarded = {{"X-Forwarded-For", "203.0.113.7"}};
+  // Nobody trusted (the default): the headers are ignored, whatever they say.
+  EXPECT_EQ(ip_key({}, {}), "10.0.0.9");
+  EXPECT_EQ(ip_key(real_ip, {}), "10.0.0.9");
+  EXPECT_EQ(ip_key(forwarded, {}), "10.0.0.9");
+  EXPECT_EQ(ip_key({{"X-Real-IP", "garbage"}}, {}), "10.0.0.9");
+  // A peer outside the list likewise.
+  EXPECT_EQ(ip_key(real_ip, {"10.0.1.0/24", "::1"}), "10.0.0.9");
+  // A trusted peer: X-Real-IP first, else X-Forwarded-For, else the peer itself.
+  EXPECT_EQ(ip_key(real_ip, {"10.0.0.9"}), "203.0.113.7");
+  EXPECT_EQ(
+      ip_key({{"X-Real-IP", "203.0.113.7"}, {"X-Forwarded-For", "198.51.100.1"}}, {"10.0.0.9"}),
+      "203.0.113.7");
+  EXPECT_EQ(ip_key(forwarded, {"10.0.0.0/8"}), "203.0.113.7");
+  EXPECT_EQ(ip_key({}, {"10.0.0.0/8"}), "10.0.0.9");
+  // IPv6 peers and ranges.
+  EXPECT_EQ(ip_key(real_ip, {"2001:db8::/32"}, "2001:db8::1"), "203.0.113.7");
+  EXPECT_EQ(ip_key(real_ip, {"2001:db8::/32"}, "2001:db9::1"), "2001:db9::1");
+  // A dual-stack listener's IPv4-mapped peer is its IPv4 address.
+  EXPECT_EQ(ip_key(real_ip, {"127.0.0.1"}, "::ffff:127.0.0.1"), "203.0.113.7");
+  EXPECT_EQ(ip_key({}, {}, "::ffff:192.0.2.1"), "192.0.2.1");
+}
+
+// X-Forwarded-For lists every hop, the client's own claims first: only the entries our trusted
+// proxies appended are believed, so the key is the rightmost address not in the list.
+TEST(route, auth_x_forwarded_for_is_read_from_the_right) {
+  const std::vector<std::string> proxies = {"10.0.0.0/8"};
+  EXPECT_EQ(ip_key({{"X-Forwarded-For", "1.2.3.4, 203.0.113.7, 10.0.0.1"}}, proxies),
             "203.0.113.7");
-  // X-Forwarded-For's first entry is whatever the client wrote: not trusted.
-  EXPECT_EQ(routed_plan(get_auth("ip", {{"X-Forwarded-For", "1.2.3.4, 10.0.0.1"}})).items[0].key,
-            "10.0.0.9");
+  EXPECT_EQ(ip_key({{"X-Forwarded-For", "203.0.113.7,10.9.9.9 ,\t10.0.0.1"}}, proxies),
+            "203.0.113.7");
+  // Several lines are one list, in order.
+  EXPECT_EQ(ip_key({{"X-Forwarded-For", "1.2.3.4, 203.0.113.7"}, {"X-Forwarded-For", "10.0.0.1"}},
+                   proxies),
+            "203.0.113.7");
+  // Every hop trusted: the leftmost is as far back as anyone knows.
+  EXPECT_EQ(ip_key({{"X-Forwarded-For", "10.1.1.1, 10.0.0.1"}}, proxies), "10.1.1.1");
+  // Keys are canonical: one client, one key, however it is written.
+  EXPECT_EQ(ip_key({{"X-Forwarded-For", "2001:DB8:0:0::7"}}, proxies), "2001:db8::7");
+  EXPECT_EQ(ip_key({{"X-Real-IP", "::ffff:203.0.113.7"}}, proxies), "203.0.113.7");
+}
+
+TEST(route, auth_a_forwarded_value_that_is_not_an_address_is_400) {
+  for (const header_list& h : std::vector<header_list>{
+           {{"X-Real-IP", "alice"}},
+           {{"X-Real-IP", ""}},
+           {{"X-Real-IP", "203.0.113.7:443"}},
+           {{"X-Real-IP", "[2001:db8::1]"}},
+           {{"X-Real-IP", " 203.0.113.7"}},
+           {{"X-Forwarded-For", "203.0.113.7, unknown"}},
+           {{"X-Forwarded-For", "_hidden, 10.0.0.1"}},
+       }) {
+    const auto res = routed_error(get_auth("ip", h));
+    EXPECT_EQ(res.status, 400) << h[0].second;
+    EXPECT_NE(error_of(res).find("is not an IP address"), std::string::npos) << error_of(res);
+  }
+  // A chain longer than any real one is refused too (not walked).
+  std::string chain;
+  for (int i = 0; i < 70; ++i) chain += "10.0.0." + std::to_string(i) + ",";
+  EXPECT_EQ(routed_error(get_auth("ip", {{"X-Forwarded-For", chain}})).status, 400);
 }
 
 TEST(route, auth_unknown_rule_is_404_and_wrong_method_405) {

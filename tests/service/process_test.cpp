@@ -29,8 +29,8 @@ std::string check_body(const std::string& rule, const std::string& key, int cost
 TEST(floodgated, help_names_every_flag) {
   const auto r = run_floodgated({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag :
-       {"--config", "--redis", "--listen", "--io-threads", "--log-level", "SIGHUP", "SIGTERM"})
+  for (const char* flag : {"--config", "--redis", "--listen", "--io-threads", "--max-connections",
+                           "--max-connections-per-peer", "--log-level", "SIGHUP", "SIGTERM"})
     EXPECT_NE(r.output.find(flag), std::string::npos) << flag << "\n" << r.output;
 }
 
@@ -39,9 +39,41 @@ TEST(floodgated, usage_errors_exit_2) {
   EXPECT_EQ(run_floodgated({"--config"}).exit_code, 2);
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--bogus"}).exit_code, 2);
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--log-level", "loud"}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--log-level", "warnings"}).exit_code, 2);
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--listen", "localhost"}).exit_code, 2);
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--io-threads", "0"}).exit_code, 2);
   EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--io-threads", "two"}).exit_code, 2);
+}
+
+// The log lines say level=warning: the flag takes that spelling too. (Past the flags, the
+// missing file is what stops it: exit 1, where a refused flag is 2.)
+TEST(floodgated, log_level_warning_is_accepted) {
+  const auto r = run_floodgated({"--config", "/nonexistent/rules.yaml", "--log-level", "warning"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("level=critical msg=\"invalid configuration\""), std::string::npos)
+      << r.output;
+}
+
+// Backend errors are logged at most once a second; what that held back is reported when the
+// incident ends (a second after the line), not with the next incident's first line, which may
+// come hours later.
+TEST(floodgated, backend_errors_held_back_by_the_log_throttle_are_reported_when_they_stop) {
+  floodgated_process::options o;
+  o.extra_args = {"--redis", "redis://127.0.0.1:1"};  // nothing listens on port 1
+  floodgated_process fg("rules:\n  - {name: api, algorithm: sliding_log, limit: 5, window: 1m}\n",
+                        o);
+  http_connection c(fg.port());
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(c.request("POST", "/v1/check", check_body("api", "k")).status, 503);
+  EXPECT_TRUE(fg.wait_for_log("msg=\"backend error"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (throttled_events(fg.log(), "backend error") < 10 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(throttled_events(fg.log(), "backend error"), 10) << fg.log();
+  EXPECT_NE(fg.log().find("msg=\"backend errors not logged since the last line\" count="),
+            std::string::npos)
+      << fg.log();
 }
 
 TEST(floodgated, a_bad_config_stops_start_up_naming_file_and_line) {
@@ -145,6 +177,7 @@ TEST(floodgated, auth_endpoint_for_nginx) {
   floodgated_process fg(R"(rules:
   - {name: api, algorithm: fixed_window, limit: 2, window: 1h, key: "header:X-Api-Key"}
   - {name: ip, algorithm: sliding_log, limit: 1, window: 1h}
+trusted_proxies: [127.0.0.1]
 )");
   http_connection c(fg.port());
   const std::vector<std::pair<std::string, std::string>> key = {{"X-Api-Key", "alice"}};
@@ -159,7 +192,7 @@ TEST(floodgated, auth_endpoint_for_nginx) {
   EXPECT_EQ(c.request("GET", "/v1/auth/api", {}, {{"X-Api-Key", "bob"}}).status, 204);
   EXPECT_EQ(c.request("GET", "/v1/auth/api").status, 400) << "no key header";
   EXPECT_EQ(c.request("GET", "/v1/auth/nope").status, 404);
-  // remote_addr: X-Real-IP when given, else the peer.
+  // remote_addr: X-Real-IP when given by a trusted proxy (127.0.0.1 here), else the peer.
   EXPECT_EQ(c.request("GET", "/v1/auth/ip", {}, {{"X-Real-IP", "192.0.2.1"}}).status, 204);
   EXPECT_EQ(c.request("GET", "/v1/auth/ip", {}, {{"X-Real-IP", "192.0.2.1"}}).status, 403);
   EXPECT_EQ(c.request("GET", "/v1/auth/ip").status, 204) << "127.0.0.1 is another key";
@@ -203,6 +236,7 @@ TEST(floodgated, auth_on_a_group_is_all_or_nothing_with_each_rules_key) {
   - {name: ip, algorithm: sliding_log, limit: 2, window: 1h}
 groups:
   - {name: login, rules: [user, ip]}
+trusted_proxies: [127.0.0.1]
 )");
   http_connection c(fg.port());
   auto login = [&](const std::string& user, const std::string& ip) {

@@ -86,6 +86,21 @@ bool floodgated_process::wait_for_log(const std::string& text, std::chrono::mill
   return false;
 }
 
+long throttled_events(const std::string& log, const std::string& what) {
+  long total = 0;
+  std::size_t at = 0;
+  while ((at = log.find("msg=\"" + what, at)) != std::string::npos) {
+    const auto eol = log.find('\n', at);
+    const auto line = log.substr(at, eol - at);
+    at = eol;
+    if (const auto m = line.find(" more_since_last_line="); m != std::string::npos)
+      total += 1 + std::stol(line.substr(m + 22));
+    else if (const auto c = line.find(" count="); c != std::string::npos)
+      total += std::stol(line.substr(c + 7));
+  }
+  return total;
+}
+
 run_result run_floodgated(const std::vector<std::string>& args, std::chrono::milliseconds within) {
   const auto dir = make_temp_dir("floodgated-run-");
   const auto log_path = dir + "/out.log";

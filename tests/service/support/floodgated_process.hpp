@@ -57,6 +57,10 @@ class floodgated_process {
   std::uint16_t port_ = 0;
 };
 
+// Events a throttled log line family reported (lines whose msg starts with `what`): one per
+// event line plus the more_since_last_line=N it carries, and a summary line's count=N.
+long throttled_events(const std::string& log, const std::string& what);
+
 // Runs floodgated with `args` to completion (for --help, bad flags, bad configs): exit code and
 // everything it wrote to stdout and stderr.
 struct run_result {

@@ -19,9 +19,19 @@ std::optional<std::string> http_reply::header(std::string_view name) const {
   return std::nullopt;
 }
 
-http_connection::http_connection(std::uint16_t port, std::chrono::milliseconds timeout) {
+http_connection::http_connection(std::uint16_t port, const std::string& source_address,
+                                 std::chrono::milliseconds timeout) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd_ < 0) throw std::runtime_error("http_connection: socket failed");
+  if (source_address != "127.0.0.1") {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source_address.c_str(), &local.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("http_connection: cannot bind to " + source_address);
+    }
+  }
   timeval tv{static_cast<time_t>(timeout.count() / 1000),
              static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

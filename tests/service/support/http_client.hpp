@@ -29,7 +29,12 @@ struct http_reply {
 class http_connection {
  public:
   explicit http_connection(std::uint16_t port,
-                           std::chrono::milliseconds timeout = std::chrono::seconds(5));
+                           std::chrono::milliseconds timeout = std::chrono::seconds(5))
+      : http_connection(port, "127.0.0.1", timeout) {}
+  // From a given loopback source address (any of 127.0.0.0/8 on Linux): how a test plays
+  // several clients, each with an address of its own.
+  http_connection(std::uint16_t port, const std::string& source_address,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(5));
   ~http_connection();
   http_connection(const http_connection&) = delete;
   http_connection& operator=(const http_connection&) = delete;

@@ -62,7 +62,9 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   RecordProperty("extra_admissions", std::to_string(extra));
   // All of it is what the old primary admitted after the promotion, before the sentinels
   // (which see a promotion through INFO, once a second) named the new one.
-  EXPECT_LE(extra, admitted_at_switch - admitted_at_promotion + 100);
+  // Plus what was admitted between the switch and this test's poll noticing it (wait_for polls
+  // every 2 ms; on a loaded machine a poll comes late): at ~20k decisions/s, 50 ms of it.
+  EXPECT_LE(extra, admitted_at_switch - admitted_at_promotion + 1000);
   EXPECT_GE(ld.admitted + ld.errors, p.limit());
 }
 

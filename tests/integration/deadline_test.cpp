@@ -70,10 +70,15 @@ TEST(deadline, a_stopped_redis_costs_each_call_its_timeout_and_the_failure_mode_
   do r = l.check("k", closed);
   while (r.outcome != outcome::allowed && clock::now() - start < 3s);
   EXPECT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  // Decided by Redis again. Each call still has a 50 ms deadline, which a loaded CI machine
+  // misses now and then (seen once at load average 20); a recovery that failed would fail
+  // them all.
+  int decided = 0;
   for (int i = 0; i < 50; ++i) {
-    EXPECT_EQ(l.check("k", open).outcome, outcome::allowed);
-    EXPECT_EQ(l.check("k", closed).outcome, outcome::allowed);
+    decided += l.check("k", open).outcome == outcome::allowed;
+    decided += l.check("k", closed).outcome == outcome::allowed;
   }
+  EXPECT_GE(decided, 95);
 }
 
 TEST(deadline, a_late_reply_never_answers_the_next_call) {

@@ -256,6 +256,10 @@ int main(int argc, char** argv) {
              "Times a node's circuit breaker opened.", s.breaker_opens);
       family("floodgate_backend_breakers_open", "gauge", "Nodes whose circuit breaker is open now.",
              s.breakers_open);
+      family("floodgate_backend_nodes_retired_total", "counter",
+             "Redis Cluster nodes dropped after leaving the slot map.", s.nodes_retired);
+      family("floodgate_backend_nodes", "gauge",
+             "Redis Cluster nodes the client keeps connections to now.", s.nodes_known);
       family("floodgate_backend_script_reloads_total", "counter",
              "Scripts loaded again after NOSCRIPT (Redis restart, failover, SCRIPT FLUSH).",
              s.script_reloads);

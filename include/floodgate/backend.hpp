@@ -48,6 +48,8 @@ struct backend_stats {
   std::uint64_t breaker_opens = 0;   // times a node's circuit breaker opened
   std::uint64_t breakers_open = 0;   // gauge: nodes whose breaker is open (or half-open) now
   std::uint64_t script_reloads = 0;  // SCRIPT LOADs after NOSCRIPT (restart, failover, FLUSH)
+  std::uint64_t nodes_retired = 0;   // Cluster nodes dropped after leaving the slot map
+  std::uint64_t nodes_known = 0;     // gauge: Cluster nodes connected to (or connecting) now
 };
 
 using backend_handler = std::function<void(backend_reply)>;

@@ -24,7 +24,13 @@ namespace {
 constexpr int max_redirects = 5;
 constexpr auto refresh_min_interval = 100ms;
 constexpr auto unhealthy_refresh_interval = 500ms;
+// The map is read this often even when all is well: nodes leave it (a demoted master, a
+// replaced pod) without any call noticing, and only a read retires them.
+constexpr auto periodic_refresh_interval = 5s;
 constexpr auto tryagain_backoff = 5ms;
+// A node retired from the map is kept (stopped, no socket) this long before it is freed, so
+// callbacks of operations cancelled on its connections have long run.
+constexpr auto retired_grace = 60s;
 
 struct node {
   connection_config config;
@@ -137,6 +143,8 @@ class cluster_client::impl final : public connection_owner,
     s.breaker_opens = breaker_opens_.load(std::memory_order_relaxed);
     s.breakers_open = breakers_open_.load(std::memory_order_relaxed);
     s.script_reloads = script_reloads_.load(std::memory_order_relaxed);
+    s.nodes_retired = nodes_retired_.load(std::memory_order_relaxed);
+    s.nodes_known = nodes_known_.load(std::memory_order_relaxed);
     return s;
   }
 
@@ -259,6 +267,7 @@ class cluster_client::impl final : public connection_owner,
     }
     slots_ = next;
     map_complete_ = std::all_of(next.begin(), next.end(), [](node* n) { return n != nullptr; });
+    retire_departed(owns);
     update_health();
   }
 
@@ -285,6 +294,37 @@ class cluster_client::impl final : public connection_owner,
         for (auto& c : slot->connections) c->start();
     }
     return slot.get();
+  }
+
+  // Nodes that left the map (not masters now, not seeds) and hold no calls stop connecting:
+  // with pod churn, every host:port ever learned would otherwise reconnect forever. One that
+  // still holds calls is looked at again on the next refresh; one learned again later (a
+  // MOVED or ASK to it) is made anew.
+  void retire_departed(const std::map<node*, bool>& masters) {
+    const auto now = steady::now();
+    for (auto it = nodes_.begin(); it != nodes_.end();) {
+      node* n = it->second.get();
+      const bool seed = std::find(seeds_.begin(), seeds_.end(), n) != seeds_.end();
+      const bool busy = std::any_of(n->connections.begin(), n->connections.end(),
+                                    [](const auto& c) { return c->pending() > 0; });
+      if (seed || masters.count(n) > 0 || busy) {
+        ++it;
+        continue;
+      }
+      std::vector<request_ptr> none;
+      for (auto& c : n->connections) c->stop(none);
+      for (auto& c : deferred_)
+        if (c->target == n) c->target = nullptr;  // routed by the map instead
+      std::erase_if(dirty_, [n](connection* c) {
+        return std::any_of(n->connections.begin(), n->connections.end(),
+                           [c](const auto& own) { return own.get() == c; });
+      });
+      if (n->state != node::breaker::closed) breakers_open_.fetch_sub(1, std::memory_order_relaxed);
+      retired_.push_back({now + retired_grace, std::move(it->second)});
+      it = nodes_.erase(it);
+      nodes_retired_.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::erase_if(retired_, [now](const auto& r) { return r.first <= now; });
   }
 
   // The ready connection of `n` holding the fewest calls; failing that, a connecting one.
@@ -455,12 +495,14 @@ class cluster_client::impl final : public connection_owner,
     tick_timer_.expires_after(unhealthy_refresh_interval);
     tick_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec == asio::error::operation_aborted || torn_down_) return;
-      if (!healthy()) request_refresh();
+      if (!healthy() || steady::now() - last_refresh_ >= periodic_refresh_interval)
+        request_refresh();
       tick();
     });
   }
 
   void update_health() {
+    nodes_known_.store(nodes_.size(), std::memory_order_relaxed);
     bool ok = map_complete_;
     for (auto& [name, n] : nodes_)
       if (n->master && (n->ready == 0 || n->state != node::breaker::closed)) ok = false;
@@ -472,7 +514,9 @@ class cluster_client::impl final : public connection_owner,
   redis_endpoint credentials_;  // user, password (and TLS) for every node
   tls_context_result tls_;      // shared by every node's connections
   io_worker worker_{*this};     // before the nodes and timers: its io_context outlives them
-  std::map<std::string, std::unique_ptr<node>> nodes_;  // "host:port"; never removed
+  std::map<std::string, std::unique_ptr<node>> nodes_;  // "host:port"
+  // Nodes retired from nodes_, stopped, freed after their grace time.
+  std::vector<std::pair<steady::time_point, std::unique_ptr<node>>> retired_;
   std::vector<node*> seeds_;
   std::array<node*, cluster_slots> slots_{};
   bool map_complete_ = false;
@@ -493,7 +537,7 @@ class cluster_client::impl final : public connection_owner,
 
   std::atomic<bool> healthy_{false};
   std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, breaker_opens_{0},
-      script_reloads_{0}, breakers_open_{0};
+      script_reloads_{0}, breakers_open_{0}, nodes_retired_{0}, nodes_known_{0};
 };
 
 void cluster_call::complete(std::error_code ec, reply* r) noexcept {

@@ -126,6 +126,44 @@ TEST(cluster_failover, manual_failover_under_load_keeps_the_limit) {
             << " ms\n";
 }
 
+// A master demoted by a failover leaves the slot map: the client stops connecting to it (with
+// pod churn, every node ever learned would otherwise reconnect forever). A seed is kept.
+TEST(cluster_failover, a_node_that_leaves_the_map_is_dropped) {
+  redis_cluster c;
+  const auto masters = c.masters();
+  const int seed = masters[0], leaving = masters[1];
+  const int replica = c.replica_of(leaving);
+  ASSERT_GE(replica, 0);
+  const auto clients_of = [&](int node) {
+    const auto info = c.command(node, {"INFO", "clients"}).str;
+    const std::string field = "connected_clients:";
+    return std::stoi(info.substr(info.find(field) + field.size()));  // this INFO's own included
+  };
+  limiter l{"redis+cluster://127.0.0.1:" + std::to_string(c.node(seed).port()),
+            options_for(unique_prefix("leave"), 2s)};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"p", algorithm::gcra, 1000, 1h};
+  const auto key = key_on(c, leaving, "user");
+  ASSERT_EQ(l.check(key, p).outcome, outcome::allowed);
+  const auto known = l.get_backend().stats().nodes_known;
+  EXPECT_EQ(known, 3u) << "the seed, then the masters of the map";
+  EXPECT_EQ(clients_of(leaving), 1 + static_cast<int>(redis_options{}.connections));
+
+  c.command(replica, {"CLUSTER", "FAILOVER"});
+  ASSERT_EQ(c.wait_master_for(redis::key_slot(key), leaving, 15s), replica);
+  // The next call meets MOVED (or a refresh finds the new master): the map is read again,
+  // and the demoted node, a replica now, is no longer in it.
+  ASSERT_TRUE(wait_for([&] { return l.check(key, p).outcome == outcome::allowed; }, 10s));
+  ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().nodes_retired >= 1; }, 10s));
+  // A replica the client never used counts the same clients: this INFO's and its master link.
+  const int untouched = c.replica_of(seed);
+  EXPECT_TRUE(wait_for([&] { return clients_of(leaving) == clients_of(untouched); }, 5s))
+      << clients_of(leaving) - clients_of(untouched) << " connections from the client still open";
+  EXPECT_EQ(l.get_backend().stats().nodes_known, 3u) << "the new master replaced the old one";
+  // The slots it served are served: decisions go on.
+  EXPECT_EQ(l.check(key, p).outcome, outcome::allowed);
+}
+
 TEST(cluster_failover, killed_master_answers_the_failure_mode_then_recovers) {
   redis_cluster c;
   const auto m = c.masters()[0];

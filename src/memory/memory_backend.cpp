@@ -4,15 +4,17 @@
 #include <bit>
 #include <functional>
 
+#include "core/state_unit.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::memory {
 
 void assign_storage_key(std::string& out, const policy& p, std::string_view key) {
   const auto algo = to_string(p.algo());
+  const core::state_unit unit(p);  // its units: a state is never read in others'
   out.clear();
-  out.reserve(p.name().size() + algo.size() + key.size() + 2);
-  out.append(p.name()).append(":").append(algo).append(":").append(key);
+  out.reserve(p.name().size() + algo.size() + unit.view().size() + key.size() + 2);
+  out.append(p.name()).append(":").append(algo).append(unit.view()).append(":").append(key);
 }
 
 std::string storage_key(const policy& p, std::string_view key) {
@@ -121,7 +123,13 @@ backend_reply memory_backend::check(std::span<const check_item> items) {
 }
 
 void memory_backend::async_check(std::span<const check_item> items, backend_handler handler) {
-  handler(check(items));
+  backend_reply reply;
+  try {
+    reply = check(items);
+  } catch (const std::exception&) {  // std::bad_alloc: answered, never thrown at the caller
+    reply = {make_error_code(errc::internal_error), {}};
+  }
+  handler(std::move(reply));
 }
 
 void memory_backend::async_reset(std::string_view key, const policy& p, reset_handler handler) {

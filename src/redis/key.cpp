@@ -1,5 +1,6 @@
 #include "redis/key.hpp"
 
+#include "core/state_unit.hpp"
 #include "redis/sha256.hpp"
 
 namespace floodgate::redis {
@@ -33,12 +34,14 @@ std::size_t state_key_size(const key_format& f, const policy& p,
                            std::string_view caller_key) noexcept {
   const std::size_t tag =
       stored_as_hash(caller_key, f.max_plain_key_size) ? hashed_size : caller_key.size();
-  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() + 1 + 1 + tag + 1;
+  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() +
+         core::state_unit(p).view().size() + 1 + 1 + tag + 1;
 }
 
 void append_state_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key) {
-  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo())).append(":{");
+  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo()));
+  out.append(core::state_unit(p).view()).append(":{");
   if (stored_as_hash(caller_key, f.max_plain_key_size))
     out.append("#").append(sha256_hex(caller_key));
   else

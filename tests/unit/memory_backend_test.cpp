@@ -20,6 +20,20 @@ std::shared_ptr<memory::memory_backend> make_memory(const test_clock& clock) {
   return std::make_shared<memory::memory_backend>(options);
 }
 
+// One sliding_log request of the largest cost a valid policy allows: one log entry, not 10^12
+// (before: std::bad_alloc out of check()).
+TEST(memory_backend, a_sliding_log_request_of_any_cost_is_one_entry) {
+  test_clock clock;
+  limiter l(make_memory(clock));
+  const policy p("huge", algorithm::sliding_log, 1'000'000'000'000, 1000ms);
+  const auto r = l.check("k", p, 1'000'000'000'000);
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.decision.remaining, 0);
+  EXPECT_FALSE(l.check("k", p, 1).decision.allowed);
+  clock.advance(1000ms);
+  EXPECT_TRUE(l.check("k", p, 1).decision.allowed);
+}
+
 class contention : public ::testing::TestWithParam<algorithm> {};
 
 // 8 threads x 10,000 checks on one key, all at the same instant: exactly `limit` pass.

@@ -96,7 +96,7 @@ TEST(memory_backend, expired_state_reads_as_empty) {
 TEST(memory_backend, storage_keys_cannot_collide_across_policies) {
   const policy a("a", algorithm::gcra, 1, 1s), ab("a.b", algorithm::gcra, 1, 1s);
   EXPECT_NE(memory::storage_key(a, "b:gcra:x"), memory::storage_key(ab, "x"));
-  EXPECT_EQ(memory::storage_key(a, "x"), "a:gcra:x");
+  EXPECT_EQ(memory::storage_key(a, "x"), "a:gcra1000:x");  // with its units (state_unit.hpp)
 }
 
 }  // namespace

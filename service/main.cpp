@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "config.hpp"
 #include "config_store.hpp"
@@ -148,6 +151,32 @@ std::size_t connection_budget(std::size_t wanted) {
   return std::max<std::size_t>(1, std::min(wanted, fds - reserve));
 }
 
+// Tells the operator why the backend fails, in the server's own words (WRONGPASS, NOPERM, a
+// bad db index, an unresolvable host, a Redis too old): at start-up, then whenever the reason
+// changes or clears. Polled once a second, so a flapping reason costs one line a second at
+// most; calls themselves log nothing of it.
+std::jthread watch_backend(std::shared_ptr<floodgate::limiter> limiter) {
+  return std::jthread([limiter = std::move(limiter)](std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any wake;
+    std::string told;
+    auto& b = limiter->get_backend();
+    while (!stop.stop_requested()) {
+      std::string now = b.last_error();
+      if (now != told) {
+        if (!now.empty())
+          spdlog::error("msg=\"backend failing\" backend={} ready={} error={}", b.kind(),
+                        b.healthy(), quote(now));
+        else
+          spdlog::info("msg=\"backend answering again\" backend={}", b.kind());
+        told = std::move(now);
+      }
+      std::unique_lock lock(m);
+      wake.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+    }
+  });
+}
+
 void setup_logging(spdlog::level::level_enum level) {
   auto logger = spdlog::stderr_logger_mt("floodgated");
   logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
@@ -207,6 +236,12 @@ int main(int argc, char** argv) {
              local.local_denials);
       family("floodgate_local_denial_entries", "gauge",
              "Denials remembered for that now (bounded).", local.local_denial_entries);
+      family("floodgate_backend_keys", "gauge",
+             "Keys the memory backend holds now (at most max_keys).", s.keys);
+      family("floodgate_backend_evictions_total", "counter",
+             "Live keys the memory backend dropped at max_keys (each starts again at full "
+             "capacity).",
+             s.evictions);
     });
     auto reload = [&store, &stats, where, path = f.config_path] {
       try {
@@ -222,6 +257,7 @@ int main(int argc, char** argv) {
                       quote(e.what()));
       }
     };
+    const auto watch = watch_backend(limiter);
     server srv(std::move(options), std::move(limiter), store, stats, reload);
     return srv.run();
   } catch (const floodgate::config_error& e) {

@@ -1,6 +1,8 @@
 #include "redis/client.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <string>
 
 #include "floodgate/errors.hpp"
 #include "redis/connection.hpp"
@@ -58,10 +60,33 @@ class client::impl final : public connection_owner,
 
   void shutdown() { worker_.shutdown(); }
 
-  bool healthy() const noexcept { return ready_.load(std::memory_order_relaxed) > 0; }
+  bool healthy() const noexcept {
+    return ready_.load(std::memory_order_relaxed) > 0 && !lasting_.load(std::memory_order_relaxed);
+  }
 
   void readiness_changed(connection&, bool ready) override {
     ready_.fetch_add(ready ? 1 : -1, std::memory_order_relaxed);
+  }
+
+  void problem(const std::string& why, bool lasting) override {
+    std::lock_guard lock(error_mutex_);
+    last_error_ = why;
+    has_error_.store(true, std::memory_order_relaxed);
+    if (lasting) lasting_.store(true, std::memory_order_relaxed);
+  }
+
+  void call_succeeded() noexcept override {
+    if (!lasting_.load(std::memory_order_relaxed) && !has_error_.load(std::memory_order_relaxed))
+      return;  // the common case: one relaxed load per answer
+    std::lock_guard lock(error_mutex_);
+    last_error_.clear();
+    lasting_.store(false, std::memory_order_relaxed);
+    has_error_.store(false, std::memory_order_relaxed);
+  }
+
+  std::string last_error() const {
+    std::lock_guard lock(error_mutex_);
+    return last_error_;
   }
 
   void redispatch(std::vector<request_ptr> requests) override {
@@ -118,6 +143,10 @@ class client::impl final : public connection_owner,
   io_worker worker_{*this};         // before the connections: its io_context outlives them
   std::vector<std::unique_ptr<connection>> connections_;
   std::atomic<int> ready_{0};
+  mutable std::mutex error_mutex_;
+  std::string last_error_;               // guarded by error_mutex_
+  std::atomic<bool> lasting_{false};     // calls fail for a reason that will not heal itself
+  std::atomic<bool> has_error_{false};   // last_error_ is not empty
   std::atomic<std::uint64_t> script_reloads_{0};
 };
 
@@ -138,6 +167,10 @@ void client::submit(std::unique_ptr<request> r) {
 
 bool client::healthy() const noexcept {
   return impl_->healthy();
+}
+
+std::string client::last_error() const {
+  return impl_->last_error();
 }
 
 backend_stats client::stats() const noexcept {

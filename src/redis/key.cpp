@@ -8,13 +8,14 @@ namespace {
 
 constexpr std::size_t hashed_size = 1 + 64;  // '#' and 64 hex digits
 
-// The algorithm's part of the key. The O(1) algorithms keep their state as one string value
-// under a short code: a key of at most 44 bytes with an integer value is 88 bytes of Redis
-// memory, one of 45 to 60 bytes is 104 (docs/algorithms.md, "Redis representation"). The codes
-// also keep an older floodgate's hash state (under the full names) apart from the new layout.
+// The algorithm's part of the key: a short code, so a key of at most 44 bytes with an integer
+// value is 88 bytes of Redis memory, one of 45 to 60 bytes is 104 (docs/algorithms.md, "Redis
+// representation"). A code changes with its state's layout, so an older floodgate's state is
+// never misread: `sl` replaced `sliding_log` (one member per unit), `gc`/`tb` with units
+// replaced the plain codes, and those replaced the hashes under the full names.
 std::string_view key_code(algorithm a) noexcept {
   switch (a) {
-    case algorithm::sliding_log: return "sliding_log";
+    case algorithm::sliding_log: return "sl";
     case algorithm::sliding_window: return "sw";
     case algorithm::fixed_window: return "fw";
     case algorithm::token_bucket: return "tb";

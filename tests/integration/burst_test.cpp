@@ -73,7 +73,7 @@ TEST_P(burst_test, admits_exactly_the_limit) {
                                  << processes * threads_per_process * calls_per_thread << " calls";
   }
   if (a == algorithm::sliding_log) {
-    EXPECT_EQ(sliding_log_units(redis, prefix + "burst:sliding_log:{hot0}"), limit)
+    EXPECT_EQ(sliding_log_units(redis, prefix + "burst:sl:{hot0}"), limit)
         << "the log holds exactly what was admitted";
   }
 }

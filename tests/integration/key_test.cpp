@@ -39,7 +39,7 @@ TEST(state_key, size_matches_the_key) {
 
 TEST(state_key, algorithm_is_part_of_the_key) {
   const policy same_name{"api", algorithm::sliding_log, 10, 1s};
-  EXPECT_EQ(state_key(format, same_name, "alice"), "floodgate:api:sliding_log:{alice}");
+  EXPECT_EQ(state_key(format, same_name, "alice"), "floodgate:api:sl:{alice}");
   // The O(1) algorithms go by short codes (their state is one string: a short key keeps it at
   // 88 bytes of Redis memory); token_bucket and gcra add their state's units (state_unit.hpp).
   const std::pair<algorithm, std::string> codes[] = {{algorithm::sliding_window, "sw"},

@@ -78,7 +78,7 @@ TEST(noscript, script_flush_in_a_loop_is_invisible_and_never_double_counts) {
   EXPECT_EQ(admitted.load() + denied.load(), threads * per_thread);
   EXPECT_GT(flushes.load(), 10);
   // The log holds exactly what was admitted: nothing ran twice.
-  const auto key = prefix + "log:sliding_log:{shared}";
+  const auto key = prefix + "log:sl:{shared}";
   EXPECT_EQ(sliding_log_units(redis, key), limit);
   // NOSCRIPT really happened (failed EVALSHAs, and SCRIPT LOADs beyond the handshake's).
   const auto noscripts = command_stat(redis, "evalsha", "failed_calls");

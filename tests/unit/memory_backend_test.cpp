@@ -99,5 +99,39 @@ TEST(memory_backend, storage_keys_cannot_collide_across_policies) {
   EXPECT_EQ(memory::storage_key(a, "x"), "a:gcra1000:x");  // with its units (state_unit.hpp)
 }
 
+// A flood of distinct keys is bounded by max_keys: at the bound the entries closest to
+// expiry go first (they hold the least state), so a long-lived denial survives the flood.
+// Before: 1,000 keys held 1,000 entries whatever the bound.
+TEST(memory_backend, max_keys_bounds_a_flood_of_distinct_keys) {
+  test_clock clock;
+  memory_options options;
+  options.clock = clock.fn();
+  options.shards = 4;
+  options.max_keys = 100;
+  auto backend = std::make_shared<memory::memory_backend>(options);
+  limiter l(backend);
+  const policy day("day", algorithm::sliding_log, 1, 24h), second("second", algorithm::gcra, 5, 1s);
+  ASSERT_TRUE(l.check("victim", day).decision.allowed);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(l.check("k" + std::to_string(i), second).decision.allowed);
+  EXPECT_LE(backend->size(), 100u);
+  EXPECT_GE(backend->size(), 50u) << "evicts a fraction at a time, not everything";
+  EXPECT_FALSE(l.check("victim", day).decision.allowed) << "the longest-lived state was evicted";
+  const auto stats = backend->stats();
+  EXPECT_EQ(stats.keys, backend->size());
+  EXPECT_GE(stats.evictions, 900u);
+}
+
+TEST(memory_backend, max_keys_comes_from_the_url) {
+  auto b = make_backend("memory://?max_keys=3");
+  limiter l(b);
+  const policy p("p", algorithm::fixed_window, 1, 1h);
+  for (int i = 0; i < 50; ++i) l.check("k" + std::to_string(i), p);
+  EXPECT_LE(b->stats().keys, 3u);
+  for (const char* bad : {"memory://?max_keys=0", "memory://?max_keys=x", "memory://?max_keys=",
+                          "memory://?keys=3", "memory://?max_keys=3&max_keys=4"})
+    EXPECT_THROW(make_backend(bad), config_error) << bad;
+  EXPECT_NE(make_backend("memory://"), nullptr);
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -25,8 +25,11 @@ std::string storage_key(const policy& p, std::string_view key) {
 
 memory_backend::memory_backend(memory_options options) : options_(std::move(options)) {
   if (options_.max_keys < 1) throw config_error("memory_options: max_keys must be at least 1");
-  const std::size_t n = std::bit_ceil(std::max<std::size_t>(options_.shards, 1));
-  max_per_shard_ = std::max<std::size_t>(1, options_.max_keys / n);
+  // No more shards than keys, so that every shard's share is at least 1 and they sum to at
+  // most max_keys.
+  const std::size_t n = std::min(std::bit_ceil(std::max<std::size_t>(options_.shards, 1)),
+                                 std::bit_floor(options_.max_keys));
+  max_per_shard_ = options_.max_keys / n;
   shards_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) shards_.push_back(std::make_unique<shard>());
 }

@@ -25,7 +25,8 @@ void validate_options(const redis_options& o) {
   if (o.reconnect_backoff_min.count() < 1) fail("reconnect_backoff_min must be at least 1 ms");
   if (o.reconnect_backoff_max < o.reconnect_backoff_min)
     fail("reconnect_backoff_max must not be below reconnect_backoff_min");
-  if (o.max_reply_size < 64) fail("max_reply_size must be at least 64 bytes");
+  // HELLO's reply at connect (~160 bytes) must fit.
+  if (o.max_reply_size < 256) fail("max_reply_size must be at least 256 bytes");
   if (o.max_writes_in_flight < 1) fail("max_writes_in_flight must be at least 1");
   if (o.max_batch_items < 1 || o.max_batch_items > 1024)
     fail("max_batch_items must be from 1 to 1024");

@@ -263,7 +263,7 @@ TEST_F(redis_backend_test, busy_and_oom_replies_map_to_their_codes) {
 
 TEST_F(redis_backend_test, a_reply_over_max_reply_size_is_a_protocol_error) {
   backend_options o = redis_options_for(unique_prefix("cap"), fixed_clock());
-  o.redis.max_reply_size = 64;  // one decision (~40 bytes) fits; sixteen do not
+  o.redis.max_reply_size = 256;  // one decision (~30 bytes) fits; sixteen do not
   limiter l{redis_->url(), o};
   const policy p{"p", algorithm::fixed_window, 1000, 1min};
   std::vector<std::string> keys;

@@ -16,7 +16,8 @@ using namespace std::chrono_literals;
 const policy p{"p", algorithm::gcra, 10, 1s};
 
 // Waits until last_error() contains `text`; returns what it said last.
-std::string wait_error(const backend& b, std::string_view text, std::chrono::milliseconds limit = 5s) {
+std::string wait_error(const backend& b, std::string_view text,
+                       std::chrono::milliseconds limit = 5s) {
   const auto until = std::chrono::steady_clock::now() + limit;
   std::string e;
   while ((e = b.last_error()).find(text) == std::string::npos &&
@@ -79,10 +80,20 @@ TEST(misconfigured_redis, noperm_on_evalsha_is_not_ready_until_fixed) {
 // the version check (HELLO).
 TEST(misconfigured_redis, the_documented_acl_user_runs_every_algorithm) {
   redis_server redis;
-  redis.command({"ACL", "SETUSER", "floodgate", "on", ">s3cret", "~floodgate:*", "resetchannels",
-                 "-@all", "+evalsha", "+eval", "+script|load", "+del", "+auth", "+select",
-                 "+hello", "+cluster|slots", "+asking", "+time", "+get", "+set", "+zadd",
-                 "+zcard", "+zrange", "+zrank", "+zrem", "+zremrangebyscore", "+pexpire"});
+  redis.command({"ACL",           "SETUSER",
+                 "floodgate",     "on",
+                 ">s3cret",       "~floodgate:*",
+                 "resetchannels", "-@all",
+                 "+evalsha",      "+eval",
+                 "+script|load",  "+del",
+                 "+auth",         "+select",
+                 "+hello",        "+cluster|slots",
+                 "+asking",       "+time",
+                 "+get",          "+set",
+                 "+zadd",         "+zcard",
+                 "+zrange",       "+zrank",
+                 "+zrem",         "+zremrangebyscore",
+                 "+pexpire"});
   backend_options o;
   o.redis.timeout = 2s;
   limiter l{"redis://floodgate:s3cret@127.0.0.1:" + std::to_string(redis.port()), o};

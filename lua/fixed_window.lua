@@ -10,7 +10,7 @@ local function fixed_window(key, now, l, w, b, cost, out, at)
   local until_next = i * w + w - now
   if cost > l then
     put(out, at, false, l, l - q, q > 0 and until_next or 0, -1)
-  elseif q + cost > l then
+  elseif cost > 0 and q + cost > l then  -- a peek is never denied
     put(out, at, false, l, l - q, q > 0 and until_next or 0, until_next)
   else
     q = q + cost

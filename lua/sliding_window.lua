@@ -15,7 +15,7 @@ local function sliding_window(key, now, l, w, b, cost, out, at)
   end
   local e = now - ws
   local used = cur - floor_div(-prev * (w - e), w)
-  if cost <= l and used + cost <= l then
+  if cost == 0 or (cost <= l and used + cost <= l) then  -- a peek is never denied
     local cur2 = cur + cost
     local reset = 0
     if cur2 > 0 then

@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <charconv>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "config.hpp"
 #include "config_store.hpp"
@@ -200,6 +203,32 @@ std::size_t connection_budget(std::size_t wanted) {
   return budget;
 }
 
+// Tells the operator why the backend fails, in the server's own words (WRONGPASS, NOPERM, a
+// bad db index, an unresolvable host, a Redis too old): at start-up, then whenever the reason
+// changes or clears. Polled once a second, so a flapping reason costs one line a second at
+// most; calls themselves log nothing of it.
+std::jthread watch_backend(std::shared_ptr<floodgate::limiter> limiter) {
+  return std::jthread([limiter = std::move(limiter)](std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any wake;
+    std::string told;
+    auto& b = limiter->get_backend();
+    while (!stop.stop_requested()) {
+      std::string now = b.last_error();
+      if (now != told) {
+        if (!now.empty())
+          spdlog::error("msg=\"backend failing\" backend={} ready={} error={}", b.kind(),
+                        b.healthy(), quote(now));
+        else
+          spdlog::info("msg=\"backend answering again\" backend={}", b.kind());
+        told = std::move(now);
+      }
+      std::unique_lock lock(m);
+      wake.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+    }
+  });
+}
+
 void setup_logging(spdlog::level::level_enum level) {
   auto logger = spdlog::stderr_logger_mt("floodgated");
   logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
@@ -280,6 +309,12 @@ int main(int argc, char** argv) {
              "Instances sharing the backend, as local mode divides limits (heartbeats or "
              "--instances).",
              static_cast<std::uint64_t>(local.instances));
+      family("floodgate_backend_keys", "gauge",
+             "Keys the memory backend holds now (at most max_keys).", s.keys);
+      family("floodgate_backend_evictions_total", "counter",
+             "Live keys the memory backend dropped at max_keys (each starts again at full "
+             "capacity).",
+             s.evictions);
     });
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
     if (f.envoy.enabled())
@@ -301,6 +336,7 @@ int main(int argc, char** argv) {
       }
     };
     const auto drain = options.drain_timeout;
+    const auto watch = watch_backend(limiter);
     server srv(std::move(options), std::move(limiter), store, stats, reload);
     const int code = srv.run();
     if (envoy_api) envoy_api->shutdown(drain);

@@ -1,5 +1,6 @@
 // The one way in: every backend is built from a URL here.
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <string>
 
@@ -15,9 +16,31 @@ std::chrono::milliseconds system_now() noexcept {
       std::chrono::system_clock::now().time_since_epoch());
 }
 
+namespace {
+
+// memory://?max_keys=N: the only option of the memory backend.
+memory_options memory_url_options(std::string_view url, memory_options o) {
+  const auto question = url.find('?');
+  if (question == std::string_view::npos) return o;
+  const std::string_view query = url.substr(question + 1);
+  constexpr std::string_view name = "max_keys=";
+  std::size_t n = 0;
+  const std::string_view value = query.substr(std::min(query.size(), name.size()));
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (!query.starts_with(name) || value.empty() || ec != std::errc{} ||
+      end != value.data() + value.size() || n < 1)
+    throw config_error("backend URL '" + std::string(url) +
+                       "': the memory backend takes one option, max_keys=N with N >= 1");
+  o.max_keys = n;
+  return o;
+}
+
+}  // namespace
+
 std::shared_ptr<backend> make_backend(std::string_view url, const backend_options& options) {
-  if (url == "memory://" || url == "memory:" || url == "memory")
-    return std::make_shared<memory::memory_backend>(options.memory);
+  const std::string_view base = url.substr(0, url.find('?'));
+  if (base == "memory://" || base == "memory:" || base == "memory")
+    return std::make_shared<memory::memory_backend>(memory_url_options(url, options.memory));
   std::string scheme(url.substr(0, url.find("://")));
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (scheme == "rediss+sentinel")

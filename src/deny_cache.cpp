@@ -4,6 +4,8 @@
 #include <bit>
 #include <functional>
 
+#include "core/state_unit.hpp"
+
 namespace floodgate::detail {
 namespace {
 
@@ -21,7 +23,8 @@ deny_cache::deny_cache(std::size_t max_entries, std::int64_t max_age, std::int64
 }
 
 bool same_state(const policy& a, const policy& b) noexcept {
-  return a.algo() == b.algo() && a.name() == b.name();
+  return a.algo() == b.algo() && a.name() == b.name() &&
+         core::state_unit(a).view() == core::state_unit(b).view();
 }
 
 std::uint64_t deny_cache::hash(std::string_view key, const policy& p) noexcept {

@@ -26,8 +26,9 @@
 
 namespace floodgate::detail {
 
-// True when `a` and `b` name one state: the backends key a state by policy name and
-// algorithm (and caller key), not by the limits, which may change between deployments.
+// True when `a` and `b` name one state: the backends key a state by policy name, algorithm
+// and the units its numbers are in (core/state_unit.hpp), and caller key; not by the limits,
+// which may change between deployments.
 bool same_state(const policy& a, const policy& b) noexcept;
 
 class deny_cache {

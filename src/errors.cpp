@@ -27,6 +27,7 @@ class category final : public std::error_category {
       case errc::server_error: return "backend replied with an error";
       case errc::protocol_error: return "backend reply could not be parsed";
       case errc::shutting_down: return "backend is shutting down";
+      case errc::internal_error: return "backend failed internally (an exception, e.g. out of memory)";
     }
     return "unknown floodgate error";
   }

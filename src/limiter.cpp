@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <optional>
+#include <vector>
 #include <string>
 
 #include "deny_cache.hpp"
@@ -12,25 +14,30 @@
 namespace floodgate {
 namespace {
 
-// Waits for a handler that may complete inline (memory backend) or on another thread.
+// Waits for a handler that may complete inline (memory backend) or on another thread. The
+// handler shares the state: it may still be inside notify_one when the waiter, woken by the
+// store, returns and is destroyed, so the atomic must not live in the waiter's frame.
 template <class T>
 class waiter {
  public:
   auto handler() {
-    return [this](T value) {
-      value_.emplace(std::move(value));
-      done_.store(true, std::memory_order_release);
-      done_.notify_one();
+    return [state = state_](T value) {
+      state->value.emplace(std::move(value));
+      state->done.store(true, std::memory_order_release);
+      state->done.notify_one();
     };
   }
   T get() {
-    done_.wait(false, std::memory_order_acquire);
-    return std::move(*value_);
+    state_->done.wait(false, std::memory_order_acquire);
+    return std::move(*state_->value);
   }
 
  private:
-  std::optional<T> value_;
-  std::atomic<bool> done_{false};
+  struct shared {
+    std::optional<T> value;
+    std::atomic<bool> done{false};
+  };
+  std::shared_ptr<shared> state_ = std::make_shared<shared>();
 };
 
 // What a backend failure means for one policy: its failure mode decides.
@@ -98,6 +105,32 @@ check_result local_mode_result(detail::local_mode& lm, const check_item& item,
 
 bool same_state(const check_item& a, const check_item& b) {
   return a.key == b.key && detail::same_state(*a.policy, *b.policy);
+}
+
+// One backend call's caller: answered exactly once, by the backend's reply or, if the backend
+// throws instead (std::bad_alloc building the call), by an internal_error that the failure
+// mode applies to. Shared by the backend's handler and the throwing frame; it replaces the
+// handler the lambda would capture anyway, so it costs no extra allocation.
+template <class Result, class OnFailure>
+struct pending_call {
+  pending_call(std::function<void(Result)> h, OnFailure f)
+      : handler(std::move(h)), on_failure(std::move(f)) {}
+  std::function<void(Result)> handler;
+  OnFailure on_failure;  // what the failure mode answers (per item for check_all)
+  std::atomic<bool> answered{false};
+
+  bool claim() noexcept { return !answered.exchange(true, std::memory_order_acq_rel); }
+};
+
+// Runs `call_backend`; an exception from it is answered as `failed` unless the handler ran.
+// Handlers must not throw (limiter.hpp): one that does is not answered twice either.
+template <class Pending, class Call, class Failed>
+void guarded(const std::shared_ptr<Pending>& pending, Call&& call_backend, Failed&& failed) {
+  try {
+    call_backend();
+  } catch (...) {
+    if (pending->claim()) failed();
+  }
 }
 
 }  // namespace
@@ -220,23 +253,35 @@ void limiter::async_check_all(std::span<const check_item> items,
       handler(std::move(r));
     };
   }
-  backend_->async_check(items, [on_failure = failure_decisions(items),
-                                handler = std::move(handler)](backend_reply reply) mutable {
+  auto pending =
+      std::make_shared<pending_call<multi_check_result, std::vector<decision>>>(
+      std::move(handler), failure_decisions(items));
+  auto answer = [pending](backend_reply reply) {
+    if (!pending->claim()) return;
     multi_check_result r;
-    if (!reply.error && reply.decisions.size() != on_failure.size())
+    if (!reply.error && reply.decisions.size() != pending->on_failure.size())
       reply.error = errc::protocol_error;
     if (reply.error) {
       r.outcome = failed_outcome(reply.error);
       r.error = reply.error;
-      if (r.outcome == outcome::backend_error) r.decisions = std::move(on_failure);
+      if (r.outcome == outcome::backend_error) r.decisions = pending->on_failure;
     } else {
       r.decisions = std::move(reply.decisions);
       bool all = true;
       for (const auto& d : r.decisions) all = all && d.allowed;
       r.outcome = all ? outcome::allowed : outcome::over_limit;
     }
-    handler(std::move(r));
-  });
+    pending->handler(std::move(r));
+  };
+  guarded(
+      pending, [&] { backend_->async_check(items, answer); },
+      [&] {
+        multi_check_result r;
+        r.outcome = outcome::backend_error;
+        r.error = errc::internal_error;
+        r.decisions = pending->on_failure;
+        pending->handler(std::move(r));
+      });
 }
 
 // One item without check_all's containers: it is the hot path.
@@ -263,33 +308,51 @@ void limiter::async_check(std::string_view key, const policy& p, std::int64_t co
       handler(std::move(r));
     };
   }
-  if (!deny_cache_ || cost == 0 || p.local_denials() == local_denials::off) {
-    return backend_->async_check(
-        std::span(&item, 1),
-        [on_failure = failure_decision(p), handler = std::move(handler)](backend_reply reply) {
-          handler(single_result(reply, on_failure));
-        });
-  }
   // Read before sending: the backend decides at some later instant, so a countdown from here
   // ends no later than its retry time.
-  const std::int64_t sent = steady_now();
-  if (auto d = deny_cache_->find(key, p, cost, sent)) {
-    check_result r;
-    r.outcome = outcome::over_limit;
-    r.decision = *d;
-    r.local = true;
-    return handler(r);
+  const bool remember = deny_cache_ && cost > 0 && p.local_denials() == local_denials::on;
+  const std::int64_t sent = remember ? steady_now() : 0;
+  if (remember) {
+    if (auto d = deny_cache_->find(key, p, cost, sent)) {
+      check_result r;
+      r.outcome = outcome::over_limit;
+      r.decision = *d;
+      r.local = true;
+      return handler(r);
+    }
+  }
+  auto pending = std::make_shared<pending_call<check_result, decision>>(std::move(handler),
+                                                                      failure_decision(p));
+  auto thrown = [&] {
+    backend_reply reply;
+    reply.error = errc::internal_error;
+    pending->handler(single_result(reply, pending->on_failure));
+  };
+  if (!remember) {
+    return guarded(
+        pending,
+        [&] {
+          backend_->async_check(std::span(&item, 1), [pending](backend_reply reply) {
+            if (pending->claim()) pending->handler(single_result(reply, pending->on_failure));
+          });
+        },
+        thrown);
   }
   // The key and policy are copied: a denial must be remembered after the caller's are gone.
-  backend_->async_check(
-      std::span(&item, 1),
-      [on_failure = failure_decision(p), handler = std::move(handler), cache = deny_cache_,
-       key = std::string(key), p, cost, sent, epoch = deny_cache_->epoch()](backend_reply reply) {
-        check_result r = single_result(reply, on_failure);
-        if (r.outcome == outcome::allowed || r.outcome == outcome::over_limit)
-          cache->learn(key, p, cost, sent, epoch, r.decision);
-        handler(r);
-      });
+  guarded(
+      pending,
+      [&] {
+        backend_->async_check(
+            std::span(&item, 1), [pending, cache = deny_cache_, key = std::string(key), p, cost,
+                                  sent, epoch = deny_cache_->epoch()](backend_reply reply) {
+              if (!pending->claim()) return;
+              check_result r = single_result(reply, pending->on_failure);
+              if (r.outcome == outcome::allowed || r.outcome == outcome::over_limit)
+                cache->learn(key, p, cost, sent, epoch, r.decision);
+              pending->handler(r);
+            });
+      },
+      thrown);
 }
 
 multi_check_result limiter::check_all(std::span<const check_item> items) {

@@ -40,8 +40,8 @@ struct backend_reply {
   std::vector<decision> decisions;
 };
 
-// Counters for metrics, monotonic since the backend was built (a gauge where noted). Only a
-// Redis Cluster backend has non-zero ones so far.
+// Counters for metrics, monotonic since the backend was built (a gauge where noted); each
+// backend fills the ones that apply to it.
 struct backend_stats {
   std::uint64_t redirections = 0;    // MOVED and ASK replies followed
   std::uint64_t failovers_seen = 0;  // slot-map refreshes in which a master lost all its slots
@@ -50,6 +50,8 @@ struct backend_stats {
   std::uint64_t script_reloads = 0;  // SCRIPT LOADs after NOSCRIPT (restart, failover, FLUSH)
   std::uint64_t nodes_retired = 0;   // Cluster nodes dropped after leaving the slot map
   std::uint64_t nodes_known = 0;     // gauge: Cluster nodes connected to (or connecting) now
+  std::uint64_t keys = 0;            // gauge, memory backend: keys held now
+  std::uint64_t evictions = 0;       // memory backend: live keys dropped at max_keys
 };
 
 using backend_handler = std::function<void(backend_reply)>;
@@ -66,8 +68,14 @@ class backend {
   // Forgets the state of (key, policy): the next check sees full capacity.
   virtual void async_reset(std::string_view key, const policy& p, reset_handler handler) = 0;
 
-  // Whether the backend can currently reach its store (for readiness probes); cheap.
+  // Whether the backend can currently serve calls (for readiness probes); cheap. False also
+  // while calls fail for a reason that will not heal by itself (a Redis ACL without EVALSHA).
   virtual bool healthy() const noexcept = 0;
+
+  // Why connecting or calls failed most recently, with the server's own words (WRONGPASS,
+  // NOPERM, a bad db index, an unresolvable host, a Redis too old), for logs; empty when
+  // nothing failed since the backend last connected and answered. From any thread.
+  virtual std::string last_error() const { return {}; }
 
   // A short name for logs and metrics: "memory", "redis", "redis-cluster".
   virtual std::string_view kind() const noexcept = 0;

@@ -31,6 +31,7 @@ enum class errc {
   server_error,        // any other error reply
   protocol_error,      // a reply we could not parse, or over the size/depth caps
   shutting_down,       // the backend is being destroyed
+  internal_error,      // the backend threw (e.g. std::bad_alloc): answered, never thrown
 };
 
 const std::error_category& error_category() noexcept;

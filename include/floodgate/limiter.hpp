@@ -8,7 +8,9 @@
 // Threading: a limiter may be used from many threads at once. One async core; the sync calls
 // wait on it (so never call a sync member from inside a completion handler). Handlers of the
 // async calls may run on the caller's stack (memory backend, invalid requests) or on a backend
-// thread, and must not block. The strings passed in need only live until the call returns.
+// thread, and must not block or throw. Each handler is called exactly once, also when the
+// backend throws (std::bad_alloc): that is a backend error (errc::internal_error). The
+// strings passed in need only live until the call returns.
 #pragma once
 
 #include <cstdint>

@@ -27,6 +27,11 @@ struct memory_options {
   // How often a shard drops state that no longer matters (expired), at the latest. A shard
   // also sweeps when it has doubled in size since its last sweep, so memory stays bounded.
   std::chrono::milliseconds sweep_interval = 1s;
+  // Keys held at most (each shard holds its share), so a flood of distinct keys cannot grow
+  // memory without bound (~200 bytes a key for the O(1) algorithms). At the bound a shard drops
+  // its expired keys, then the ones closest to expiry, down to 7/8 of its share: an evicted
+  // key starts again at full capacity, like a reset (docs/operations.md). memory://?max_keys=N.
+  std::size_t max_keys = 1'000'000;
 };
 
 // TLS to Redis (a rediss:// URL). Files are PEM. Redis asks clients for a certificate unless

@@ -14,7 +14,7 @@ decision decide(const fixed_window_state& s, std::int64_t now, const params& p, 
   const std::int64_t q = count_now(s, ws);
   const std::int64_t until_next = ws + p.window - now;
   if (cost > p.limit) return make_decision(false, p.limit, p.limit - q, q > 0 ? until_next : 0, -1);
-  const bool allowed = q + cost <= p.limit;
+  const bool allowed = cost == 0 || q + cost <= p.limit;  // a peek is never denied
   const std::int64_t q2 = q + (allowed ? cost : 0);
   return make_decision(allowed, p.limit, p.limit - q2, q2 > 0 ? until_next : 0,
                        allowed ? 0 : until_next);

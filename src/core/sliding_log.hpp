@@ -1,5 +1,5 @@
-// sliding_log: the exact log of admissions, one entry per admitted cost unit
-// (docs/algorithms.md). O(limit) state. Same three functions as fixed_window.hpp.
+// sliding_log: the exact log of admissions, one entry per millisecond that admitted something
+// (docs/algorithms.md). Same three functions as fixed_window.hpp.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,14 @@
 
 namespace floodgate::core {
 
+struct sliding_log_entry {
+  std::int64_t time;   // when (admissions of one millisecond share an entry)
+  std::int64_t total;  // cost admitted by the log up to and including this entry
+};
+
 struct sliding_log_state {
-  std::deque<std::int64_t> entries;  // admission timestamps, ascending
+  std::deque<sliding_log_entry> entries;  // times ascending, totals increasing
+  std::int64_t base = 0;                  // the total before the first entry
 };
 
 decision decide(const sliding_log_state& s, std::int64_t now, const params& p, std::int64_t cost);

@@ -22,7 +22,7 @@ decision decide(const sliding_window_state& s, std::int64_t now, const params& p
   const auto [ws, prev, cur] = counts_now(s, now, w);
   const std::int64_t e = now - ws;
   const std::int64_t used = cur + ceil_div(prev * (w - e), w);
-  const bool allowed = cost <= l && used + cost <= l;
+  const bool allowed = cost == 0 || (cost <= l && used + cost <= l);  // a peek: never denied
   const std::int64_t cur2 = cur + (allowed ? cost : 0);
   const std::int64_t reset = cur2 > 0 ? ws + 2 * w - now : (prev > 0 ? ws + w - now : 0);
   std::int64_t retry = 0;

@@ -4,15 +4,17 @@
 #include <bit>
 #include <functional>
 
+#include "core/state_unit.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::memory {
 
 void assign_storage_key(std::string& out, const policy& p, std::string_view key) {
   const auto algo = to_string(p.algo());
+  const core::state_unit unit(p);  // its units: a state is never read in others'
   out.clear();
-  out.reserve(p.name().size() + algo.size() + key.size() + 2);
-  out.append(p.name()).append(":").append(algo).append(":").append(key);
+  out.reserve(p.name().size() + algo.size() + unit.view().size() + key.size() + 2);
+  out.append(p.name()).append(":").append(algo).append(unit.view()).append(":").append(key);
 }
 
 std::string storage_key(const policy& p, std::string_view key) {
@@ -22,7 +24,12 @@ std::string storage_key(const policy& p, std::string_view key) {
 }
 
 memory_backend::memory_backend(memory_options options) : options_(std::move(options)) {
-  const std::size_t n = std::bit_ceil(std::max<std::size_t>(options_.shards, 1));
+  if (options_.max_keys < 1) throw config_error("memory_options: max_keys must be at least 1");
+  // No more shards than keys, so that every shard's share is at least 1 and they sum to at
+  // most max_keys.
+  const std::size_t n = std::min(std::bit_ceil(std::max<std::size_t>(options_.shards, 1)),
+                                 std::bit_floor(options_.max_keys));
+  max_per_shard_ = options_.max_keys / n;
   shards_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) shards_.push_back(std::make_unique<shard>());
 }
@@ -43,6 +50,36 @@ void memory_backend::maybe_sweep(shard& s, std::int64_t now) {
   std::erase_if(s.entries, [now](const auto& kv) { return kv.second.expires_at <= now; });
   s.size_after_sweep = s.entries.size();
   s.next_sweep = now + options_.sweep_interval.count();
+}
+
+// Called with the shard locked, before a call's lookups (so no entry it holds can go). The
+// expired keys go first, then the ones closest to expiry, which hold the least state: each
+// evicted key starts again at full capacity. Down to 7/8 of the share, so a flood of new keys
+// pays O(1) per key.
+void memory_backend::make_room(shard& s, std::size_t adding, std::int64_t now) {
+  if (s.entries.size() + adding <= max_per_shard_) return;
+  std::erase_if(s.entries, [now](const auto& kv) { return kv.second.expires_at <= now; });
+  s.size_after_sweep = s.entries.size();
+  const std::size_t target = max_per_shard_ - std::min(max_per_shard_, max_per_shard_ / 8 + adding);
+  if (s.entries.size() <= target) return;
+  std::vector<std::int64_t> expiries;
+  expiries.reserve(s.entries.size());
+  for (const auto& kv : s.entries) expiries.push_back(kv.second.expires_at);
+  const std::size_t drop = s.entries.size() - target;
+  std::nth_element(expiries.begin(), expiries.begin() + static_cast<std::ptrdiff_t>(drop - 1),
+                   expiries.end());
+  const std::int64_t cutoff = expiries[drop - 1];
+  std::size_t dropped = 0;
+  for (auto it = s.entries.begin(); it != s.entries.end() && dropped < drop;) {
+    if (it->second.expires_at <= cutoff) {
+      it = s.entries.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  s.size_after_sweep = s.entries.size();
+  evictions_.fetch_add(dropped, std::memory_order_relaxed);
 }
 
 memory_backend::entry* memory_backend::live_entry(shard& s, const std::string& key,
@@ -75,6 +112,7 @@ backend_reply memory_backend::check_one(const check_item& item, std::int64_t now
   backend_reply reply;
   reply.decisions.reserve(1);
   std::lock_guard lock(s.mutex);
+  make_room(s, 1, now);
   entry* found = live_entry(s, key, now);
   const decision d = decide(found, item, now);
   if (d.allowed) commit(s, key, found, item, now);
@@ -101,6 +139,7 @@ backend_reply memory_backend::check(std::span<const check_item> items) {
   std::vector<std::unique_lock<std::mutex>> locks;
   locks.reserve(locked.size());
   for (shard* s : locked) locks.emplace_back(s->mutex);
+  for (shard* s : locked) make_room(*s, items.size(), t);
 
   // All decided against the state before the call; all committed only if all are allowed.
   // (Entry pointers stay valid across inserts: the map's nodes never move.)
@@ -121,7 +160,13 @@ backend_reply memory_backend::check(std::span<const check_item> items) {
 }
 
 void memory_backend::async_check(std::span<const check_item> items, backend_handler handler) {
-  handler(check(items));
+  backend_reply reply;
+  try {
+    reply = check(items);
+  } catch (const std::exception&) {  // std::bad_alloc: answered, never thrown at the caller
+    reply = {make_error_code(errc::internal_error), {}};
+  }
+  handler(std::move(reply));
 }
 
 void memory_backend::async_reset(std::string_view key, const policy& p, reset_handler handler) {
@@ -141,6 +186,13 @@ std::size_t memory_backend::size() const {
     n += s->entries.size();
   }
   return n;
+}
+
+backend_stats memory_backend::stats() const noexcept {
+  backend_stats out;
+  out.keys = size();
+  out.evictions = evictions_.load(std::memory_order_relaxed);
+  return out;
 }
 
 }  // namespace floodgate::memory

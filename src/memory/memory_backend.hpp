@@ -4,6 +4,7 @@
 // memory_options::sweep_interval), so memory follows the live keys, not every key ever seen.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,7 @@ class memory_backend final : public backend {
   backend_reply check(std::span<const check_item> items);
   // Keys currently held (for tests and metrics).
   std::size_t size() const;
+  backend_stats stats() const noexcept override;
 
  private:
   struct entry {
@@ -54,9 +56,13 @@ class memory_backend final : public backend {
   static void commit(shard& s, const std::string& key, entry* found, const check_item& item,
                      std::int64_t now);
   void maybe_sweep(shard& s, std::int64_t now);
+  // With `s` locked: room for `adding` more keys within the shard's share of max_keys.
+  void make_room(shard& s, std::size_t adding, std::int64_t now);
 
   memory_options options_;
+  std::size_t max_per_shard_;
   std::vector<std::unique_ptr<shard>> shards_;
+  std::atomic<std::uint64_t> evictions_{0};
 };
 
 // The storage key of (policy, caller key): unambiguous because policy names hold no ':'.

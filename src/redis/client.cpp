@@ -1,6 +1,8 @@
 #include "redis/client.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <string>
 
 #include "floodgate/errors.hpp"
 #include "redis/connection.hpp"
@@ -23,7 +25,8 @@ void validate_options(const redis_options& o) {
   if (o.reconnect_backoff_min.count() < 1) fail("reconnect_backoff_min must be at least 1 ms");
   if (o.reconnect_backoff_max < o.reconnect_backoff_min)
     fail("reconnect_backoff_max must not be below reconnect_backoff_min");
-  if (o.max_reply_size < 64) fail("max_reply_size must be at least 64 bytes");
+  // HELLO's reply at connect (~160 bytes) must fit.
+  if (o.max_reply_size < 256) fail("max_reply_size must be at least 256 bytes");
   if (o.max_writes_in_flight < 1) fail("max_writes_in_flight must be at least 1");
   if (o.max_batch_items < 1 || o.max_batch_items > 1024)
     fail("max_batch_items must be from 1 to 1024");
@@ -58,10 +61,33 @@ class client::impl final : public connection_owner,
 
   void shutdown() { worker_.shutdown(); }
 
-  bool healthy() const noexcept { return ready_.load(std::memory_order_relaxed) > 0; }
+  bool healthy() const noexcept {
+    return ready_.load(std::memory_order_relaxed) > 0 && !lasting_.load(std::memory_order_relaxed);
+  }
 
   void readiness_changed(connection&, bool ready) override {
     ready_.fetch_add(ready ? 1 : -1, std::memory_order_relaxed);
+  }
+
+  void problem(const std::string& why, bool lasting) override {
+    std::lock_guard lock(error_mutex_);
+    last_error_ = why;
+    has_error_.store(true, std::memory_order_relaxed);
+    if (lasting) lasting_.store(true, std::memory_order_relaxed);
+  }
+
+  void call_succeeded() noexcept override {
+    if (!lasting_.load(std::memory_order_relaxed) && !has_error_.load(std::memory_order_relaxed))
+      return;  // the common case: one relaxed load per answer
+    std::lock_guard lock(error_mutex_);
+    last_error_.clear();
+    lasting_.store(false, std::memory_order_relaxed);
+    has_error_.store(false, std::memory_order_relaxed);
+  }
+
+  std::string last_error() const {
+    std::lock_guard lock(error_mutex_);
+    return last_error_;
   }
 
   void redispatch(std::vector<request_ptr> requests) override {
@@ -118,6 +144,10 @@ class client::impl final : public connection_owner,
   io_worker worker_{*this};         // before the connections: its io_context outlives them
   std::vector<std::unique_ptr<connection>> connections_;
   std::atomic<int> ready_{0};
+  mutable std::mutex error_mutex_;
+  std::string last_error_;               // guarded by error_mutex_
+  std::atomic<bool> lasting_{false};     // calls fail for a reason that will not heal itself
+  std::atomic<bool> has_error_{false};   // last_error_ is not empty
   std::atomic<std::uint64_t> script_reloads_{0};
 };
 
@@ -138,6 +168,10 @@ void client::submit(std::unique_ptr<request> r) {
 
 bool client::healthy() const noexcept {
   return impl_->healthy();
+}
+
+std::string client::last_error() const {
+  return impl_->last_error();
 }
 
 backend_stats client::stats() const noexcept {

@@ -49,8 +49,10 @@ class client final : public transport {
 
   void submit(std::unique_ptr<request> r) override;
 
-  // True while at least one connection is ready.
+  // True while at least one connection is ready and calls do not fail for a lasting reason
+  // (NOPERM, ...: connection_owner::problem); the next answered call clears that.
   bool healthy() const noexcept override;
+  std::string last_error() const override;
   backend_stats stats() const noexcept override;
 
   class impl;

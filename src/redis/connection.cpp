@@ -1,6 +1,7 @@
 #include "redis/connection.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
@@ -49,6 +50,33 @@ tls_context_result make_tls_context(const tls_options& o) {
 
 void validate_tls_options(const tls_options& o) {
   if (auto made = make_tls_context(o); !made.context) throw config_error("TLS: " + made.error);
+}
+
+// An error reply that will come back on every call until someone changes the server's
+// configuration: an ACL that forbids the scripts or the keys, lost authentication, a command
+// renamed away. Others (BUSY, OOM, a key of another type) concern one moment or one key.
+bool lasting_error(std::string_view text) noexcept {
+  return text.starts_with("NOPERM") || text.starts_with("NOAUTH") ||
+         text.starts_with("WRONGPASS") || text.starts_with("ERR unknown command") ||
+         text.find("NOPERM") != std::string_view::npos;
+}
+
+// HELLO's answer holds "version", "x.y.z": floodgate's scripts start with #!lua (Redis 7.0).
+// Empty when the server will do; a user whom the ACL denies HELLO is not refused for it.
+std::string check_version(const reply& r) {
+  if (r.is_error()) {
+    if (r.error_code() == "NOPERM") return {};
+    return "handshake: HELLO refused (" + r.str + "): floodgate needs Redis >= 7.0";
+  }
+  for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+    if (r.elements[i].str != "version") continue;
+    const std::string& v = r.elements[i + 1].str;
+    int major = 0;
+    std::from_chars(v.data(), v.data() + v.size(), major);
+    if (major >= 7) return {};
+    return "Redis " + v + " is too old: floodgate needs Redis >= 7.0 (its scripts start with #!lua)";
+  }
+  return {};
 }
 
 connection::connection(asio::io_context& io, const connection_config& config,
@@ -156,15 +184,19 @@ void connection::send_handshake(const session_ptr& s) {
     append_command(out, {"SELECT", std::to_string(ep.db)});
     ++commands;
   }
+  // HELLO without a version answers the server's version in the current protocol (RESP2).
+  append_command(out, {"HELLO"});
+  const std::size_t hello_at = commands++;
   for (const script* sc : config_.scripts) {
     append_command(out, {"SCRIPT", "LOAD", sc->source});
     ++commands;
   }
   start_read(s);
-  if (commands == 0) return become_ready();
   handshake_left_ = commands;
   for (std::size_t i = 0; i < commands; ++i)
-    in_flight_.push_back({in_flight::kind::handshake, nullptr, nullptr, request::clock::now()});
+    in_flight_.push_back(
+        {i == hello_at ? in_flight::kind::version : in_flight::kind::handshake, nullptr, nullptr,
+         request::clock::now()});
   writing_ = true;
   write(s, out, [this, s](const error_code& ec, std::size_t) {
     if (s != session_) return;
@@ -184,6 +216,8 @@ void connection::become_ready() {
 }
 
 void connection::connect_failed(std::string why) {
+  owner_.problem(config_.endpoint.host + ":" + std::to_string(config_.endpoint.port) + ": " + why,
+                 false);
   last_error_ = std::move(why);
   close_session();
   in_flight_.clear();  // only handshake entries: calls are written once ready
@@ -457,6 +491,10 @@ void connection::on_reply(reply& r) {
       if (r.is_error()) return connect_failed("handshake: " + r.str);
       if (--handshake_left_ == 0) become_ready();
       return;
+    case in_flight::kind::version:
+      if (auto why = check_version(r); !why.empty()) return connect_failed(std::move(why));
+      if (--handshake_left_ == 0) become_ready();
+      return;
     case in_flight::kind::asking:  // +OK; an error shows up on the call that follows
       return;
     case in_flight::kind::load:
@@ -487,7 +525,10 @@ void connection::on_reply(reply& r) {
 }
 
 void connection::on_call_reply(request_ptr call, reply& r) {
-  if (!r.is_error()) return call->complete({}, &r);
+  if (!r.is_error()) {
+    owner_.call_succeeded();
+    return call->complete({}, &r);
+  }
   // NOSCRIPT means the script did not run, so sending the call again cannot count it twice.
   if (call->script != nullptr && call->noscript_replies < 2 && r.error_code() == "NOSCRIPT") {
     // The first retry is EVALSHA after a SCRIPT LOAD (one per script, however many calls
@@ -503,11 +544,23 @@ void connection::on_call_reply(request_ptr call, reply& r) {
     retries_.push_back(std::move(call));  // written after the SCRIPT LOAD, by the next flush
     return;
   }
+  owner_.problem("call: " + r.str, lasting_error(r.str));
   call->complete(error_for(r), &r);
 }
 
 void connection::on_batch_reply(std::vector<request_ptr> items, reply& r) {
-  if (!r.is_error() || r.error_code() != "NOSCRIPT") return complete_batch(items, r);
+  if (!r.is_error() || r.error_code() != "NOSCRIPT") {
+    // An item's error (its key of another type, or one the ACL forbids) is told like a call's.
+    const reply* failed = r.is_error() ? &r : nullptr;
+    if (!failed && r.kind == reply::type::array)
+      for (std::size_t i = 0; i < r.elements.size(); i += 5)
+        if (r.elements[i].is_error()) failed = &r.elements[i];
+    if (failed)
+      owner_.problem("call: " + failed->str, lasting_error(failed->str));
+    else
+      owner_.call_succeeded();
+    return complete_batch(items, r);
+  }
   // The batch script did not run: as for one call (on_call_reply), load it and send the
   // items again; they may form other batches, and go as EVAL after a second NOSCRIPT.
   const script* s = &batch_script();

@@ -59,6 +59,12 @@ class connection_owner {
   virtual void redispatch(std::vector<request_ptr> requests) = 0;
   // A script met NOSCRIPT and is being loaded again (for metrics).
   virtual void script_reloaded() noexcept {}
+  // Why connecting failed (the server's own words for a refused handshake: WRONGPASS, a bad
+  // db index, a Redis too old), or why a call failed in a way that will not heal by itself
+  // (`lasting`: NOPERM, an unknown command). For logs and readiness.
+  virtual void problem(const std::string& /*why*/, bool /*lasting*/) {}
+  // A call was answered without an error: whatever was lasting has been fixed.
+  virtual void call_succeeded() noexcept {}
 
  protected:
   ~connection_owner() = default;
@@ -123,7 +129,7 @@ class connection {
 
   // What a reply in flight answers.
   struct in_flight {
-    enum class kind { handshake, load, call, asking, batch };
+    enum class kind { handshake, version, load, call, asking, batch };
     in_flight(kind w, request_ptr c, const script* l, request::clock::time_point t = {})
         : what(w), call(std::move(c)), loaded(l), written(t) {}
 

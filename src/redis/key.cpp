@@ -1,5 +1,6 @@
 #include "redis/key.hpp"
 
+#include "core/state_unit.hpp"
 #include "redis/sha256.hpp"
 
 namespace floodgate::redis {
@@ -7,13 +8,14 @@ namespace {
 
 constexpr std::size_t hashed_size = 1 + 64;  // '#' and 64 hex digits
 
-// The algorithm's part of the key. The O(1) algorithms keep their state as one string value
-// under a short code: a key of at most 44 bytes with an integer value is 88 bytes of Redis
-// memory, one of 45 to 60 bytes is 104 (docs/algorithms.md, "Redis representation"). The codes
-// also keep an older floodgate's hash state (under the full names) apart from the new layout.
+// The algorithm's part of the key: a short code, so a key of at most 44 bytes with an integer
+// value is 88 bytes of Redis memory, one of 45 to 60 bytes is 104 (docs/algorithms.md, "Redis
+// representation"). A code changes with its state's layout, so an older floodgate's state is
+// never misread: `sl` replaced `sliding_log` (one member per unit), `gc`/`tb` with units
+// replaced the plain codes, and those replaced the hashes under the full names.
 std::string_view key_code(algorithm a) noexcept {
   switch (a) {
-    case algorithm::sliding_log: return "sliding_log";
+    case algorithm::sliding_log: return "sl";
     case algorithm::sliding_window: return "sw";
     case algorithm::fixed_window: return "fw";
     case algorithm::token_bucket: return "tb";
@@ -33,12 +35,14 @@ std::size_t state_key_size(const key_format& f, const policy& p,
                            std::string_view caller_key) noexcept {
   const std::size_t tag =
       stored_as_hash(caller_key, f.max_plain_key_size) ? hashed_size : caller_key.size();
-  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() + 1 + 1 + tag + 1;
+  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() +
+         core::state_unit(p).view().size() + 1 + 1 + tag + 1;
 }
 
 void append_state_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key) {
-  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo())).append(":{");
+  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo()));
+  out.append(core::state_unit(p).view()).append(":{");
   if (stored_as_hash(caller_key, f.max_plain_key_size))
     out.append("#").append(sha256_hex(caller_key));
   else

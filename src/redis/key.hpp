@@ -1,11 +1,13 @@
 // Where a (policy, caller key) pair lives in Redis (docs/algorithms.md, "Redis
 // representation"):
 //
-//   <prefix><policy name>:<algorithm code>:{<caller key>}      e.g. floodgate:api:gc:{alice}
+//   <prefix><policy name>:<code><units>:{<caller key>}     e.g. floodgate:api:gc600:{alice}
 //
-// The code is `sliding_log`, or for the O(1) algorithms `sw` (sliding_window), `fw`
-// (fixed_window), `tb` (token_bucket), `gc` (gcra): short, so that a state key with a 16-byte
-// caller key and a policy name of up to 12 bytes stays within 44 bytes (88 bytes of memory).
+// The code is `sl` (sliding_log), `sw` (sliding_window), `fw` (fixed_window), `tb`
+// (token_bucket) or `gc` (gcra): short, so that a state key with a 16-byte caller key stays
+// within 44 bytes (88 bytes of memory). token_bucket and gcra add the units their state is
+// kept in (core/state_unit.hpp: the window; the emission interval), so a state is never read
+// under another policy's units.
 //
 // The braces are the Redis Cluster hash tag. A caller key that is longer than
 // max_plain_key_size bytes, contains '{' or '}', or starts with '#' is stored as '#' followed

@@ -47,6 +47,7 @@ class redis_backend final : public backend {
   bool healthy() const noexcept override { return client_->healthy(); }
   std::string_view kind() const noexcept override { return kind_; }
   backend_stats stats() const noexcept override { return client_->stats(); }
+  std::string last_error() const override { return client_->last_error(); }
   bool check_all_needs_one_key() const noexcept override { return cluster_; }
 
   const redis_options& options() const noexcept { return options_; }

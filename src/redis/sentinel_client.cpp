@@ -170,6 +170,11 @@ class sentinel_client::impl : public std::enable_shared_from_this<impl> {
     return current_ && current_->healthy();
   }
 
+  std::string last_error() const {
+    std::lock_guard lock(mutex_);
+    return current_ ? current_->last_error() : std::string();
+  }
+
   backend_stats stats() const noexcept {
     backend_stats s;
     s.redirections = resent_.load(std::memory_order_relaxed);
@@ -370,6 +375,10 @@ void sentinel_client::submit(std::unique_ptr<request> r) {
 
 bool sentinel_client::healthy() const noexcept {
   return impl_->healthy();
+}
+
+std::string sentinel_client::last_error() const {
+  return impl_->last_error();
 }
 
 backend_stats sentinel_client::stats() const noexcept {

@@ -19,6 +19,8 @@ class transport {
   virtual bool healthy() const noexcept = 0;
   // Counters for metrics; a single server has none of the cluster's.
   virtual backend_stats stats() const noexcept { return {}; }
+  // As backend::last_error.
+  virtual std::string last_error() const { return {}; }
 };
 
 // Throws config_error for options that cannot work (no connections, a zero timeout, ...).

@@ -61,14 +61,14 @@ TEST(bad_input, odd_keys_are_stored_under_the_prefix_and_length_capped) {
 
   const auto keys = scan_keys(redis, prefix + "*");
   EXPECT_EQ(keys.size(), odd_keys.size() + 3);
-  const std::size_t longest = prefix.size() + std::string("p:sliding_log:{}").size() + 128;
+  const std::size_t longest = prefix.size() + std::string("p:sl:{}").size() + 128;
   for (const auto& k : keys) {
     EXPECT_TRUE(k.starts_with(prefix));
     EXPECT_LE(k.size(), longest) << "capped: long keys are hashed";
   }
   // Hashed keys are '#' and 64 hex digits inside the tag.
   EXPECT_EQ(
-      redis.command({"EXISTS", prefix + "p:sliding_log:{#" + redis::sha256_hex(odd_keys[19]) + "}"})
+      redis.command({"EXISTS", prefix + "p:sl:{#" + redis::sha256_hex(odd_keys[19]) + "}"})
           .integer,
       1);
 }

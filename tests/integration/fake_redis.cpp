@@ -95,7 +95,13 @@ void fake_redis::serve(int fd) {
         std::lock_guard lock(mutex_);
         commands_.push_back(c);
       }
-      const std::string out = responder_(c);
+      // The handshake's HELLO is answered as a Redis of options_.version would, unless the
+      // responder is told to see it.
+      const std::string out =
+          !c.empty() && c[0] == "HELLO" && !options_.answer_hello
+              ? "*4\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$" +
+                    std::to_string(options_.version.size()) + "\r\n" + options_.version + "\r\n"
+              : responder_(c);
       if (options_.byte_delay.count() > 0) {
         for (char ch : out) {
           if (::send(fd, &ch, 1, MSG_NOSIGNAL) != 1) break;

@@ -30,6 +30,8 @@ class fake_redis {
   struct options {
     bool close_at_once = false;               // accept, then close without reading
     std::chrono::microseconds byte_delay{0};  // send replies a byte at a time, this far apart
+    std::string version = "7.0.0";            // what HELLO answers
+    bool answer_hello = false;                // true: HELLO goes to the responder too
   };
 
   explicit fake_redis(responder r) : fake_redis(std::move(r), options{}) {}

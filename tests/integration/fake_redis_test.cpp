@@ -109,8 +109,8 @@ TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
   ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
   std::vector<std::string> calls;
   const auto all = fake.commands();
-  ASSERT_GT(all.size(), 7u);
-  for (std::size_t i = 7; i < all.size(); ++i)  // after the handshake's seven SCRIPT LOADs
+  ASSERT_GT(all.size(), 8u);
+  for (std::size_t i = 8; i < all.size(); ++i)  // after the handshake's HELLO and seven SCRIPT LOADs
     calls.push_back(fake_redis::is_script_load(all[i]) ? "SCRIPT LOAD" : all[i][0]);
   EXPECT_EQ(calls, (std::vector<std::string>{"EVALSHA", "SCRIPT LOAD", "EVALSHA", "EVAL"}));
   // The EVAL carries the same arguments after the script.

@@ -66,6 +66,14 @@ inline std::vector<std::string> scan_keys(const redis_server& redis, const std::
   return keys;
 }
 
+// The cost a sliding_log key holds: the sum of its members' costs ('<total>:<cost>').
+inline long long sliding_log_units(const redis_server& redis, const std::string& key) {
+  long long sum = 0;
+  for (const auto& m : redis.command({"ZRANGE", key, "0", "-1"}).elements)
+    sum += std::stoll(m.str.substr(m.str.find(':') + 1));
+  return sum;
+}
+
 // Counts completions and wakes a waiter when `expected` have arrived.
 class completion_counter {
  public:

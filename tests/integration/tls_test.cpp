@@ -61,8 +61,8 @@ TEST_F(tls, decisions_over_tls_are_exact_and_land_in_the_same_redis) {
   EXPECT_EQ(admitted, 5);
   // The same server seen over its plain port: the state is there, with its TTL.
   EXPECT_EQ(scan_keys(*redis_, prefix + "*"),
-            std::vector<std::string>{prefix + "p:sliding_log:{alice}"});
-  EXPECT_EQ(redis_->command({"ZCARD", prefix + "p:sliding_log:{alice}"}).integer, 5);
+            std::vector<std::string>{prefix + "p:sl:{alice}"});
+  EXPECT_EQ(sliding_log_units(*redis_, prefix + "p:sl:{alice}"), 5);
 }
 
 TEST_F(tls, the_server_name_may_be_a_host_name_in_the_certificate) {

@@ -58,6 +58,43 @@ std::string check_body(const std::string& rule, const std::string& key) {
   return R"({"rule":")" + rule + R"(","key":")" + key + "\"}";
 }
 
+// Polls until floodgated's log holds `text`; false after `within`.
+bool wait_log(const floodgated_process& fg, std::string_view text,
+              std::chrono::milliseconds within = 5s) {
+  for (auto deadline = clock_type::now() + within; clock_type::now() < deadline;) {
+    if (fg.log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// A misconfigured Redis is loud: the server's own words in the log, and /readyz 503 while
+// every check fails for a reason that will not heal by itself (before: "backend replied with
+// an error" at most, and /readyz 200 with an ACL user without EVALSHA).
+TEST(redis, a_misconfigured_redis_is_logged_in_its_own_words_and_not_ready) {
+  redis_server redis;
+  redis.command({"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "+@all", "-evalsha"});
+  const std::string rules = "rules:\n  - {name: api, algorithm: gcra, limit: 10, window: 1s}\n";
+  const std::string host = "@127.0.0.1:" + std::to_string(redis.port());
+  {
+    floodgated_process::options opts;
+    opts.extra_args = {"--redis", "redis://noscripts:wrong" + host};
+    floodgated_process fg(rules, opts);
+    EXPECT_TRUE(wait_log(fg, "WRONGPASS")) << fg.log();
+    EXPECT_NE(fg.log().find("msg=\"backend failing\""), std::string::npos) << fg.log();
+    EXPECT_EQ(http_request_once(fg.port(), "GET", "/readyz").status, 503);
+  }
+  START_OR_SKIP(fg, rules, "redis://noscripts:pw" + host);  // it connects: ready at first
+  EXPECT_EQ(http_request_once(fg->port(), "POST", "/v1/check", check_body("api", "k")).status, 503);
+  EXPECT_EQ(http_request_once(fg->port(), "GET", "/readyz").status, 503);
+  EXPECT_TRUE(wait_log(*fg, "NOPERM")) << fg->log();
+
+  redis.command({"ACL", "SETUSER", "noscripts", "+evalsha"});
+  EXPECT_EQ(http_request_once(fg->port(), "POST", "/v1/check", check_body("api", "k")).status, 200);
+  EXPECT_TRUE(wait_ready(*fg));
+  EXPECT_TRUE(wait_log(*fg, "backend answering again")) << fg->log();
+}
+
 TEST(redis, floodgated_instances_sharing_redis_hold_the_limit_exactly) {
   redis_server redis;
   const std::string rules = R"(rules:

@@ -158,6 +158,39 @@ TEST_P(algorithm_suite, cost_zero_peeks) {
   EXPECT_EQ(r.decision.retry_after, 0ms);
 }
 
+// A reload that lowered the limit leaves keys above it: a peek still answers, allowed, with
+// nothing remaining (docs/algorithms.md, "Cost").
+TEST_P(algorithm_suite, a_peek_is_allowed_after_the_limit_was_lowered) {
+  const std::string name = unique_name("p");
+  const auto algo = GetParam().algo;
+  // Lowered by the burst where there is one: gcra's rate is its state's unit.
+  const policy high(name, algo, 5, 10s),
+      low = takes_burst(algo) ? policy(name, algo, 5, 10s, 2) : policy(name, algo, 2, 10s);
+  ASSERT_TRUE(check(high, 5).decision.allowed);
+  const auto r = peek(low);
+  EXPECT_EQ(r.outcome, outcome::allowed) << "a peek was denied";
+  EXPECT_EQ(r.decision.remaining, 0);
+  EXPECT_EQ(r.decision.retry_after, 0ms);
+  EXPECT_FALSE(check(low).decision.allowed);
+}
+
+// State is never read in another policy's units (docs/algorithms.md, "Redis representation"):
+// after a reload changed the window, a key that consumed 5 of 10 has 4 to 9 left after one
+// more (9: the change started it afresh), never fewer (a token_bucket level kept in units of
+// 1/window read as 0 before).
+TEST_P(algorithm_suite, a_changed_window_never_misreads_the_state) {
+  for (auto [from, to] : {std::pair{1000ms, 60000ms}, std::pair{60000ms, 1000ms}}) {
+    const std::string name = unique_name("p");
+    const policy before(name, GetParam().algo, 10, from), after(name, GetParam().algo, 10, to);
+    ASSERT_TRUE(check(before, 5).decision.allowed);
+    const auto r = check(after, 1);
+    const std::string what = std::to_string(from.count()) + " ms -> " + std::to_string(to.count());
+    ASSERT_EQ(r.outcome, outcome::allowed) << what;
+    EXPECT_GE(r.decision.remaining, 4) << what;
+    EXPECT_LE(r.decision.remaining, 9) << what;
+  }
+}
+
 TEST_P(algorithm_suite, cost_above_capacity_is_an_invalid_request) {
   const auto p = make(3, 10s);
   const auto r = check(p, 4);

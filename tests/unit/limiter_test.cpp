@@ -28,6 +28,23 @@ class failing_backend final : public backend {
   errc error_;
 };
 
+// A backend that throws from async_check: before completing (out of memory building the
+// call), or after completing inline.
+class throwing_backend final : public backend {
+ public:
+  explicit throwing_backend(bool complete_first) : complete_first_(complete_first) {}
+  void async_check(std::span<const check_item> items, backend_handler h) override {
+    if (complete_first_) h({{}, std::vector<decision>(items.size())});
+    throw std::bad_alloc();
+  }
+  void async_reset(std::string_view, const policy&, reset_handler h) override { h({}); }
+  bool healthy() const noexcept override { return true; }
+  std::string_view kind() const noexcept override { return "throwing"; }
+
+ private:
+  bool complete_first_;
+};
+
 const policy open_policy{"open", algorithm::gcra, 10, 1s, std::nullopt, failure_mode::open};
 const policy closed_policy{"closed", algorithm::sliding_log, 10, 1s};
 
@@ -106,6 +123,33 @@ TEST(limiter, bad_backend_urls_are_rejected_at_construction) {
   EXPECT_THROW(limiter("mongodb://localhost"), config_error);
   EXPECT_THROW(limiter(""), config_error);
   EXPECT_THROW(limiter(std::shared_ptr<backend>{}), config_error);
+}
+
+// A backend exception never escapes: the handler is called exactly once, with an error
+// outcome and the policy's failure mode (before: std::bad_alloc reached the caller, and
+// floodgated dropped the request without an answer).
+TEST(limiter, a_backend_exception_is_a_backend_error_answered_once) {
+  for (bool complete_first : {false, true}) {
+    limiter l(std::make_shared<throwing_backend>(complete_first));
+    int calls = 0;
+    check_result got;
+    EXPECT_NO_THROW(l.async_check("k", closed_policy, 1, [&](check_result r) {
+      ++calls;
+      got = r;
+    }));
+    EXPECT_EQ(calls, 1) << "completed first: " << complete_first;
+    if (!complete_first) {
+      EXPECT_EQ(got.outcome, outcome::backend_error);
+      EXPECT_EQ(got.error, errc::internal_error);
+      EXPECT_FALSE(got.decision.allowed);
+      EXPECT_EQ(l.check("k", open_policy).outcome, outcome::backend_error);
+      EXPECT_TRUE(l.check("k", open_policy).decision.allowed) << "fails open";
+    }
+    int multi_calls = 0;
+    const check_item items[] = {{"k", &closed_policy, 1}, {"k", &open_policy, 1}};
+    EXPECT_NO_THROW(l.async_check_all(items, [&](multi_check_result) { ++multi_calls; }));
+    EXPECT_EQ(multi_calls, 1) << "completed first: " << complete_first;
+  }
 }
 
 }  // namespace

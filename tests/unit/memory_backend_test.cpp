@@ -20,6 +20,20 @@ std::shared_ptr<memory::memory_backend> make_memory(const test_clock& clock) {
   return std::make_shared<memory::memory_backend>(options);
 }
 
+// One sliding_log request of the largest cost a valid policy allows: one log entry, not 10^12
+// (before: std::bad_alloc out of check()).
+TEST(memory_backend, a_sliding_log_request_of_any_cost_is_one_entry) {
+  test_clock clock;
+  limiter l(make_memory(clock));
+  const policy p("huge", algorithm::sliding_log, 1'000'000'000'000, 1000ms);
+  const auto r = l.check("k", p, 1'000'000'000'000);
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.decision.remaining, 0);
+  EXPECT_FALSE(l.check("k", p, 1).decision.allowed);
+  clock.advance(1000ms);
+  EXPECT_TRUE(l.check("k", p, 1).decision.allowed);
+}
+
 class contention : public ::testing::TestWithParam<algorithm> {};
 
 // 8 threads x 10,000 checks on one key, all at the same instant: exactly `limit` pass.
@@ -82,7 +96,41 @@ TEST(memory_backend, expired_state_reads_as_empty) {
 TEST(memory_backend, storage_keys_cannot_collide_across_policies) {
   const policy a("a", algorithm::gcra, 1, 1s), ab("a.b", algorithm::gcra, 1, 1s);
   EXPECT_NE(memory::storage_key(a, "b:gcra:x"), memory::storage_key(ab, "x"));
-  EXPECT_EQ(memory::storage_key(a, "x"), "a:gcra:x");
+  EXPECT_EQ(memory::storage_key(a, "x"), "a:gcra1000:x");  // with its units (state_unit.hpp)
+}
+
+// A flood of distinct keys is bounded by max_keys: at the bound the entries closest to
+// expiry go first (they hold the least state), so a long-lived denial survives the flood.
+// Before: 1,000 keys held 1,000 entries whatever the bound.
+TEST(memory_backend, max_keys_bounds_a_flood_of_distinct_keys) {
+  test_clock clock;
+  memory_options options;
+  options.clock = clock.fn();
+  options.shards = 4;
+  options.max_keys = 100;
+  auto backend = std::make_shared<memory::memory_backend>(options);
+  limiter l(backend);
+  const policy day("day", algorithm::sliding_log, 1, 24h), second("second", algorithm::gcra, 5, 1s);
+  ASSERT_TRUE(l.check("victim", day).decision.allowed);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(l.check("k" + std::to_string(i), second).decision.allowed);
+  EXPECT_LE(backend->size(), 100u);
+  EXPECT_GE(backend->size(), 50u) << "evicts a fraction at a time, not everything";
+  EXPECT_FALSE(l.check("victim", day).decision.allowed) << "the longest-lived state was evicted";
+  const auto stats = backend->stats();
+  EXPECT_EQ(stats.keys, backend->size());
+  EXPECT_GE(stats.evictions, 900u);
+}
+
+TEST(memory_backend, max_keys_comes_from_the_url) {
+  auto b = make_backend("memory://?max_keys=3");
+  limiter l(b);
+  const policy p("p", algorithm::fixed_window, 1, 1h);
+  for (int i = 0; i < 50; ++i) l.check("k" + std::to_string(i), p);
+  EXPECT_LE(b->stats().keys, 3u);
+  for (const char* bad : {"memory://?max_keys=0", "memory://?max_keys=x", "memory://?max_keys=",
+                          "memory://?keys=3", "memory://?max_keys=3&max_keys=4"})
+    EXPECT_THROW(make_backend(bad), config_error) << bad;
+  EXPECT_NE(make_backend("memory://"), nullptr);
 }
 
 }  // namespace

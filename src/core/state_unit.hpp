@@ -1,0 +1,48 @@
+// The policy parameters a state's stored numbers are measured in, when there are any
+// (docs/algorithms.md, "State and policy changes"). They are part of the state's key in both
+// backends, so a state is never read in another policy's units: a reload that changes them
+// starts the rule's keys afresh instead.
+//
+//   token_bucket  "<W>": the level is kept in units of 1/W token
+//   gcra          the emission interval W/L as a reduced fraction, "<W/L>" when it is whole
+//                 ms, else "<W/g>/<L/g>" (g = gcd): the TAT is a debt of time that means a
+//                 number of requests only at one interval
+//   others        "": times, window indexes and counts mean the same under any policy
+#pragma once
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <string_view>
+
+#include "floodgate/policy.hpp"
+
+namespace floodgate::core {
+
+class state_unit {
+ public:
+  explicit state_unit(const policy& p) noexcept {
+    const std::int64_t w = p.window().count(), l = p.limit();
+    if (p.algo() == algorithm::token_bucket) {
+      append(w);
+    } else if (p.algo() == algorithm::gcra) {
+      const std::int64_t g = std::gcd(w, l);
+      append(w / g);
+      if (l / g != 1) {
+        text_[size_++] = '/';
+        append(l / g);
+      }
+    }
+  }
+  std::string_view view() const noexcept { return {text_, size_}; }
+
+ private:
+  void append(std::int64_t v) noexcept {
+    size_ = static_cast<std::size_t>(std::to_chars(text_ + size_, text_ + sizeof text_, v).ptr - text_);
+  }
+  char text_[48];
+  std::size_t size_ = 0;
+};
+
+}  // namespace floodgate::core

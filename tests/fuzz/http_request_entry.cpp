@@ -8,7 +8,6 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/json/parse.hpp>
-
 #include <memory>
 #include <string>
 
@@ -84,10 +83,9 @@ void render_all(const check_plan& plan, std::uint8_t seed) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto cap = plan.items[i].rule->policy.capacity();
       const bool allowed = allowed_all || ((seed >> (i % 8)) & 1) != 0;
-      out.push_back({allowed, cap, allowed ? cap - plan.items[i].cost : 0,
-                     milliseconds(seed * 997), allowed ? milliseconds(0)
-                                                       : (seed & 0x80 ? decision::never
-                                                                      : milliseconds(seed))});
+      out.push_back(
+          {allowed, cap, allowed ? cap - plan.items[i].cost : 0, milliseconds(seed * 997),
+           allowed ? milliseconds(0) : (seed & 0x80 ? decision::never : milliseconds(seed))});
     }
     return out;
   };
@@ -95,7 +93,8 @@ void render_all(const check_plan& plan, std::uint8_t seed) {
   check_response(render(plan, {outcome::over_limit, decisions(false), {}, (seed & 1) != 0}));
   check_response(render(plan, {outcome::backend_error, decisions(seed & 2),
                                make_error_code(std::errc::timed_out), false}));
-  check_response(render(plan, {outcome::invalid_request, {}, make_error_code(std::errc::invalid_argument), false}));
+  check_response(render(
+      plan, {outcome::invalid_request, {}, make_error_code(std::errc::invalid_argument), false}));
   auto fewer = decisions(true);
   fewer.pop_back();  // a backend answering the wrong number of items: a 500, still well formed
   check_response(render(plan, {outcome::allowed, std::move(fewer), {}, false}));

@@ -16,10 +16,18 @@ using redis::reply;
 void encode(const reply& r, std::string& out, int depth, int& max_depth) {
   max_depth = std::max(max_depth, depth);
   switch (r.kind) {
-    case reply::type::nil: out += "$-1\r\n"; break;
-    case reply::type::status: out += "+" + r.str + "\r\n"; break;
-    case reply::type::error: out += "-" + r.str + "\r\n"; break;
-    case reply::type::integer: out += ":" + std::to_string(r.integer) + "\r\n"; break;
+    case reply::type::nil:
+      out += "$-1\r\n";
+      break;
+    case reply::type::status:
+      out += "+" + r.str + "\r\n";
+      break;
+    case reply::type::error:
+      out += "-" + r.str + "\r\n";
+      break;
+    case reply::type::integer:
+      out += ":" + std::to_string(r.integer) + "\r\n";
+      break;
     case reply::type::string:
       out += "$" + std::to_string(r.str.size()) + "\r\n" + r.str + "\r\n";
       break;

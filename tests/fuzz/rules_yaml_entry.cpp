@@ -23,8 +23,8 @@ std::optional<config> load(std::string_view text, placement where) {
     require(std::string_view(e.what()).starts_with("fuzz.yaml"),
             "a config_error that does not name the file");
   } catch (const std::exception& e) {
-    require(false, std::string("parse_config threw something other than config_error: ") +
-                       e.what());
+    require(false,
+            std::string("parse_config threw something other than config_error: ") + e.what());
   }
   return std::nullopt;
 }

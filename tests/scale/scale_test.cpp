@@ -1,6 +1,7 @@
 // A million distinct keys through the Redis backend: what each costs Redis in memory, and that
-// expiry gives all of it back. Slow (a few minutes per algorithm: the keys must outlive the fill, then expire), so not in the default
-// suite: label scale, built with -DFLOODGATE_SCALE_TESTS=ON (docs/testing.md).
+// expiry gives all of it back. Slow (a few minutes per algorithm: the keys must outlive the fill,
+// then expire), so not in the default suite: label scale, built with -DFLOODGATE_SCALE_TESTS=ON
+// (docs/testing.md).
 //
 //   FLOODGATE_SCALE_KEYS=1000000 (default)   distinct keys per algorithm
 //   FLOODGATE_SCALE_ALGORITHMS=gcra,sliding_log   (default: all five)

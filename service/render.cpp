@@ -35,8 +35,11 @@ std::string valid_utf8(std::string_view s) {
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
     const auto b = static_cast<unsigned char>(s[i]);
-    std::size_t n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3
-                                 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    std::size_t n = b < 0x80                 ? 1
+                    : b >= 0xc2 && b <= 0xdf ? 2
+                    : b >= 0xe0 && b <= 0xef ? 3
+                    : b >= 0xf0 && b <= 0xf4 ? 4
+                                             : 0;
     for (std::size_t k = 1; k < n; ++k) {
       const auto c = i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0;
       // The second byte's range excludes overlong forms, surrogates and code points > U+10FFFF.

@@ -3,10 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "redis/url_options.hpp"
-
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
+#include "redis/url_options.hpp"
 
 namespace floodgate::redis {
 namespace {

@@ -35,7 +35,8 @@ ensure_packages() {
     "${missing[@]}" >/dev/null
 }
 
-# Configures once, then builds incrementally. Extra arguments go to cmake's configure step.
+# Configures once, then builds incrementally. Extra arguments go to cmake's configure step;
+# FLOODGATE_BUILD_TARGETS (space-separated) builds only those targets.
 build_project() {
   local gen=()
   command -v ninja >/dev/null && [ ! -f "$FLOODGATE_BUILD/Makefile" ] && gen=(-G Ninja)
@@ -46,5 +47,7 @@ build_project() {
     cmake "$FLOODGATE_BUILD" "$@" >/dev/null
   fi
   log "building"
-  cmake --build "$FLOODGATE_BUILD" -j "$(nproc)"
+  local targets=()
+  for t in ${FLOODGATE_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$FLOODGATE_BUILD" -j "$(nproc)" "${targets[@]}"
 }

@@ -16,3 +16,11 @@ elseif(FLOODGATE_SANITIZE STREQUAL "thread")
 elseif(NOT FLOODGATE_SANITIZE STREQUAL "")
   message(FATAL_ERROR "FLOODGATE_SANITIZE must be empty, 'address' or 'thread'")
 endif()
+
+# libFuzzer: coverage for everything the fuzz targets reach (tests/fuzz links -fsanitize=fuzzer).
+if(FLOODGATE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "FLOODGATE_FUZZ needs clang (scripts/fuzz sets CXX=clang++-14)")
+  endif()
+  target_compile_options(floodgate_sanitizers INTERFACE -fsanitize=fuzzer-no-link)
+endif()

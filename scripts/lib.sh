@@ -14,13 +14,17 @@ FLOODGATE_PACKAGES=(
   redis-server redis-tools nginx
   gnuplot-nox
 )
+# What scripts/fuzz adds: clang with libFuzzer and its sanitizer runtimes.
+FLOODGATE_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 # Installs only what is missing, so a second run touches nothing (and needs no network).
+# Arguments: the packages (default: FLOODGATE_PACKAGES).
 ensure_packages() {
-  local missing=()
-  for p in "${FLOODGATE_PACKAGES[@]}"; do
+  local wanted=("$@") missing=()
+  [ $# -eq 0 ] && wanted=("${FLOODGATE_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -32,7 +36,8 @@ ensure_packages() {
     "${missing[@]}" >/dev/null
 }
 
-# Configures once, then builds incrementally. Extra arguments go to cmake's configure step.
+# Configures once, then builds incrementally. Extra arguments go to cmake's configure step;
+# FLOODGATE_BUILD_TARGETS (space-separated) builds only those targets.
 build_project() {
   local gen=()
   command -v ninja >/dev/null && [ ! -f "$FLOODGATE_BUILD/Makefile" ] && gen=(-G Ninja)
@@ -43,5 +48,7 @@ build_project() {
     cmake "$FLOODGATE_BUILD" "$@" >/dev/null
   fi
   log "building"
-  cmake --build "$FLOODGATE_BUILD" -j "$(nproc)"
+  local targets=()
+  for t in ${FLOODGATE_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$FLOODGATE_BUILD" -j "$(nproc)" "${targets[@]}"
 }

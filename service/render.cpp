@@ -27,11 +27,42 @@ void add_decision(json::object& o, const decision& d) {
   o["retry_after_ms"] = d.retry_after.count();
 }
 
+// `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD. Messages quote the
+// caller's bytes (a request path, a header), and JSON must be UTF-8: a strict client could not
+// parse an error that quoted them raw (found by fuzz_http_request).
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    std::size_t n = b < 0x80                 ? 1
+                    : b >= 0xc2 && b <= 0xdf ? 2
+                    : b >= 0xe0 && b <= 0xef ? 3
+                    : b >= 0xf0 && b <= 0xf4 ? 4
+                                             : 0;
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto c = i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0;
+      // The second byte's range excludes overlong forms, surrogates and code points > U+10FFFF.
+      const unsigned char lo = k > 1 ? 0x80 : b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
+      const unsigned char hi = k > 1 ? 0xbf : b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
+      if (c < lo || c > hi) n = 0;
+    }
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 http_response error_response(int status, std::string_view message) {
   json::object o;
-  o["error"] = message;
+  o["error"] = valid_utf8(message);
   return json_response(status, o);
 }
 

@@ -71,8 +71,9 @@ std::string redact_url(std::string_view url) {
   const auto scheme_end = url.find("://");
   const std::size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
   const auto query = std::min(url.find('?'), url.size());
-  const auto at = url.substr(0, query).find('@', start);
-  if (at == std::string_view::npos) return out;
+  // The parsers take userinfo up to the last '@' (a user name may hold one): mask to there.
+  const auto at = url.substr(0, query).rfind('@');
+  if (at == std::string_view::npos || at < start) return out;
   const auto colon = url.find(':', start);
   if (colon == std::string_view::npos || colon > at) return out;
   return std::string(url.substr(0, colon + 1)) + "***" + std::string(url.substr(at));

@@ -17,6 +17,14 @@
 
 namespace floodgate::test {
 
+// Sanitized builds (scripts/test's ASan+UBSan lane, TSan) run several times slower: bounds on
+// elapsed time stretch by this factor there, and stay as written in the normal build.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr int timing_factor = 4;
+#else
+inline constexpr int timing_factor = 1;
+#endif
+
 // A prefix no other test (or earlier run) uses.
 inline std::string unique_prefix(std::string_view name) {
   static std::atomic<int> n{0};

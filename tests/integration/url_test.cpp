@@ -3,10 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "redis/url_options.hpp"
-
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
+#include "redis/url_options.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -85,6 +84,12 @@ TEST(redis_url, messages_never_show_the_password) {
   }
   EXPECT_EQ(redact_url("redis://:pw@h:1"), "redis://:***@h:1");
   EXPECT_EQ(redact_url("redis://h:1"), "redis://h:1");
+  // The parsers take userinfo up to the last '@' (found by fuzzing: the mask stopped at the first).
+  EXPECT_EQ(parse_redis_url("redis://a@b:topsecret@h:1").password, "topsecret");
+  EXPECT_EQ(redact_url("redis://a@b:topsecret@h:1"), "redis://a@b:***@h:1");
+  EXPECT_EQ(redact_url("redis://u:top@secret@h:1/0"), "redis://u:***@h:1/0");
+  EXPECT_EQ(redact_url("redis+sentinel://a@b:pw@s:1/m?tls_ca_file=/x@y"),
+            "redis+sentinel://a@b:***@s:1/m?tls_ca_file=/x@y");
 }
 
 TEST(redis_url, make_backend_rejects_bad_urls_at_construction) {

@@ -288,6 +288,23 @@ TEST(route, auth_unknown_rule_is_404_and_wrong_method_405) {
   EXPECT_EQ(res.header("Allow").value_or(""), "GET, HEAD");
 }
 
+// Error messages quote the caller's bytes; the JSON body stays valid UTF-8 whatever they are
+// (found by fuzz_http_request: a path of raw bytes made an error body no JSON parser accepts).
+TEST(route, error_bodies_are_valid_utf8_whatever_the_request_holds) {
+  for (std::string name : {"m\xff\xfe", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xc0\xaf"}) {
+    const auto res = routed_error(get_auth(name));
+    EXPECT_EQ(res.status, 404);
+    const auto error = std::string(body_of(res).at("error").as_string());
+    EXPECT_NE(error.find("\xEF\xBF\xBD"), std::string::npos) << error;
+  }
+  // Valid UTF-8, cut by the 64-byte quote in the middle of a character: the cut one is replaced.
+  std::string long_name;
+  for (int i = 0; i < 40; ++i) long_name += "\xc3\xa9";
+  const auto res = routed_error(post_check(R"({"rule":")" + long_name + R"(","key":"k"})"));
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(std::string(body_of(res).at("error").as_string()).find("\xc3\xa9"), std::string::npos);
+}
+
 TEST(route, auth_on_a_group_checks_each_rule_with_its_own_key) {
   const auto plan =
       routed_plan(get_auth("mixed", {{"X-Api-Key", "k-1"}, {"X-Real-IP", "203.0.113.7"}}));

@@ -328,7 +328,9 @@ decision denied_for(std::int64_t retry) {
   decision d;
   d.limit = 5;
   d.retry_after = std::chrono::milliseconds{retry};
-  d.reset_after = std::chrono::milliseconds{retry + 50};
+  // (decision::never stays never: never + 50 overflowed, which the UBSan lane reported.)
+  d.reset_after =
+      std::chrono::milliseconds{retry > decision::never.count() - 50 ? retry : retry + 50};
   return d;
 }
 

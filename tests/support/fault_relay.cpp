@@ -107,26 +107,6 @@ void fault_relay::run() {
     ::poll(fds.data(), fds.size(), timeout_ms);
     if (fds[0].revents) break;
 
-    if (fds[1].revents & POLLIN) {
-      const int client = ::accept(listen_fd_, nullptr, nullptr);
-      if (client >= 0) {
-        ++accepted_;
-        const int server = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in to{};
-        to.sin_family = AF_INET;
-        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        to.sin_port = htons(target_port_);
-        if (server < 0 || ::connect(server, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-          if (server >= 0) ::close(server);
-          reset(client);
-        } else {
-          set_nonblocking(client);
-          set_nonblocking(server);
-          pairs.push_back({client, server, {}, {}, false});
-        }
-      }
-    }
-
     const auto latency = std::chrono::milliseconds(latency_ms_.load());
     std::size_t i = 2;
     for (auto& p : pairs) {
@@ -163,10 +143,32 @@ void fault_relay::run() {
         }
         const std::size_t held = bytes.size();
         if (!write_some(p.client, bytes, f == fault::slice ? 1 : bytes.size())) p.dead = true;
-        if (bytes.empty()) p.to_client.pop_front();
-        if (f == fault::slice || bytes.size() == held) break;  // one byte a turn, or full
+        const bool full = bytes.size() == held;  // the socket took nothing
+        if (bytes.empty()) p.to_client.pop_front();  // `bytes` is gone from here on
+        if (f == fault::slice || full) break;        // one byte a turn, or full
       }
     }
+    // After the pairs polled above (fds has entries for those only).
+    if (fds[1].revents & POLLIN) {
+      const int client = ::accept(listen_fd_, nullptr, nullptr);
+      if (client >= 0) {
+        ++accepted_;
+        const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in to{};
+        to.sin_family = AF_INET;
+        to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        to.sin_port = htons(target_port_);
+        if (server < 0 || ::connect(server, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+          if (server >= 0) ::close(server);
+          reset(client);
+        } else {
+          set_nonblocking(client);
+          set_nonblocking(server);
+          pairs.push_back({client, server, {}, {}, false});
+        }
+      }
+    }
+
     for (auto it = pairs.begin(); it != pairs.end();) {
       if (!it->dead) {
         ++it;

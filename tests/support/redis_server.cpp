@@ -96,7 +96,9 @@ void redis_server::start() {
   if (options_.enable_debug) args.insert(args.end(), {"--enable-debug-command", "local"});
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
 
-  process_ = child_process(args);
+  // Its output to a file, not the test's stdout: a test that dies (an ASan abort) leaves the
+  // server running, and an inherited pipe would keep ctest waiting for it until its timeout.
+  process_ = child_process(args, {.output = dir_ + "/stdout.log"});
   const auto started = process_.wait_ready([&] { return command({"PING"}).str == "PONG"; }, 10s);
   if (started == child_process::readiness::ready) return;
   process_.kill();

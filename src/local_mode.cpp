@@ -44,8 +44,7 @@ decision refused(const policy& p, const policy* scaled) {
 local_mode::local_mode(std::shared_ptr<backend> b, const limiter_options& options)
     : backend_(std::move(b)),
       options_(options),
-      instance_id_(make_instance_id()),
-      local_(std::make_shared<memory::memory_backend>()) {
+      instance_id_(make_instance_id()) {
   if (options_.instances > 0) instances_.store(options_.instances);
 }
 
@@ -78,7 +77,7 @@ void local_mode::answered(route r) {
   if (!outage_.exchange(false)) return;
   // Back to the backend: what was admitted locally is forgotten (docs: a short over-admission).
   std::lock_guard lock(mutex_);
-  local_ = std::make_shared<memory::memory_backend>();
+  local_.reset();
 }
 
 void local_mode::failed(route r, std::error_code why) {
@@ -123,14 +122,17 @@ backend_reply local_mode::decide(std::span<const check_item> items) {
   for (const auto& item : items) {
     const policy* s = scaled(*item.policy, n);
     if (s == nullptr || item.cost > s->capacity()) possible = false;
-    local_items.push_back({item.key, s ? s : item.policy, item.cost});
+    local_items.push_back({item.key, s, item.cost});
   }
   if (!possible) {
     // Some item can never pass at this N: all-or-nothing refuses them all.
     backend_reply r;
-    for (const auto& item : items) r.decisions.push_back(refused(*item.policy, scaled(*item.policy, n)));
+    for (std::size_t i = 0; i < items.size(); ++i)
+      r.decisions.push_back(refused(*items[i].policy, local_items[i].policy));
     return r;
   }
+  // Built at the first outage, dropped when it ends: most limiters never need it.
+  if (!local_) local_ = std::make_shared<memory::memory_backend>();
   return local_->check(local_items);
 }
 

@@ -74,7 +74,7 @@ class local_mode {
   std::atomic<int> last_failure_{0};  // an errc
 
   std::mutex mutex_;  // the local state and the scaled policies
-  std::shared_ptr<memory::memory_backend> local_;
+  std::shared_ptr<memory::memory_backend> local_;  // null outside an outage
   std::map<std::string, std::unique_ptr<policy>> scaled_;
 
   std::once_flag heartbeat_started_;

@@ -79,8 +79,9 @@ TEST_P(cluster_burst, admits_exactly_the_limit_on_every_master) {
 }
 
 INSTANTIATE_TEST_SUITE_P(exact, cluster_burst,
-                         ::testing::Values(algorithm::sliding_log, algorithm::fixed_window,
-                                           algorithm::token_bucket, algorithm::gcra),
+                         ::testing::Values(algorithm::sliding_log, algorithm::sliding_window,
+                                           algorithm::fixed_window, algorithm::token_bucket,
+                                           algorithm::gcra),
                          [](const ::testing::TestParamInfo<algorithm>& param) {
                            return std::string(to_string(param.param));
                          });

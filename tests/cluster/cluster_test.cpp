@@ -2,6 +2,8 @@
 // one slot, cross-slot refusal, reset, readiness, and discovery from one seed.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "cluster_support.hpp"
 
 namespace floodgate::test {
@@ -59,8 +61,20 @@ TEST(cluster, first_calls_follow_moved_before_the_map_is_known) {
   auto& c = shared_cluster();
   limiter l{c.url(), options_for(unique_prefix("early"))};
   const policy p{"api", algorithm::fixed_window, 3, 1h};
-  // No wait for health: these race the first CLUSTER SLOTS.
-  for (int m : c.masters()) EXPECT_EQ(l.check(key_on(c, m, "e"), p).outcome, outcome::allowed);
+  // No wait for health: all are submitted at once, before the first CLUSTER SLOTS can have
+  // answered, so they go to whichever node is connected first, and the keys of the other
+  // masters (at least two of three) come back MOVED and must be followed.
+  std::vector<std::future<check_result>> answers;
+  for (int m : c.masters()) {
+    auto done = std::make_shared<std::promise<check_result>>();
+    answers.push_back(done->get_future());
+    l.async_check(key_on(c, m, "e"), p, 1, [done](check_result r) { done->set_value(r); });
+  }
+  for (auto& a : answers) EXPECT_EQ(a.get().outcome, outcome::allowed);
+  EXPECT_GE(l.get_backend().stats().redirections, 1u) << "no MOVED was followed";
+  // Each key's state was written once, on its own master.
+  for (int m : c.masters())
+    EXPECT_EQ(l.check(key_on(c, m, "e"), p, 0).decision.remaining, 2) << "master " << m;
 }
 
 TEST(cluster, check_all_in_one_slot_and_refused_across_slots) {

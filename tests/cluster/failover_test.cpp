@@ -182,10 +182,18 @@ TEST(cluster_failover, killed_master_answers_the_failure_mode_then_recovers) {
     const auto at = info.find(field + ":");
     return at == std::string::npos ? -1LL : std::stoll(info.substr(at + field.size() + 1));
   };
+  // Every admission counted before this INFO was acknowledged before it, so it is inside
+  // `sent`, which the replica then holds.
+  const long long admitted_at_sync = ld.admitted;
   const long long sent = offset(m, "master_repl_offset");
   ASSERT_TRUE(wait_for([&] { return offset(c.replica_of(m), "slave_repl_offset") >= sent; }, 10s));
   const auto killed_at = std::chrono::steady_clock::now();
   c.node(m).kill();
+  // Every admission the old master acknowledged is counted 100 ms later (loopback replies in
+  // flight at the kill are read by then), and none is yet from the new one: a replica is
+  // promoted only after the cluster's node timeout, far longer.
+  std::this_thread::sleep_for(100ms);
+  const long long admitted_at_kill = ld.admitted;
   const int promoted = c.wait_master_for(slot, m, 20s);
   ASSERT_GE(promoted, 0) << "no replica took over";
   const auto down_for = std::chrono::steady_clock::now() - killed_at;
@@ -197,9 +205,13 @@ TEST(cluster_failover, killed_master_answers_the_failure_mode_then_recovers) {
   EXPECT_GT(ld.errors, 0) << "the slot was down for a while";
   std::cout << "errors: " << ld.error_summary() << "\n";
   EXPECT_EQ(ld.errors, errors_after) << "no errors once the limit is reached on the new master";
-  // Every failure answered within the deadline (and some scheduling slack on two cores).
+  // Every failure answered by its deadline. The margin is the client's own scheduling, not
+  // the design's: a thread on two cores shared with six redis-servers under load can run
+  // that late (the deadline timer itself fires within a millisecond).
+  constexpr auto scheduling_margin = 500ms;
   EXPECT_LE(ld.error_us,
-            std::chrono::duration_cast<std::chrono::microseconds>(timeout).count() + 150'000);
+            std::chrono::duration_cast<std::chrono::microseconds>(timeout + scheduling_margin)
+                .count());
   EXPECT_GE(l.get_backend().stats().failovers_seen, 1u);
   // The documented contract: acknowledged admissions that had not reached the replica are
   // forgotten by it, so the same capacity is admitted again. Checks that failed after running
@@ -211,7 +223,10 @@ TEST(cluster_failover, killed_master_answers_the_failure_mode_then_recovers) {
             << " ms), " << ld.admitted << " admitted of limit " << p.limit()
             << ": extra admissions from lost writes = " << extra << "\n";
   RecordProperty("extra_admissions", std::to_string(extra));
-  EXPECT_LE(extra, 2000) << "more than a replication lag's worth";
+  // Only what the old master acknowledged after the replica was known to hold `sent` can
+  // have been lost with it, so the extra admissions are at most those.
+  EXPECT_LE(extra, admitted_at_kill - admitted_at_sync)
+      << "more than the admissions the replica could have missed";
 }
 
 TEST(cluster_failover, stalled_master_opens_the_breaker_and_closes_after) {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "integration_support.hpp"
+#include "redis_info.hpp"
 #include "redis/client.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/scripts.hpp"
@@ -17,11 +18,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-long long evalsha_calls(const redis_server& redis) {
-  const auto info = redis.command({"INFO", "commandstats"}).str;
-  const auto line = info.find("cmdstat_evalsha:calls=");
-  return line == std::string::npos ? 0 : std::stoll(info.substr(line + 22));
-}
+long long evalsha_calls(const redis_server& redis) { return command_stat(redis, "evalsha"); }
 
 void pause(const redis_server& redis, std::chrono::milliseconds for_how_long) {
   ASSERT_EQ(redis.command({"CLIENT", "PAUSE", std::to_string(for_how_long.count())}).str, "OK");

@@ -79,8 +79,9 @@ TEST_P(burst_test, admits_exactly_the_limit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(exact, burst_test,
-                         ::testing::Values(algorithm::sliding_log, algorithm::fixed_window,
-                                           algorithm::token_bucket, algorithm::gcra),
+                         ::testing::Values(algorithm::sliding_log, algorithm::sliding_window,
+                                           algorithm::fixed_window, algorithm::token_bucket,
+                                           algorithm::gcra),
                          [](const ::testing::TestParamInfo<algorithm>& param) {
                            return std::string(to_string(param.param));
                          });

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "integration_support.hpp"
+#include "redis_info.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -109,9 +110,7 @@ TEST(deadline, a_late_reply_never_answers_the_next_call) {
 
 // Connections Redis has accepted so far, this INFO's own included (command() opens one).
 long long connections_received(const redis_server& redis) {
-  const auto info = redis.command({"INFO", "stats"}).str;
-  const std::string field = "total_connections_received:";
-  return std::stoll(info.substr(info.find(field) + field.size()));
+  return info_number(redis.command({"INFO", "stats"}).str, "total_connections_received").value();
 }
 
 // One slow reply fails only its own call: a call written behind it keeps its own deadline

@@ -166,11 +166,17 @@ TEST(fake_redis, a_silent_server_costs_the_deadline_then_connect_timeout_retries
   const auto start = std::chrono::steady_clock::now();
   const auto r = l.check("k", p);
   const auto took = std::chrono::steady_clock::now() - start;
+  // The call's deadline (50 ms, the default) fires before the handshake's connect_timeout
+  // (100 ms): a timeout, not not_connected, and never before the deadline. The upper bound
+  // only says it did not hang (a loaded machine may run the timer late).
   EXPECT_EQ(r.error, errc::timeout) << r.error.message();
   EXPECT_GE(took, 50ms);
-  EXPECT_LT(took, 100ms);
-  std::this_thread::sleep_for(400ms);
-  EXPECT_GE(fake.accepted(), 3) << "a new attempt after each connect_timeout (and backoff)";
+  EXPECT_LT(took, 1s * timing_factor);
+  // Then a new connection after each connect_timeout (plus backoff): a third one comes.
+  for (auto until = std::chrono::steady_clock::now() + 5s * timing_factor;
+       fake.accepted() < 3 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_GE(fake.accepted(), 3) << "the silent connection was never replaced";
 }
 
 TEST(fake_redis, reconnects_back_off_exponentially) {
@@ -181,20 +187,22 @@ TEST(fake_redis, reconnects_back_off_exponentially) {
   o.redis.connections = 2;
   o.redis.reconnect_backoff_min = 10ms;
   o.redis.reconnect_backoff_max = 80ms;
+  o.redis.timeout = 5s;
   {
     limiter l{fake.url(), o};
     std::this_thread::sleep_for(1s);
-    // Calls meanwhile fail fast rather than wait for their deadline.
+    // Calls meanwhile fail fast rather than wait for their (5 s) deadline.
     const auto start = std::chrono::steady_clock::now();
     const auto r = l.check("k", p);
     EXPECT_EQ(r.outcome, outcome::backend_error);
-    EXPECT_LT(std::chrono::steady_clock::now() - start, 60ms);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
   }
   // Per connection: waits of ~10, 20, 40, then ~80 ms (±50%): about 15 attempts a second,
-  // not the thousands an immediate retry would make.
+  // not the thousands an immediate retry would make. The first four waits sum to at most
+  // 225 ms, so even timers running three times late give each connection four attempts.
   const int attempts = fake.accepted();
   std::cout << attempts << " connection attempts in 1 s over 2 connections\n";
-  EXPECT_GE(attempts, 2 * 8);
+  EXPECT_GE(attempts, 2 * 4);
   EXPECT_LE(attempts, 2 * 40);
 }
 

@@ -6,22 +6,12 @@
 #include <thread>
 
 #include "integration_support.hpp"
+#include "redis_info.hpp"
 
 namespace floodgate::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// "cmdstat_evalsha:calls=...,failed_calls=..." → the number after `field=`.
-long long command_stat(const redis_server& redis, const std::string& command,
-                       const std::string& field) {
-  const auto info = redis.command({"INFO", "commandstats"}).str;
-  const auto line = info.find("cmdstat_" + command + ":");
-  if (line == std::string::npos) return 0;
-  const auto at = info.find(field + "=", line);
-  if (at == std::string::npos || at > info.find('\n', line)) return 0;
-  return std::stoll(info.substr(at + field.size() + 1));
-}
 
 TEST(noscript, script_flush_in_a_loop_is_invisible_and_never_double_counts) {
   redis_server redis;

@@ -290,7 +290,7 @@ TEST_F(redis_backend_test, pending_calls_are_capped_per_connection) {
   backend_options o;
   o.redis.connections = 1;
   o.redis.max_pending_per_connection = 4;
-  o.redis.timeout = 300ms;
+  o.redis.timeout = 1s;
   auto b = make_backend(redis.url(), o);
   ASSERT_TRUE(wait_healthy(*b));
   redis.pause();
@@ -304,16 +304,19 @@ TEST_F(redis_backend_test, pending_calls_are_capped_per_connection) {
     b->async_check(std::span(&item, 1), [&](backend_reply r) {
       {
         std::lock_guard lock(m);
-        auto& codes = std::chrono::steady_clock::now() - start < 150ms ? early : late;
+        // Before the deadline or at it: the order the design gives, whatever the machine's
+        // speed (a refusal is immediate, a queued call waits out its deadline).
+        auto& codes = std::chrono::steady_clock::now() - start < o.redis.timeout ? early : late;
         ++codes[r.error.message()];
       }
       done.done();
     });
-  EXPECT_TRUE(done.wait(2s));
+  EXPECT_TRUE(done.wait(10s));
   redis.resume();
   std::lock_guard lock(m);
-  // Six refused at once; the four admitted to the queue wait for their deadline, where the
-  // first to expire costs the connection and the others on it fail with not_connected.
+  // Six refused at once; the four admitted to the queue wait for their deadline, where each
+  // times out alone (or, if the silent connection is dropped first at connect_timeout, fails
+  // with not_connected).
   EXPECT_EQ(early[make_error_code(errc::not_connected).message()], 6);
   EXPECT_EQ(early.size(), 1u);
   EXPECT_GE(late[make_error_code(errc::timeout).message()], 1);

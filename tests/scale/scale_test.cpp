@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "floodgate/floodgate.hpp"
+#include "redis_info.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {
@@ -32,10 +33,7 @@ using namespace std::chrono_literals;
 
 std::int64_t info_field(const redis_server& redis, const std::string& section,
                         const std::string& field) {
-  const auto text = redis.command({"INFO", section}).str;
-  const auto at = text.find(field + ":");
-  if (at == std::string::npos) return -1;
-  return std::stoll(text.substr(at + field.size() + 1));
+  return info_number(redis.command({"INFO", section}).str, field).value_or(-1);
 }
 
 std::int64_t dbsize(const redis_server& redis) {

@@ -142,33 +142,57 @@ TEST(floodgated, check_headers_and_an_honest_retry_after) {
   - {name: paced, algorithm: gcra, limit: 5, window: 1s, burst: 1}
 )");
   http_connection c(fg.port());
+  // Honest means exact: the key's oldest admission ages out (sliding_log) or its next slot
+  // comes (gcra) that long after the denial. floodgated decides on its own clock at some
+  // instant between sending and receiving, so the truth lies in
+  //   [period - (denial received - first sent), period - (denial sent - first received)],
+  // widened by 1 ms for whole-millisecond rounding on both ends.
+  using clock = std::chrono::steady_clock;
+  const auto ms_between = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(b - a).count() / 1000.0;
+  };
+  const auto expect_exact_retry = [&](std::int64_t retry_ms, std::int64_t period_ms,
+                                      clock::time_point first_sent, clock::time_point first_got,
+                                      clock::time_point denial_sent, clock::time_point denial_got) {
+    EXPECT_GE(retry_ms, period_ms - ms_between(first_sent, denial_got) - 1);
+    EXPECT_LE(retry_ms, period_ms - ms_between(first_got, denial_sent) + 1);
+  };
+  clock::time_point first_sent, first_got;
   for (int i = 0; i < 2; ++i) {
+    if (i == 0) first_sent = clock::now();
     const auto r = c.request("POST", "/v1/check", check_body("short", "k"));
+    if (i == 0) first_got = clock::now();
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(r.header("RateLimit-Policy").value_or(""), R"("short";q=2;w=1)");
     EXPECT_EQ(r.header("RateLimit").value_or(""), "\"short\";r=" + std::to_string(1 - i) + ";t=1");
     EXPECT_FALSE(r.header("Retry-After"));
   }
+  const auto denial_sent = clock::now();
   const auto denied = c.request("POST", "/v1/check", check_body("short", "k"));
+  const auto denial_got = clock::now();
   ASSERT_EQ(denied.status, 429);
   EXPECT_EQ(denied.header("Retry-After").value_or(""), "1");
   auto body = json_of(denied);
   EXPECT_FALSE(body["allowed"].as_bool());
   const auto retry_ms = body["retry_after_ms"].as_int64();
   EXPECT_GT(retry_ms, 0);
-  EXPECT_LE(retry_ms, 400);
+  expect_exact_retry(retry_ms, 400, first_sent, first_got, denial_sent, denial_got);
   // Peeking (cost 0) consumes nothing and is always allowed.
   EXPECT_EQ(c.request("POST", "/v1/check", check_body("short", "k", 0)).status, 200);
   std::this_thread::sleep_for(std::chrono::milliseconds(retry_ms));
   EXPECT_EQ(c.request("POST", "/v1/check", check_body("short", "k")).status, 200)
       << "a retry after retry_after_ms succeeds";
 
+  const auto paced_first_sent = clock::now();
   EXPECT_EQ(c.request("POST", "/v1/check", check_body("paced", "k")).status, 200);
+  const auto paced_first_got = clock::now();
   const auto paced = c.request("POST", "/v1/check", check_body("paced", "k"));
+  const auto paced_got = clock::now();
   ASSERT_EQ(paced.status, 429);
   const auto paced_ms = json_of(paced)["retry_after_ms"].as_int64();
   EXPECT_GT(paced_ms, 0);
-  EXPECT_LE(paced_ms, 200);
+  // One request every 200 ms (limit 5 per 1 s, burst 1).
+  expect_exact_retry(paced_ms, 200, paced_first_sent, paced_first_got, paced_first_got, paced_got);
   std::this_thread::sleep_for(std::chrono::milliseconds(paced_ms));
   EXPECT_EQ(c.request("POST", "/v1/check", check_body("paced", "k")).status, 200);
 }

@@ -58,8 +58,9 @@ TEST_P(contention, admits_exactly_the_limit_on_one_hot_key) {
 }
 
 INSTANTIATE_TEST_SUITE_P(exact, contention,
-                         ::testing::Values(algorithm::sliding_log, algorithm::fixed_window,
-                                           algorithm::token_bucket, algorithm::gcra),
+                         ::testing::Values(algorithm::sliding_log, algorithm::sliding_window,
+                                           algorithm::fixed_window, algorithm::token_bucket,
+                                           algorithm::gcra),
                          [](const auto& param_info) { return std::string(to_string(param_info.param)); });
 
 TEST(memory_backend, idle_state_expires_so_memory_stays_bounded) {

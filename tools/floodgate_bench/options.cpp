@@ -64,7 +64,7 @@ policy bench_options::make_policy() const {
 
 bench_options parse_options(int argc, const char* const* argv) {
   bench_options o;
-  bool naive = false, duration_given = false, algorithm_given = false;
+  bool naive = false, duration_given = false, algorithm_given = false, arrivals_given = false;
   std::optional<std::string> redis_url, http_url, grpc_address;
 
   using setter = std::function<void(std::string_view)>;
@@ -99,6 +99,28 @@ bench_options parse_options(int argc, const char* const* argv) {
                              "'");
          o.zipf = s;
        }},
+      {"--rate",
+       [&](std::string_view v) {
+         double r = -1;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), r);
+         if (ec != std::errc{} || end != v.data() + v.size() || !(r > 0) || r > 1e8)
+           throw usage_error("--rate: expected decisions per second in (0, 1e8], got '" +
+                             std::string(v) + "'");
+         o.rate = r;
+       }},
+      {"--arrivals",
+       [&](std::string_view v) {
+         if (v == "constant")
+           o.arrivals = arrivals::constant;
+         else if (v == "poisson")
+           o.arrivals = arrivals::poisson;
+         else
+           throw usage_error("--arrivals: expected constant or poisson, got '" + std::string(v) +
+                             "'");
+         arrivals_given = true;
+       }},
+      {"--max-lag",
+       [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
       {"--duration",
        [&](std::string_view v) {
          o.duration = parse_duration_flag("--duration", v);
@@ -233,6 +255,8 @@ bench_options parse_options(int argc, const char* const* argv) {
     throw usage_error("--inflight > 1 needs the library target (--redis without --naive)");
   if (o.burst && duration_given) throw usage_error("give --duration or --burst, not both");
   if (o.zipf > 0 && o.keys == 1) throw usage_error("--zipf needs --keys > 1");
+  if (o.rate && o.burst) throw usage_error("--rate sends on a schedule: give --duration, not --burst");
+  if (arrivals_given && !o.rate) throw usage_error("--arrivals needs --rate (open loop)");
 
   const auto p = o.make_policy();  // validates limit, window, burst size
   if (o.cost > p.capacity())
@@ -263,7 +287,16 @@ Load:
   --zipf S               skewed keys: P(key k) ∝ 1/(k+1)^S (default: uniform)
   --duration D           run for D: 500ms, 5s, 2m (default 5s)
   --burst N              instead: every thread fires N requests, all starting at one instant
-  --seed N               key choice seed (default 1)
+  --seed N               key choice and arrival seed (default 1)
+Open loop (default: closed loop, each call waits for the previous answer):
+  --rate R               send R decisions/s in all, split evenly over processes x threads,
+                         on schedule whether or not earlier answers have arrived; latency is
+                         also measured from each request's intended send time (corrected)
+  --arrivals A           constant (evenly spaced, default) or poisson (exponential gaps)
+  --inflight N           (above) is then each thread's bound on calls in flight: a request
+                         due while N are in flight waits for a slot, late
+  --max-lag D            a request still waiting for a slot D after its intended time is
+                         dropped and counted (default 1s)
 Policy (for --http and --grpc, describe the service's rule: the accuracy check uses it):
   --algorithm A          sliding_log, sliding_window, fixed_window, token_bucket, gcra
                          (default gcra; fixed_window with --naive)

@@ -22,6 +22,12 @@ class usage_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// How an open-loop run spaces its requests (--arrivals).
+enum class arrivals {
+  constant,  // evenly: one every 1/rate
+  poisson,   // independent exponential gaps of mean 1/rate, as many independent users make
+};
+
 enum class target_kind {
   library,  // floodgate::limiter in-process, on --redis URL (redis:// or memory://)
   naive,    // the non-atomic GET-then-SET fixed window on --redis URL (hiredis, not floodgate)
@@ -48,6 +54,14 @@ struct bench_options {
   std::chrono::milliseconds duration{5000};
   std::optional<std::uint64_t> burst;  // requests per thread, all started at one instant
   std::uint64_t seed = 1;
+  // Open loop (--rate): decisions per second across the run, sent on schedule whether or not
+  // earlier answers have arrived; unset: closed loop (each call waits for the previous answer).
+  std::optional<double> rate;
+  floodgate::bench::arrivals arrivals = arrivals::constant;
+  // Open loop: a request that has waited this long past its intended send time for one of the
+  // worker's --inflight slots is dropped (and counted), so a dead target cannot make the
+  // schedule's backlog grow without bound.
+  std::chrono::milliseconds max_lag{1000};
 
   // The policy (for --http it must describe the service's rule: the accuracy check uses it).
   algorithm algo = algorithm::gcra;
@@ -67,6 +81,7 @@ struct bench_options {
   bool progress = true;  // also needs stdout to be a terminal
 
   bool is_burst() const noexcept { return burst.has_value(); }
+  bool is_open_loop() const noexcept { return rate.has_value(); }
   std::size_t workers() const noexcept { return processes * threads; }
   // The policy every worker checks against; throws usage_error if the flags make none.
   policy make_policy() const;

@@ -53,6 +53,18 @@ const char* target_name(target_kind k) {
   return "?";
 }
 
+// {p50, p90, p99, p999, max, mean, distribution: [[quantile, µs], ...]}
+void latency_object(std::ostringstream& o, const histogram& h) {
+  o << "{\"p50\":" << h.percentile(0.50) << ",\"p90\":" << h.percentile(0.90)
+    << ",\"p99\":" << h.percentile(0.99) << ",\"p999\":" << h.percentile(0.999)
+    << ",\"max\":" << h.max() << ",\"mean\":" << number(h.mean()) << ",\"distribution\":[";
+  // Enough points to draw the latency distribution (as percentile curves).
+  const double qs[] = {0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1.0};
+  for (std::size_t i = 0; i < std::size(qs); ++i)
+    o << (i ? "," : "") << "[" << qs[i] << "," << h.percentile(qs[i]) << "]";
+  o << "]}";
+}
+
 }  // namespace
 
 double report::elapsed_s() const {
@@ -90,14 +102,17 @@ std::string report::json() const {
     << ",\"clock_tolerance_ms\":" << opts.clock_tolerance.count();
   if (accuracy.aligned_over_admitted)
     o << ",\"aligned_over_admitted\":" << *accuracy.aligned_over_admitted;
-  o << "},\"latency_us\":{\"p50\":" << h.percentile(0.50) << ",\"p90\":" << h.percentile(0.90)
-    << ",\"p99\":" << h.percentile(0.99) << ",\"p999\":" << h.percentile(0.999)
-    << ",\"max\":" << h.max() << ",\"mean\":" << number(h.mean()) << ",\"distribution\":[";
-  // Enough points to draw the latency distribution (as percentile curves).
-  const double qs[] = {0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1.0};
-  for (std::size_t i = 0; i < std::size(qs); ++i)
-    o << (i ? "," : "") << "[" << qs[i] << "," << h.percentile(qs[i]) << "]";
-  o << "]}";
+  o << "},\"latency_us\":";
+  latency_object(o, h);
+  if (opts.is_open_loop()) {
+    const auto intended = result.decisions() + result.errors + result.dropped;
+    o << ",\"open_loop\":{\"rate\":" << number(*opts.rate) << ",\"arrivals\":"
+      << quoted(opts.arrivals == arrivals::poisson ? "poisson" : "constant")
+      << ",\"max_lag_ms\":" << opts.max_lag.count() << ",\"intended\":" << intended
+      << ",\"sent\":" << result.decisions() + result.errors << ",\"dropped\":" << result.dropped
+      << "},\"corrected_latency_us\":";
+    latency_object(o, result.corrected_latency_us);
+  }
   if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
   o << "}";
   return o.str();
@@ -139,6 +154,20 @@ std::string report::text() const {
                 static_cast<unsigned long long>(h.percentile(0.999)),
                 static_cast<unsigned long long>(h.max()));
   out += line;
+  if (opts.is_open_loop()) {
+    const auto& c = result.corrected_latency_us;
+    std::snprintf(line, sizeof line,
+                  "corrected   p50 %llu   p90 %llu   p99 %llu   p99.9 %llu   max %llu   (from the "
+                  "intended send time; %.0f/s %s, %llu dropped)\n",
+                  static_cast<unsigned long long>(c.percentile(0.5)),
+                  static_cast<unsigned long long>(c.percentile(0.9)),
+                  static_cast<unsigned long long>(c.percentile(0.99)),
+                  static_cast<unsigned long long>(c.percentile(0.999)),
+                  static_cast<unsigned long long>(c.max()), *opts.rate,
+                  opts.arrivals == arrivals::poisson ? "poisson" : "constant",
+                  static_cast<unsigned long long>(result.dropped));
+    out += line;
+  }
   std::snprintf(line, sizeof line,
                 "accuracy    over-admitted %lld of %lld admitted (%s; clock tolerance %lld ms",
                 static_cast<long long>(accuracy.over_admitted),

@@ -4,7 +4,10 @@
 // threads, inflight, connections, keys, zipf, duration_ms | burst, elapsed_s, decisions,
 // decisions_per_sec, allowed, denied, errors, over_admitted, accuracy {bound, admitted,
 // undetermined, clock_tolerance_ms[, aligned_over_admitted]}, latency_us {p50, p90, p99,
-// p999, max, mean, distribution: [[quantile, µs], ...]}, first_error (only when there were errors).
+// p999, max, mean, distribution: [[quantile, µs], ...]} (service time: send to answer),
+// first_error (only when there were errors); open loop (--rate) adds open_loop {rate, arrivals,
+// max_lag_ms, intended, sent, dropped} and corrected_latency_us (as latency_us, from each
+// request's intended send time).
 #pragma once
 
 #include <string>

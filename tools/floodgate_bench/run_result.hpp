@@ -17,7 +17,11 @@ struct run_result {
   std::uint64_t allowed = 0;
   std::uint64_t denied = 0;
   std::uint64_t errors = 0;
-  histogram latency_us;  // send to answer, every decision and error
+  histogram latency_us;  // send to answer (service time), every decision
+  // Open loop: from the intended send time to the answer (a request that waited for a slot
+  // counts its wait), every decision; and the requests dropped after waiting --max-lag.
+  histogram corrected_latency_us;
+  std::uint64_t dropped = 0;
   std::vector<admission> admissions;
   std::int64_t started_us = 0;   // wall clock, µs since the epoch: the agreed start
   std::int64_t finished_us = 0;  // the last answer

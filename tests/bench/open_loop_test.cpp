@@ -69,6 +69,32 @@ TEST(bench_open_loop, closed_loop_reports_have_no_open_loop_fields) {
   EXPECT_TRUE(o.contains("latency_us"));
 }
 
+TEST(bench_open_loop, over_limit_share_derives_the_limit_and_reports_the_shape) {
+  // 1000 keys, Zipf 1.0, 2000/s over a 1 s window: the hottest key offers 2000 / H(1000) = 267
+  // per window. Asking 30 % over puts the top few keys over the derived limit.
+  const auto o = parse_report(run_bench({"--redis", "memory://", "--rate", "2000", "--keys",
+                                         "1000", "--zipf", "1.0", "--over-limit-share", "0.3",
+                                         "--duration", "500ms", "--threads", "2", "--json"}));
+  const auto* traffic = o.if_contains("traffic");
+  ASSERT_TRUE(traffic && traffic->is_object()) << json::serialize(o);
+  const double share = traffic->as_object().at("over_limit_share").to_number<double>();
+  EXPECT_NEAR(share, 0.3, 0.05);  // the top-m shares step by under 0.05 here
+  EXPECT_GE(at(o, "traffic", "keys_over"), 2);
+  EXPECT_LT(at(o, "limit"), 267);
+  EXPECT_GT(at(o, "denied"), 0) << "the keys over their limit are refused some";
+  EXPECT_GT(at(o, "allowed"), at(o, "denied"));
+}
+
+TEST(bench_open_loop, over_limit_share_needs_an_open_loop_and_no_limit) {
+  EXPECT_EQ(run_bench({"--redis", "memory://", "--keys", "10", "--over-limit-share", "0.1"})
+                .exit_code,
+            2);
+  EXPECT_EQ(run_bench({"--redis", "memory://", "--rate", "10", "--keys", "10", "--limit", "5",
+                       "--over-limit-share", "0.1"})
+                .exit_code,
+            2);
+}
+
 // Runs the bench at 500/s for 3 s on Redis, 1 thread with 4 calls in flight, and stalls Redis
 // for 200 ms (DEBUG SLEEP) about 1 s into the run.
 json::object run_with_a_stall(redis_server& redis, std::vector<std::string> extra) {

@@ -7,6 +7,8 @@
 #include <string_view>
 
 #include "floodgate/errors.hpp"
+#include "key_distribution.hpp"
+#include "traffic_model.hpp"
 
 namespace floodgate::bench {
 namespace {
@@ -64,7 +66,8 @@ policy bench_options::make_policy() const {
 
 bench_options parse_options(int argc, const char* const* argv) {
   bench_options o;
-  bool naive = false, duration_given = false, algorithm_given = false, arrivals_given = false;
+  bool naive = false, duration_given = false, algorithm_given = false, arrivals_given = false,
+       limit_given = false;
   std::optional<std::string> redis_url, http_url, grpc_address;
 
   using setter = std::function<void(std::string_view)>;
@@ -119,6 +122,15 @@ bench_options parse_options(int argc, const char* const* argv) {
                              "'");
          arrivals_given = true;
        }},
+      {"--over-limit-share",
+       [&](std::string_view v) {
+         double f = -1;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
+         if (ec != std::errc{} || end != v.data() + v.size() || !(f >= 0) || f > 1)
+           throw usage_error("--over-limit-share: expected a fraction in [0, 1], got '" +
+                             std::string(v) + "'");
+         o.over_limit_share = f;
+       }},
       {"--max-lag",
        [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
       {"--duration",
@@ -148,6 +160,7 @@ bench_options parse_options(int argc, const char* const* argv) {
       {"--limit",
        [&](std::string_view v) {
          o.limit = parse_integer<std::int64_t>("--limit", v, 1, INT64_MAX);
+         limit_given = true;
        }},
       {"--window", [&](std::string_view v) { o.window = parse_duration_flag("--window", v); }},
       {"--burst-size",
@@ -257,6 +270,14 @@ bench_options parse_options(int argc, const char* const* argv) {
   if (o.zipf > 0 && o.keys == 1) throw usage_error("--zipf needs --keys > 1");
   if (o.rate && o.burst) throw usage_error("--rate sends on a schedule: give --duration, not --burst");
   if (arrivals_given && !o.rate) throw usage_error("--arrivals needs --rate (open loop)");
+  if (o.over_limit_share) {
+    if (!o.rate) throw usage_error("--over-limit-share needs --rate: it sets each key's load");
+    if (o.keys < 2) throw usage_error("--over-limit-share needs --keys > 1 (and --zipf to vary)");
+    if (limit_given) throw usage_error("--over-limit-share sets the limit: drop --limit");
+    const key_distribution d(o.keys, o.zipf);
+    o.limit = limit_for_over_limit_share(per_key_load(d, *o.rate, o.cost, o.window), d,
+                                         *o.over_limit_share, o.cost);
+  }
 
   const auto p = o.make_policy();  // validates limit, window, burst size
   if (o.cost > p.capacity())
@@ -297,6 +318,10 @@ Open loop (default: closed loop, each call waits for the previous answer):
                          due while N are in flight waits for a slot, late
   --max-lag D            a request still waiting for a slot D after its intended time is
                          dropped and counted (default 1s)
+  --over-limit-share F   derive --limit so that a share F of the requests comes from keys
+                         whose load (their share of R x cost per window) is over it: with
+                         --zipf, a few keys far over, some near, most well under. The share
+                         got (the key shares come in steps) is reported as traffic.
 Policy (for --http and --grpc, describe the service's rule: the accuracy check uses it):
   --algorithm A          sliding_log, sliding_window, fixed_window, token_bucket, gcra
                          (default gcra; fixed_window with --naive)

@@ -62,6 +62,9 @@ struct bench_options {
   // worker's --inflight slots is dropped (and counted), so a dead target cannot make the
   // schedule's backlog grow without bound.
   std::chrono::milliseconds max_lag{1000};
+  // Open loop: the share of requests to come from keys whose offered load is over the limit;
+  // --limit is then derived from it (traffic_model.hpp).
+  std::optional<double> over_limit_share;
 
   // The policy (for --http it must describe the service's rule: the accuracy check uses it).
   algorithm algo = algorithm::gcra;

@@ -4,6 +4,9 @@
 #include <iterator>
 #include <sstream>
 
+#include "key_distribution.hpp"
+#include "traffic_model.hpp"
+
 namespace floodgate::bench {
 namespace {
 
@@ -67,6 +70,12 @@ void latency_object(std::ostringstream& o, const histogram& h) {
 
 }  // namespace
 
+// Open loop: the traffic's shape against the policy's limit (from the offered rates).
+traffic_shape report_shape(const bench_options& opts, const floodgate::policy& p) {
+  const key_distribution d(opts.keys, opts.zipf);
+  return shape_of(per_key_load(d, *opts.rate, opts.cost, p.window()), d, p.limit());
+}
+
 double report::elapsed_s() const {
   return result.finished_us > result.started_us
              ? static_cast<double>(result.finished_us - result.started_us) / 1e6
@@ -112,6 +121,12 @@ std::string report::json() const {
       << ",\"sent\":" << result.decisions() + result.errors << ",\"dropped\":" << result.dropped
       << "},\"corrected_latency_us\":";
     latency_object(o, result.corrected_latency_us);
+    const auto shape = report_shape(opts, rule);
+    o << ",\"traffic\":{\"over_limit_share\":" << shape.over_limit_share
+      << ",\"near_limit_share\":" << shape.near_limit_share
+      << ",\"keys_over\":" << shape.keys_over;
+    if (opts.over_limit_share) o << ",\"requested_over_limit_share\":" << *opts.over_limit_share;
+    o << "}";
   }
   if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
   o << "}";
@@ -166,6 +181,12 @@ std::string report::text() const {
                   static_cast<unsigned long long>(c.max()), *opts.rate,
                   opts.arrivals == arrivals::poisson ? "poisson" : "constant",
                   static_cast<unsigned long long>(result.dropped));
+    out += line;
+    const auto shape = report_shape(opts, rule);
+    std::snprintf(line, sizeof line,
+                  "traffic     %.2f%% of requests from %zu keys over the limit, %.2f%% from keys "
+                  "at 50-100%% of it\n",
+                  100 * shape.over_limit_share, shape.keys_over, 100 * shape.near_limit_share);
     out += line;
   }
   std::snprintf(line, sizeof line,

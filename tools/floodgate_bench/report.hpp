@@ -7,7 +7,9 @@
 // p999, max, mean, distribution: [[quantile, µs], ...]} (service time: send to answer),
 // first_error (only when there were errors); open loop (--rate) adds open_loop {rate, arrivals,
 // max_lag_ms, intended, sent, dropped} and corrected_latency_us (as latency_us, from each
-// request's intended send time).
+// request's intended send time) and traffic {over_limit_share, near_limit_share, keys_over
+// [, requested_over_limit_share]}: the shares of requests from keys whose offered load (their
+// share of rate x cost per window) is over the limit, and within [limit/2, limit].
 #pragma once
 
 #include <string>

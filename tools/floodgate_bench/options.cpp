@@ -131,6 +131,10 @@ bench_options parse_options(int argc, const char* const* argv) {
                              std::string(v) + "'");
          o.over_limit_share = f;
        }},
+      {"--replay-max",
+       [&](std::string_view v) {
+         o.replay_max = parse_integer<std::size_t>("--replay-max", v, 1, 100'000'000);
+       }},
       {"--max-lag",
        [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
       {"--duration",
@@ -211,6 +215,10 @@ bench_options parse_options(int argc, const char* const* argv) {
       o.json = true;
       continue;
     }
+    if (arg == "--replay") {
+      o.replay = true;
+      continue;
+    }
     if (arg == "--no-progress") {
       o.progress = false;
       continue;
@@ -270,6 +278,10 @@ bench_options parse_options(int argc, const char* const* argv) {
   if (o.zipf > 0 && o.keys == 1) throw usage_error("--zipf needs --keys > 1");
   if (o.rate && o.burst) throw usage_error("--rate sends on a schedule: give --duration, not --burst");
   if (arrivals_given && !o.rate) throw usage_error("--arrivals needs --rate (open loop)");
+  if (o.replay && o.target != target_kind::library)
+    throw usage_error(
+        "--replay needs the decision times, which only the library target knows (--redis "
+        "without --naive)");
   if (o.over_limit_share) {
     if (!o.rate) throw usage_error("--over-limit-share needs --rate: it sets each key's load");
     if (o.keys < 2) throw usage_error("--over-limit-share needs --keys > 1 (and --zipf to vary)");
@@ -332,6 +344,16 @@ Policy (for --http and --grpc, describe the service's rule: the accuracy check u
 Backend (redis://):
   --connections N        connections per process (redis_options::connections, default 2)
   --timeout D            per-call deadline (default 1s)
+Wrong decisions (library target):
+  --replay               record every decision (key, cost, verdict, the ms it was decided
+                         at) and replay it through sliding_log's exact definition against
+                         the run's own admitted history: wrongly admitted / denied, and the
+                         over-admission per key-window. The bench gives the backend its clock
+                         to know each decision's ms exactly: on Redis the scripts then take
+                         "now" from this host's clock, read when the call is sent, instead of
+                         Redis's TIME (redis_options::test_clock; same machine clock here)
+  --replay-max N         decisions recorded at most, 24 bytes each (default 2000000); past
+                         it the rest of the run is reported as unjudged
 Output:
   --json                 one JSON object on stdout, nothing else
   --no-progress          no progress bar (it is shown only when stdout is a terminal)

@@ -80,6 +80,13 @@ struct bench_options {
   // The clock difference allowed between this host and the one deciding (Redis's TIME).
   std::chrono::milliseconds clock_tolerance{1};
 
+  // --replay: record every decision (key, cost, verdict, the ms it was decided at) and replay
+  // them through sliding_log's definition (replay.hpp). At most replay_max are kept in all
+  // (24 bytes each), split evenly over the threads; past a thread's share the run is judged
+  // up to the first decision left out.
+  bool replay = false;
+  std::size_t replay_max = 2'000'000;
+
   bool json = false;
   bool progress = true;  // also needs stdout to be a terminal
 

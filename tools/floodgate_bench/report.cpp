@@ -128,6 +128,19 @@ std::string report::json() const {
     if (opts.over_limit_share) o << ",\"requested_over_limit_share\":" << *opts.over_limit_share;
     o << "}";
   }
+  if (replayed) {
+    const auto& w = *replayed;
+    char shares[160];
+    std::snprintf(shares, sizeof shares,
+                  ",\"wrongly_admitted_share\":%.9f,\"wrongly_denied_share\":%.9f",
+                  w.share(w.wrongly_admitted), w.share(w.wrongly_denied));
+    o << ",\"wrong_decisions\":{\"reference\":\"sliding_log\",\"recorded\":" << w.recorded << ",\"judged\":" << w.judged << ",\"unjudged\":" << w.unjudged
+      << ",\"wrongly_admitted\":" << w.wrongly_admitted
+      << ",\"wrongly_denied\":" << w.wrongly_denied << shares
+      << ",\"over_admission\":{\"max\":" << w.max_over_admission
+      << ",\"mean\":" << w.mean_over_admission << ",\"key_windows\":" << w.key_windows
+      << ",\"key_windows_over\":" << w.key_windows_over << "}}";
+  }
   if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
   o << "}";
   return o.str();
@@ -200,6 +213,25 @@ std::string report::text() const {
   if (accuracy.aligned_over_admitted)
     out += "            per aligned window: over-admitted " +
            std::to_string(*accuracy.aligned_over_admitted) + "\n";
+  if (replayed) {
+    const auto& w = *replayed;
+    std::snprintf(line, sizeof line,
+                  "replay      vs sliding_log: wrongly admitted %llu (%.4f%%)   wrongly denied %llu "
+                  "(%.4f%%) of %llu judged (%llu unjudged)\n",
+                  static_cast<unsigned long long>(w.wrongly_admitted),
+                  100 * w.share(w.wrongly_admitted),
+                  static_cast<unsigned long long>(w.wrongly_denied), 100 * w.share(w.wrongly_denied),
+                  static_cast<unsigned long long>(w.judged),
+                  static_cast<unsigned long long>(w.unjudged));
+    out += line;
+    std::snprintf(line, sizeof line,
+                  "            over-admission per key-window: max %lld   mean %.4f   (%llu of %llu "
+                  "key-windows over)\n",
+                  static_cast<long long>(w.max_over_admission), w.mean_over_admission,
+                  static_cast<unsigned long long>(w.key_windows_over),
+                  static_cast<unsigned long long>(w.key_windows));
+    out += line;
+  }
   if (!result.first_error.empty()) out += "first error " + result.first_error + "\n";
   return out;
 }

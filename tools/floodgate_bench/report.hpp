@@ -10,11 +10,17 @@
 // request's intended send time) and traffic {over_limit_share, near_limit_share, keys_over
 // [, requested_over_limit_share]}: the shares of requests from keys whose offered load (their
 // share of rate x cost per window) is over the limit, and within [limit/2, limit].
+// --replay adds wrong_decisions {reference: "sliding_log", recorded, judged, unjudged,
+// wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share,
+// over_admission {max, mean, key_windows, key_windows_over}} (replay.hpp).
 #pragma once
 
 #include <string>
 
+#include <optional>
+
 #include "accuracy.hpp"
+#include "replay.hpp"
 #include "floodgate/policy.hpp"
 #include "options.hpp"
 #include "run_result.hpp"
@@ -26,6 +32,7 @@ struct report {
   const floodgate::policy& rule;  // the policy every request was checked against
   const run_result& result;
   const accuracy_report& accuracy;
+  const std::optional<replay_report>& replayed;  // --replay
 
   double elapsed_s() const;
   double decisions_per_sec() const;

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "admission.hpp"
+#include "decision_record.hpp"
 #include "histogram.hpp"
 
 namespace floodgate::bench {
@@ -23,6 +25,10 @@ struct run_result {
   histogram corrected_latency_us;
   std::uint64_t dropped = 0;
   std::vector<admission> admissions;
+  // --replay: the decisions recorded, and the ms from which the record may be partial (the
+  // earliest decision a full thread left out; every decision before it is recorded).
+  std::vector<decision_record> decision_log;
+  std::int64_t decision_log_cutoff_ms = std::numeric_limits<std::int64_t>::max();
   std::int64_t started_us = 0;   // wall clock, µs since the epoch: the agreed start
   std::int64_t finished_us = 0;  // the last answer
   std::string first_error;       // one example, for the summary

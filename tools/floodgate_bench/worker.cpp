@@ -29,6 +29,7 @@ struct shared_plan {
   key_distribution distribution;
   target_maker make_target;
   std::int64_t tolerance_us;
+  std::size_t log_share;  // --replay: decisions each thread records at most
   std::latch ready;
   std::atomic<std::int64_t> start_us{0};  // 0: not yet; < 0: abort
   std::atomic<std::size_t> finished{0};
@@ -62,6 +63,16 @@ void record(const shared_plan& plan, thread_state& st, std::uint32_t key, std::i
         ++r.errors;
         if (r.first_error.empty()) r.first_error = std::move(a.error);
         break;
+    }
+    if (plan.opts.replay && a.result != answer::verdict::error) {
+      // A decision left out (the share is full, or its time unknown) makes the record partial
+      // from its ms on; it was decided no earlier than it was sent.
+      if (a.decided_ms >= 0 && r.decision_log.size() < plan.log_share)
+        r.decision_log.push_back({a.decided_ms, cost, key,
+                                  a.result == answer::verdict::allowed ? 1u : 0u});
+      else
+        r.decision_log_cutoff_ms = std::min(
+            r.decision_log_cutoff_ms, a.decided_ms >= 0 ? a.decided_ms : send_us / 1000);
     }
     // Latency of decisions: an error's latency is mostly the deadline, counted apart.
     if (a.result != answer::verdict::error) {
@@ -249,6 +260,7 @@ int run_worker_process(const bench_options& opts, std::size_t index, const std::
     plan.reset(new shared_plan{opts, std::move(keys), key_distribution(opts.keys, opts.zipf),
                                make_target_maker(opts, p),
                                std::chrono::microseconds(opts.clock_tolerance).count(),
+                               (opts.replay_max + opts.workers() - 1) / opts.workers(),
                                std::latch(static_cast<std::ptrdiff_t>(opts.threads))});
   } catch (const std::exception& e) {
     write_frame(up_fd, frame_type::failure, e.what());

@@ -133,5 +133,35 @@ TEST(options, bad_command_lines_say_why) {
   EXPECT_NE(message({"--redis", "postgres://h:1"}).find("--redis"), std::string::npos);
 }
 
+TEST(options, open_loop) {
+  auto o = parse({"--redis", "memory://", "--rate", "2500", "--arrivals", "poisson", "--inflight",
+                  "16", "--max-lag", "250ms"});
+  ASSERT_TRUE(o.is_open_loop());
+  EXPECT_EQ(*o.rate, 2500.0);
+  EXPECT_EQ(o.arrivals, arrivals::poisson);
+  EXPECT_EQ(o.inflight, 16u);
+  EXPECT_EQ(o.max_lag, 250ms);
+  o = parse({"--redis", "memory://", "--rate", "0.5"});
+  EXPECT_EQ(o.arrivals, arrivals::constant);
+  EXPECT_EQ(o.max_lag, 1000ms);
+  EXPECT_FALSE(parse({"--redis", "memory://"}).is_open_loop());
+}
+
+TEST(options, open_loop_rejects_what_it_cannot_do) {
+  for (auto args : std::vector<std::vector<const char*>>{
+           {"--redis", "memory://", "--rate", "0"},
+           {"--redis", "memory://", "--rate", "-5"},
+           {"--redis", "memory://", "--rate", "fast"},
+           {"--redis", "memory://", "--rate", "100", "--arrivals", "bursty"},
+           {"--redis", "memory://", "--arrivals", "poisson"},
+           {"--redis", "memory://", "--rate", "100", "--burst", "10"},
+           {"--redis", "memory://", "--rate", "100", "--max-lag", "0ms"}}) {
+    std::vector<const char*> argv{"floodgate-bench"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    EXPECT_THROW(parse_options(static_cast<int>(argv.size()), argv.data()), usage_error)
+        << args[args.size() - 1];
+  }
+}
+
 }  // namespace
 }  // namespace floodgate::bench

@@ -23,4 +23,12 @@ inline void wait_until_us(std::int64_t instant) {
   while (now_us() < instant) std::this_thread::yield();
 }
 
+// Sleeps until the instant, without spinning: an open-loop sender waits between every two
+// requests, and spinning would take the CPU the target runs on. It wakes some tens of µs late,
+// which the corrected latency counts, as a real client's lateness would be.
+inline void sleep_until_us(std::int64_t instant) {
+  if (const auto ahead = instant - now_us(); ahead > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(ahead));
+}
+
 }  // namespace floodgate::bench

@@ -16,6 +16,12 @@ key_distribution::key_distribution(std::size_t keys, double zipf) : keys_(keys) 
   for (auto& c : cdf_) c /= total;
 }
 
+double key_distribution::weight(std::size_t k) const noexcept {
+  if (k >= keys_) return 0;
+  if (cdf_.empty()) return 1.0 / static_cast<double>(keys_);
+  return k == 0 ? cdf_[0] : cdf_[k] - cdf_[k - 1];
+}
+
 std::size_t key_distribution::pick(std::mt19937_64& rng) const {
   if (keys_ <= 1) return 0;
   if (cdf_.empty()) return std::uniform_int_distribution<std::size_t>(0, keys_ - 1)(rng);

@@ -17,6 +17,8 @@ class key_distribution {
   key_distribution(std::size_t keys, double zipf);
   std::size_t keys() const noexcept { return keys_; }
   std::size_t pick(std::mt19937_64& rng) const;
+  // The probability of key k (key 0 the most likely).
+  double weight(std::size_t k) const noexcept;
 
  private:
   std::size_t keys_;

@@ -1,23 +1,48 @@
 // The library target: floodgate::limiter, through make_backend(url) like any library user.
+//
+// With --replay it also learns the millisecond each decision was made at: the backend gets a
+// clock (memory_options::clock, or redis_options::test_clock, so Redis's scripts take "now"
+// as an argument) that is this host's clock, and writes what it read into the call's cell.
+// Both backends read it on the calling thread inside async_check (the memory backend decides
+// there; the Redis backend encodes the call there), so a thread-local pointer finds the cell;
+// the cell travels to the completion, which may run on another thread.
+#include <memory>
+
 #include "floodgate/limiter.hpp"
 #include "target.hpp"
 
 namespace floodgate::bench {
 namespace {
 
+thread_local std::int64_t* decision_cell = nullptr;
+
+std::chrono::milliseconds recording_clock() {
+  const auto t = system_now();
+  if (decision_cell) *decision_cell = t.count();
+  return t;
+}
+
 class library_target final : public target {
  public:
-  library_target(std::shared_ptr<limiter> l, const policy& p)
-      : limiter_(std::move(l)), policy_(p) {}
+  library_target(std::shared_ptr<limiter> l, const policy& p, bool record_time)
+      : limiter_(std::move(l)), policy_(p), record_time_(record_time) {}
 
   void async_check(std::string_view key, std::int64_t cost, completion done) override {
-    limiter_->async_check(key, policy_, cost, [done = std::move(done)](check_result r) {
+    std::shared_ptr<std::int64_t> cell;
+    std::int64_t* const outer = decision_cell;  // a completion may issue the next call inline
+    if (record_time_) {
+      // The last read wins: the backend's "now" comes after the limiter's own reads.
+      cell = std::make_shared<std::int64_t>(-1);
+      decision_cell = cell.get();
+    }
+    limiter_->async_check(key, policy_, cost, [done = std::move(done), cell](check_result r) {
+      const std::int64_t at = cell ? *cell : -1;
       switch (r.outcome) {
         case outcome::allowed:
-          done({answer::verdict::allowed, {}});
+          done({answer::verdict::allowed, {}, at});
           break;
         case outcome::over_limit:
-          done({answer::verdict::denied, {}});
+          done({answer::verdict::denied, {}, at});
           break;
         case outcome::backend_error:
         case outcome::invalid_request:
@@ -25,11 +50,14 @@ class library_target final : public target {
           break;
       }
     });
+    // Clock reads outside a call (heartbeats, other calls' completions) write nowhere.
+    decision_cell = outer;
   }
 
  private:
   std::shared_ptr<limiter> limiter_;
   const policy& policy_;
+  bool record_time_;
 };
 
 }  // namespace
@@ -38,8 +66,14 @@ target_maker make_library_target(const bench_options& opts, const policy& p) {
   backend_options b;
   b.redis.connections = opts.connections;
   b.redis.timeout = opts.timeout;
+  if (opts.replay) {
+    b.memory.clock = recording_clock;
+    b.redis.test_clock = recording_clock;
+  }
   auto shared = std::make_shared<limiter>(opts.url, b);
-  return [shared, &p] { return std::make_unique<library_target>(shared, p); };
+  return [shared, &p, record = opts.replay] {
+    return std::make_unique<library_target>(shared, p, record);
+  };
 }
 
 target_maker make_target_maker(const bench_options& opts, const policy& p) {

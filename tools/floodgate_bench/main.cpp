@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
 
 #include "accuracy.hpp"
 #include "options.hpp"
 #include "print_script.hpp"
 #include "progress_bar.hpp"
+#include "replay.hpp"
 #include "report.hpp"
 #include "supervisor.hpp"
 
@@ -34,7 +36,12 @@ int main(int argc, char** argv) {
     auto result = supervise(opts, [&](double f, std::uint64_t n) { bar.update(f, n); });
     bar.clear();
     const auto accuracy = check_accuracy(policy, std::move(result.admissions));
-    const report r{opts, policy, result, accuracy};
+    std::optional<replay_report> replayed;
+    if (opts.replay)
+      replayed = replay_sliding_log(policy.limit(), policy.window().count(),
+                                    std::move(result.decision_log), result.decision_log_cutoff_ms);
+    if (replayed) replayed->unjudged = result.decisions() - replayed->judged;
+    const report r{opts, policy, result, accuracy, replayed};
     std::cout << (opts.json ? r.json() + "\n" : r.text()) << std::flush;
     return 0;
   } catch (const interrupted& e) {

@@ -7,6 +7,8 @@
 #include <string_view>
 
 #include "floodgate/errors.hpp"
+#include "key_distribution.hpp"
+#include "traffic_model.hpp"
 
 namespace floodgate::bench {
 namespace {
@@ -64,7 +66,8 @@ policy bench_options::make_policy() const {
 
 bench_options parse_options(int argc, const char* const* argv) {
   bench_options o;
-  bool naive = false, duration_given = false, algorithm_given = false;
+  bool naive = false, duration_given = false, algorithm_given = false, arrivals_given = false,
+       limit_given = false;
   std::optional<std::string> redis_url, http_url, grpc_address;
 
   using setter = std::function<void(std::string_view)>;
@@ -99,6 +102,41 @@ bench_options parse_options(int argc, const char* const* argv) {
                              "'");
          o.zipf = s;
        }},
+      {"--rate",
+       [&](std::string_view v) {
+         double r = -1;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), r);
+         if (ec != std::errc{} || end != v.data() + v.size() || !(r > 0) || r > 1e8)
+           throw usage_error("--rate: expected decisions per second in (0, 1e8], got '" +
+                             std::string(v) + "'");
+         o.rate = r;
+       }},
+      {"--arrivals",
+       [&](std::string_view v) {
+         if (v == "constant")
+           o.arrivals = arrivals::constant;
+         else if (v == "poisson")
+           o.arrivals = arrivals::poisson;
+         else
+           throw usage_error("--arrivals: expected constant or poisson, got '" + std::string(v) +
+                             "'");
+         arrivals_given = true;
+       }},
+      {"--over-limit-share",
+       [&](std::string_view v) {
+         double f = -1;
+         auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), f);
+         if (ec != std::errc{} || end != v.data() + v.size() || !(f >= 0) || f > 1)
+           throw usage_error("--over-limit-share: expected a fraction in [0, 1], got '" +
+                             std::string(v) + "'");
+         o.over_limit_share = f;
+       }},
+      {"--replay-max",
+       [&](std::string_view v) {
+         o.replay_max = parse_integer<std::size_t>("--replay-max", v, 1, 100'000'000);
+       }},
+      {"--max-lag",
+       [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
       {"--duration",
        [&](std::string_view v) {
          o.duration = parse_duration_flag("--duration", v);
@@ -126,6 +164,7 @@ bench_options parse_options(int argc, const char* const* argv) {
       {"--limit",
        [&](std::string_view v) {
          o.limit = parse_integer<std::int64_t>("--limit", v, 1, INT64_MAX);
+         limit_given = true;
        }},
       {"--window", [&](std::string_view v) { o.window = parse_duration_flag("--window", v); }},
       {"--burst-size",
@@ -174,6 +213,10 @@ bench_options parse_options(int argc, const char* const* argv) {
     }
     if (arg == "--json") {
       o.json = true;
+      continue;
+    }
+    if (arg == "--replay") {
+      o.replay = true;
       continue;
     }
     if (arg == "--no-progress") {
@@ -233,6 +276,20 @@ bench_options parse_options(int argc, const char* const* argv) {
     throw usage_error("--inflight > 1 needs the library target (--redis without --naive)");
   if (o.burst && duration_given) throw usage_error("give --duration or --burst, not both");
   if (o.zipf > 0 && o.keys == 1) throw usage_error("--zipf needs --keys > 1");
+  if (o.rate && o.burst) throw usage_error("--rate sends on a schedule: give --duration, not --burst");
+  if (arrivals_given && !o.rate) throw usage_error("--arrivals needs --rate (open loop)");
+  if (o.replay && o.target != target_kind::library)
+    throw usage_error(
+        "--replay needs the decision times, which only the library target knows (--redis "
+        "without --naive)");
+  if (o.over_limit_share) {
+    if (!o.rate) throw usage_error("--over-limit-share needs --rate: it sets each key's load");
+    if (o.keys < 2) throw usage_error("--over-limit-share needs --keys > 1 (and --zipf to vary)");
+    if (limit_given) throw usage_error("--over-limit-share sets the limit: drop --limit");
+    const key_distribution d(o.keys, o.zipf);
+    o.limit = limit_for_over_limit_share(per_key_load(d, *o.rate, o.cost, o.window), d,
+                                         *o.over_limit_share, o.cost);
+  }
 
   const auto p = o.make_policy();  // validates limit, window, burst size
   if (o.cost > p.capacity())
@@ -263,7 +320,20 @@ Load:
   --zipf S               skewed keys: P(key k) ∝ 1/(k+1)^S (default: uniform)
   --duration D           run for D: 500ms, 5s, 2m (default 5s)
   --burst N              instead: every thread fires N requests, all starting at one instant
-  --seed N               key choice seed (default 1)
+  --seed N               key choice and arrival seed (default 1)
+Open loop (default: closed loop, each call waits for the previous answer):
+  --rate R               send R decisions/s in all, split evenly over processes x threads,
+                         on schedule whether or not earlier answers have arrived; latency is
+                         also measured from each request's intended send time (corrected)
+  --arrivals A           constant (evenly spaced, default) or poisson (exponential gaps)
+  --inflight N           (above) is then each thread's bound on calls in flight: a request
+                         due while N are in flight waits for a slot, late
+  --max-lag D            a request still waiting for a slot D after its intended time is
+                         dropped and counted (default 1s)
+  --over-limit-share F   derive --limit so that a share F of the requests comes from keys
+                         whose load (their share of R x cost per window) is over it: with
+                         --zipf, a few keys far over, some near, most well under. The share
+                         got (the key shares come in steps) is reported as traffic.
 Policy (for --http and --grpc, describe the service's rule: the accuracy check uses it):
   --algorithm A          sliding_log, sliding_window, fixed_window, token_bucket, gcra
                          (default gcra; fixed_window with --naive)
@@ -274,6 +344,16 @@ Policy (for --http and --grpc, describe the service's rule: the accuracy check u
 Backend (redis://):
   --connections N        connections per process (redis_options::connections, default 2)
   --timeout D            per-call deadline (default 1s)
+Wrong decisions (library target):
+  --replay               record every decision (key, cost, verdict, the ms it was decided
+                         at) and replay it through sliding_log's exact definition against
+                         the run's own admitted history: wrongly admitted / denied, and the
+                         over-admission per key-window. The bench gives the backend its clock
+                         to know each decision's ms exactly: on Redis the scripts then take
+                         "now" from this host's clock, read when the call is sent, instead of
+                         Redis's TIME (redis_options::test_clock; same machine clock here)
+  --replay-max N         decisions recorded at most, 24 bytes each (default 2000000); past
+                         it the rest of the run is reported as unjudged
 Output:
   --json                 one JSON object on stdout, nothing else
   --no-progress          no progress bar (it is shown only when stdout is a terminal)

@@ -22,6 +22,12 @@ class usage_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// How an open-loop run spaces its requests (--arrivals).
+enum class arrivals {
+  constant,  // evenly: one every 1/rate
+  poisson,   // independent exponential gaps of mean 1/rate, as many independent users make
+};
+
 enum class target_kind {
   library,  // floodgate::limiter in-process, on --redis URL (redis:// or memory://)
   naive,    // the non-atomic GET-then-SET fixed window on --redis URL (hiredis, not floodgate)
@@ -48,6 +54,17 @@ struct bench_options {
   std::chrono::milliseconds duration{5000};
   std::optional<std::uint64_t> burst;  // requests per thread, all started at one instant
   std::uint64_t seed = 1;
+  // Open loop (--rate): decisions per second across the run, sent on schedule whether or not
+  // earlier answers have arrived; unset: closed loop (each call waits for the previous answer).
+  std::optional<double> rate;
+  floodgate::bench::arrivals arrivals = arrivals::constant;
+  // Open loop: a request that has waited this long past its intended send time for one of the
+  // worker's --inflight slots is dropped (and counted), so a dead target cannot make the
+  // schedule's backlog grow without bound.
+  std::chrono::milliseconds max_lag{1000};
+  // Open loop: the share of requests to come from keys whose offered load is over the limit;
+  // --limit is then derived from it (traffic_model.hpp).
+  std::optional<double> over_limit_share;
 
   // The policy (for --http it must describe the service's rule: the accuracy check uses it).
   algorithm algo = algorithm::gcra;
@@ -63,10 +80,18 @@ struct bench_options {
   // The clock difference allowed between this host and the one deciding (Redis's TIME).
   std::chrono::milliseconds clock_tolerance{1};
 
+  // --replay: record every decision (key, cost, verdict, the ms it was decided at) and replay
+  // them through sliding_log's definition (replay.hpp). At most replay_max are kept in all
+  // (24 bytes each), split evenly over the threads; past a thread's share the run is judged
+  // up to the first decision left out.
+  bool replay = false;
+  std::size_t replay_max = 2'000'000;
+
   bool json = false;
   bool progress = true;  // also needs stdout to be a terminal
 
   bool is_burst() const noexcept { return burst.has_value(); }
+  bool is_open_loop() const noexcept { return rate.has_value(); }
   std::size_t workers() const noexcept { return processes * threads; }
   // The policy every worker checks against; throws usage_error if the flags make none.
   policy make_policy() const;

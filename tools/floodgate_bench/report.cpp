@@ -4,6 +4,9 @@
 #include <iterator>
 #include <sstream>
 
+#include "key_distribution.hpp"
+#include "traffic_model.hpp"
+
 namespace floodgate::bench {
 namespace {
 
@@ -53,7 +56,25 @@ const char* target_name(target_kind k) {
   return "?";
 }
 
+// {p50, p90, p99, p999, max, mean, distribution: [[quantile, µs], ...]}
+void latency_object(std::ostringstream& o, const histogram& h) {
+  o << "{\"p50\":" << h.percentile(0.50) << ",\"p90\":" << h.percentile(0.90)
+    << ",\"p99\":" << h.percentile(0.99) << ",\"p999\":" << h.percentile(0.999)
+    << ",\"max\":" << h.max() << ",\"mean\":" << number(h.mean()) << ",\"distribution\":[";
+  // Enough points to draw the latency distribution (as percentile curves).
+  const double qs[] = {0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1.0};
+  for (std::size_t i = 0; i < std::size(qs); ++i)
+    o << (i ? "," : "") << "[" << qs[i] << "," << h.percentile(qs[i]) << "]";
+  o << "]}";
+}
+
 }  // namespace
+
+// Open loop: the traffic's shape against the policy's limit (from the offered rates).
+traffic_shape report_shape(const bench_options& opts, const floodgate::policy& p) {
+  const key_distribution d(opts.keys, opts.zipf);
+  return shape_of(per_key_load(d, *opts.rate, opts.cost, p.window()), d, p.limit());
+}
 
 double report::elapsed_s() const {
   return result.finished_us > result.started_us
@@ -90,14 +111,36 @@ std::string report::json() const {
     << ",\"clock_tolerance_ms\":" << opts.clock_tolerance.count();
   if (accuracy.aligned_over_admitted)
     o << ",\"aligned_over_admitted\":" << *accuracy.aligned_over_admitted;
-  o << "},\"latency_us\":{\"p50\":" << h.percentile(0.50) << ",\"p90\":" << h.percentile(0.90)
-    << ",\"p99\":" << h.percentile(0.99) << ",\"p999\":" << h.percentile(0.999)
-    << ",\"max\":" << h.max() << ",\"mean\":" << number(h.mean()) << ",\"distribution\":[";
-  // Enough points to draw the latency distribution (as percentile curves).
-  const double qs[] = {0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1.0};
-  for (std::size_t i = 0; i < std::size(qs); ++i)
-    o << (i ? "," : "") << "[" << qs[i] << "," << h.percentile(qs[i]) << "]";
-  o << "]}";
+  o << "},\"latency_us\":";
+  latency_object(o, h);
+  if (opts.is_open_loop()) {
+    const auto intended = result.decisions() + result.errors + result.dropped;
+    o << ",\"open_loop\":{\"rate\":" << number(*opts.rate) << ",\"arrivals\":"
+      << quoted(opts.arrivals == arrivals::poisson ? "poisson" : "constant")
+      << ",\"max_lag_ms\":" << opts.max_lag.count() << ",\"intended\":" << intended
+      << ",\"sent\":" << result.decisions() + result.errors << ",\"dropped\":" << result.dropped
+      << "},\"corrected_latency_us\":";
+    latency_object(o, result.corrected_latency_us);
+    const auto shape = report_shape(opts, rule);
+    o << ",\"traffic\":{\"over_limit_share\":" << shape.over_limit_share
+      << ",\"near_limit_share\":" << shape.near_limit_share
+      << ",\"keys_over\":" << shape.keys_over;
+    if (opts.over_limit_share) o << ",\"requested_over_limit_share\":" << *opts.over_limit_share;
+    o << "}";
+  }
+  if (replayed) {
+    const auto& w = *replayed;
+    char shares[160];
+    std::snprintf(shares, sizeof shares,
+                  ",\"wrongly_admitted_share\":%.9f,\"wrongly_denied_share\":%.9f",
+                  w.share(w.wrongly_admitted), w.share(w.wrongly_denied));
+    o << ",\"wrong_decisions\":{\"reference\":\"sliding_log\",\"recorded\":" << w.recorded << ",\"judged\":" << w.judged << ",\"unjudged\":" << w.unjudged
+      << ",\"wrongly_admitted\":" << w.wrongly_admitted
+      << ",\"wrongly_denied\":" << w.wrongly_denied << shares
+      << ",\"over_admission\":{\"max\":" << w.max_over_admission
+      << ",\"mean\":" << w.mean_over_admission << ",\"key_windows\":" << w.key_windows
+      << ",\"key_windows_over\":" << w.key_windows_over << "}}";
+  }
   if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
   o << "}";
   return o.str();
@@ -139,6 +182,26 @@ std::string report::text() const {
                 static_cast<unsigned long long>(h.percentile(0.999)),
                 static_cast<unsigned long long>(h.max()));
   out += line;
+  if (opts.is_open_loop()) {
+    const auto& c = result.corrected_latency_us;
+    std::snprintf(line, sizeof line,
+                  "corrected   p50 %llu   p90 %llu   p99 %llu   p99.9 %llu   max %llu   (from the "
+                  "intended send time; %.0f/s %s, %llu dropped)\n",
+                  static_cast<unsigned long long>(c.percentile(0.5)),
+                  static_cast<unsigned long long>(c.percentile(0.9)),
+                  static_cast<unsigned long long>(c.percentile(0.99)),
+                  static_cast<unsigned long long>(c.percentile(0.999)),
+                  static_cast<unsigned long long>(c.max()), *opts.rate,
+                  opts.arrivals == arrivals::poisson ? "poisson" : "constant",
+                  static_cast<unsigned long long>(result.dropped));
+    out += line;
+    const auto shape = report_shape(opts, rule);
+    std::snprintf(line, sizeof line,
+                  "traffic     %.2f%% of requests from %zu keys over the limit, %.2f%% from keys "
+                  "at 50-100%% of it\n",
+                  100 * shape.over_limit_share, shape.keys_over, 100 * shape.near_limit_share);
+    out += line;
+  }
   std::snprintf(line, sizeof line,
                 "accuracy    over-admitted %lld of %lld admitted (%s; clock tolerance %lld ms",
                 static_cast<long long>(accuracy.over_admitted),
@@ -150,6 +213,25 @@ std::string report::text() const {
   if (accuracy.aligned_over_admitted)
     out += "            per aligned window: over-admitted " +
            std::to_string(*accuracy.aligned_over_admitted) + "\n";
+  if (replayed) {
+    const auto& w = *replayed;
+    std::snprintf(line, sizeof line,
+                  "replay      vs sliding_log: wrongly admitted %llu (%.4f%%)   wrongly denied %llu "
+                  "(%.4f%%) of %llu judged (%llu unjudged)\n",
+                  static_cast<unsigned long long>(w.wrongly_admitted),
+                  100 * w.share(w.wrongly_admitted),
+                  static_cast<unsigned long long>(w.wrongly_denied), 100 * w.share(w.wrongly_denied),
+                  static_cast<unsigned long long>(w.judged),
+                  static_cast<unsigned long long>(w.unjudged));
+    out += line;
+    std::snprintf(line, sizeof line,
+                  "            over-admission per key-window: max %lld   mean %.4f   (%llu of %llu "
+                  "key-windows over)\n",
+                  static_cast<long long>(w.max_over_admission), w.mean_over_admission,
+                  static_cast<unsigned long long>(w.key_windows_over),
+                  static_cast<unsigned long long>(w.key_windows));
+    out += line;
+  }
   if (!result.first_error.empty()) out += "first error " + result.first_error + "\n";
   return out;
 }

@@ -4,12 +4,23 @@
 // threads, inflight, connections, keys, zipf, duration_ms | burst, elapsed_s, decisions,
 // decisions_per_sec, allowed, denied, errors, over_admitted, accuracy {bound, admitted,
 // undetermined, clock_tolerance_ms[, aligned_over_admitted]}, latency_us {p50, p90, p99,
-// p999, max, mean, distribution: [[quantile, µs], ...]}, first_error (only when there were errors).
+// p999, max, mean, distribution: [[quantile, µs], ...]} (service time: send to answer),
+// first_error (only when there were errors); open loop (--rate) adds open_loop {rate, arrivals,
+// max_lag_ms, intended, sent, dropped} and corrected_latency_us (as latency_us, from each
+// request's intended send time) and traffic {over_limit_share, near_limit_share, keys_over
+// [, requested_over_limit_share]}: the shares of requests from keys whose offered load (their
+// share of rate x cost per window) is over the limit, and within [limit/2, limit].
+// --replay adds wrong_decisions {reference: "sliding_log", recorded, judged, unjudged,
+// wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share,
+// over_admission {max, mean, key_windows, key_windows_over}} (replay.hpp).
 #pragma once
 
 #include <string>
 
+#include <optional>
+
 #include "accuracy.hpp"
+#include "replay.hpp"
 #include "floodgate/policy.hpp"
 #include "options.hpp"
 #include "run_result.hpp"
@@ -21,6 +32,7 @@ struct report {
   const floodgate::policy& rule;  // the policy every request was checked against
   const run_result& result;
   const accuracy_report& accuracy;
+  const std::optional<replay_report>& replayed;  // --replay
 
   double elapsed_s() const;
   double decisions_per_sec() const;

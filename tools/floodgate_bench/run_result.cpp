@@ -56,7 +56,11 @@ void run_result::merge(const run_result& other) {
   denied += other.denied;
   errors += other.errors;
   latency_us.merge(other.latency_us);
+  corrected_latency_us.merge(other.corrected_latency_us);
+  dropped += other.dropped;
   admissions.insert(admissions.end(), other.admissions.begin(), other.admissions.end());
+  decision_log.insert(decision_log.end(), other.decision_log.begin(), other.decision_log.end());
+  decision_log_cutoff_ms = std::min(decision_log_cutoff_ms, other.decision_log_cutoff_ms);
   started_us = started_us == 0
                    ? other.started_us
                    : (other.started_us == 0 ? started_us : std::min(started_us, other.started_us));
@@ -76,7 +80,15 @@ std::string run_result::serialize() const {
   put(out, latency_us.sum());
   const auto buckets = latency_us.buckets();
   put_array(out, buckets.data(), buckets.size());
+  put(out, dropped);
+  put(out, corrected_latency_us.max());
+  put(out, corrected_latency_us.sum());
+  const auto corrected = corrected_latency_us.buckets();
+  put_array(out, corrected.data(), corrected.size());
   put_array(out, admissions.data(), admissions.size());
+  static_assert(std::is_trivially_copyable_v<decision_record> && sizeof(decision_record) == 24);
+  put_array(out, decision_log.data(), decision_log.size());
+  put(out, decision_log_cutoff_ms);
   put_array(out, first_error.data(), first_error.size());
   return out;
 }
@@ -93,7 +105,14 @@ run_result run_result::deserialize(std::string_view bytes) {
   const auto sum = c.get<std::uint64_t>();
   const auto buckets = c.get_array<std::uint64_t>();
   r.latency_us = histogram::from_buckets(buckets, max, sum);
+  r.dropped = c.get<std::uint64_t>();
+  const auto corrected_max = c.get<std::uint64_t>();
+  const auto corrected_sum = c.get<std::uint64_t>();
+  const auto corrected = c.get_array<std::uint64_t>();
+  r.corrected_latency_us = histogram::from_buckets(corrected, corrected_max, corrected_sum);
   r.admissions = c.get_array<admission>();
+  r.decision_log = c.get_array<decision_record>();
+  r.decision_log_cutoff_ms = c.get<std::int64_t>();
   const auto error = c.get_array<char>();
   r.first_error.assign(error.begin(), error.end());
   if (!c.done()) throw std::runtime_error("run result: trailing bytes");

@@ -23,6 +23,9 @@ struct answer {
   enum class verdict { allowed, denied, error };
   verdict result = verdict::error;
   std::string error;  // what went wrong, for verdict::error
+  // The millisecond the deciding clock read, when the target knows it (the library target
+  // with --replay gives the backend its clock); -1 otherwise.
+  std::int64_t decided_ms = -1;
 };
 
 using completion = std::function<void(answer)>;

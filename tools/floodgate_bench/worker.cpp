@@ -1,5 +1,7 @@
 #include "worker.hpp"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "arrival_schedule.hpp"
 #include "channel.hpp"
 #include "clock.hpp"
 #include "key_distribution.hpp"
@@ -28,6 +31,7 @@ struct shared_plan {
   key_distribution distribution;
   target_maker make_target;
   std::int64_t tolerance_us;
+  std::size_t log_share;  // --replay: decisions each thread records at most
   std::latch ready;
   std::atomic<std::int64_t> start_us{0};  // 0: not yet; < 0: abort
   std::atomic<std::size_t> finished{0};
@@ -40,8 +44,9 @@ struct thread_state {
   std::atomic<std::uint64_t> answered{0};
 };
 
+// intended_us: open loop, when the schedule meant to send it (0: closed loop).
 void record(const shared_plan& plan, thread_state& st, std::uint32_t key, std::int64_t cost,
-            std::int64_t send_us, answer a) {
+            std::int64_t send_us, answer a, std::int64_t intended_us = 0) {
   const auto receive_us = now_us();
   {
     std::lock_guard lock(st.mutex);
@@ -61,10 +66,24 @@ void record(const shared_plan& plan, thread_state& st, std::uint32_t key, std::i
         if (r.first_error.empty()) r.first_error = std::move(a.error);
         break;
     }
+    if (plan.opts.replay && a.result != answer::verdict::error) {
+      // A decision left out (the share is full, or its time unknown) makes the record partial
+      // from its ms on; it was decided no earlier than it was sent.
+      if (a.decided_ms >= 0 && r.decision_log.size() < plan.log_share)
+        r.decision_log.push_back({a.decided_ms, cost, key,
+                                  a.result == answer::verdict::allowed ? 1u : 0u});
+      else
+        r.decision_log_cutoff_ms = std::min(
+            r.decision_log_cutoff_ms, a.decided_ms >= 0 ? a.decided_ms : send_us / 1000);
+    }
     // Latency of decisions: an error's latency is mostly the deadline, counted apart.
-    if (a.result != answer::verdict::error)
+    if (a.result != answer::verdict::error) {
       r.latency_us.record(
           static_cast<std::uint64_t>(std::max<std::int64_t>(0, receive_us - send_us)));
+      if (intended_us > 0)
+        r.corrected_latency_us.record(
+            static_cast<std::uint64_t>(std::max<std::int64_t>(0, receive_us - intended_us)));
+    }
   }
   st.answered.fetch_add(1, std::memory_order_relaxed);
 }
@@ -147,6 +166,63 @@ class driver {
   std::latch finished_;  // one count per slot
 };
 
+// Open loop: sends each request at its scheduled instant whether or not earlier answers have
+// arrived, up to --inflight at once. A request due while all slots are busy waits for one and
+// is sent late; its latency still counts from the intended instant (wrk2's correction for
+// coordinated omission), so a stall counts for every request it delays, not once. One that
+// has waited --max-lag is dropped and counted: the backlog of a dead target stays bounded.
+class open_loop_driver {
+ public:
+  open_loop_driver(shared_plan& plan, thread_state& st, target& t, std::int64_t start_us,
+                   double phase, std::uint64_t seed)
+      : plan_(plan),
+        st_(st),
+        target_(t),
+        stop_us_(start_us + std::chrono::microseconds(plan.opts.duration).count()),
+        schedule_(start_us, *plan.opts.rate / static_cast<double>(plan.opts.workers()),
+                  plan.opts.arrivals, phase, seed ^ 0x5eed),
+        rng_(seed),
+        slots_(static_cast<std::ptrdiff_t>(plan.opts.inflight)) {}
+
+  void run_and_wait() {
+    // Sleeps end up to the timer slack late (50 µs by default): at thousands of requests a
+    // second per thread that lateness is most of a gap. 1 µs keeps the schedule.
+    ::prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    const auto cost = plan_.opts.cost;
+    const auto max_lag_us = std::chrono::microseconds(plan_.opts.max_lag).count();
+    for (auto intended = schedule_.next(); intended < stop_us_; intended = schedule_.next()) {
+      const auto key = static_cast<std::uint32_t>(plan_.distribution.pick(rng_));
+      sleep_until_us(intended);
+      if (!slots_.try_acquire_until(steady_deadline(intended + max_lag_us))) {
+        std::lock_guard lock(st_.mutex);
+        ++st_.result.dropped;
+        continue;
+      }
+      const auto send_us = now_us();
+      target_.async_check(plan_.keys[key], cost, [this, key, cost, send_us, intended](answer a) {
+        record(plan_, st_, key, cost, send_us, std::move(a), intended);
+        slots_.release();
+      });
+    }
+    // Every slot back: no completion is still running when the driver goes.
+    for (std::size_t i = 0; i < plan_.opts.inflight; ++i) slots_.acquire();
+  }
+
+ private:
+  // The wall-clock instant `us` on the steady clock the semaphore waits on.
+  static std::chrono::steady_clock::time_point steady_deadline(std::int64_t us) {
+    return std::chrono::steady_clock::now() + std::chrono::microseconds(us - now_us());
+  }
+
+  shared_plan& plan_;
+  thread_state& st_;
+  target& target_;
+  const std::int64_t stop_us_;
+  arrival_schedule schedule_;
+  std::mt19937_64 rng_;  // key choice: this thread only
+  std::counting_semaphore<> slots_;
+};
+
 void thread_main(shared_plan& plan, std::size_t process, std::size_t index, thread_state& st) {
   auto t = set_up(plan, st);
   plan.ready.count_down();
@@ -154,9 +230,19 @@ void thread_main(shared_plan& plan, std::size_t process, std::size_t index, thre
   const auto start = plan.start_us.load();
   if (start > 0 && st.setup_error.empty()) {
     st.result.started_us = start;
-    driver d(plan, st, *t, start, plan.opts.seed * 1'000'003 + process * 10'007 + index * 101);
-    wait_until_us(start);
-    d.run_and_wait();
+    const auto seed = plan.opts.seed * 1'000'003 + process * 10'007 + index * 101;
+    if (plan.opts.is_open_loop()) {
+      // Thread i of n starts i/n of a gap in, so the run's sends interleave evenly.
+      const auto n = plan.opts.workers();
+      const double phase =
+          static_cast<double>(process * plan.opts.threads + index) / static_cast<double>(n);
+      open_loop_driver d(plan, st, *t, start, phase, seed);
+      d.run_and_wait();
+    } else {
+      driver d(plan, st, *t, start, seed);
+      wait_until_us(start);
+      d.run_and_wait();
+    }
   }
   t.reset();
   plan.finished.fetch_add(1);
@@ -179,6 +265,7 @@ int run_worker_process(const bench_options& opts, std::size_t index, const std::
     plan.reset(new shared_plan{opts, std::move(keys), key_distribution(opts.keys, opts.zipf),
                                make_target_maker(opts, p),
                                std::chrono::microseconds(opts.clock_tolerance).count(),
+                               (opts.replay_max + opts.workers() - 1) / opts.workers(),
                                std::latch(static_cast<std::ptrdiff_t>(opts.threads))});
   } catch (const std::exception& e) {
     write_frame(up_fd, frame_type::failure, e.what());

@@ -1,0 +1,80 @@
+#include "replay.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <tuple>
+#include <utility>
+
+namespace floodgate::bench {
+namespace {
+
+// floor(a / b), b > 0 (times are positive in practice; tests may use small ones).
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  return a / b - (a % b != 0 && a < 0);
+}
+
+}  // namespace
+
+replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
+                                 std::vector<decision_record> records, std::int64_t cutoff_ms) {
+  replay_report out;
+  out.recorded = records.size();
+  std::erase_if(records, [&](const decision_record& r) {
+    if (r.time_ms < cutoff_ms) return false;
+    ++out.unjudged;
+    return true;
+  });
+  std::sort(records.begin(), records.end(), [](const decision_record& a, const decision_record& b) {
+    return std::tuple(a.key, a.time_ms, b.allowed) < std::tuple(b.key, b.time_ms, a.allowed);
+  });
+
+  double over_sum = 0;
+  std::deque<std::pair<std::int64_t, std::int64_t>> live;  // admitted (time, cost) in the window
+  std::int64_t live_cost = 0;
+  bool have_window = false;
+  std::int64_t window_index = 0, window_over = 0;
+  auto close_window = [&] {
+    if (!have_window) return;
+    ++out.key_windows;
+    if (window_over > 0) ++out.key_windows_over;
+    over_sum += static_cast<double>(window_over);
+    out.max_over_admission = std::max(out.max_over_admission, window_over);
+    have_window = false;
+  };
+
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    if (i == 0 || r.key != records[i - 1].key) {
+      close_window();
+      live.clear();
+      live_cost = 0;
+    }
+    // Entries at t <= now − W have aged out (the window is (now − W, now]).
+    while (!live.empty() && live.front().first <= r.time_ms - window_ms) {
+      live_cost -= live.front().second;
+      live.pop_front();
+    }
+    ++out.judged;
+    const bool exact_admits = live_cost + r.cost <= limit;
+    if (!r.allowed) {
+      if (exact_admits) ++out.wrongly_denied;
+      continue;
+    }
+    if (!exact_admits) ++out.wrongly_admitted;
+    live.emplace_back(r.time_ms, r.cost);
+    live_cost += r.cost;
+    const auto index = floor_div(r.time_ms, window_ms);
+    if (!have_window || index != window_index) {
+      close_window();
+      have_window = true;
+      window_index = index;
+      window_over = 0;
+    }
+    window_over = std::max(window_over, live_cost - limit);
+  }
+  close_window();
+  out.mean_over_admission = out.key_windows ? over_sum / static_cast<double>(out.key_windows) : 0;
+  return out;
+}
+
+}  // namespace floodgate::bench

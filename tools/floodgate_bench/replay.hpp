@@ -1,0 +1,47 @@
+// The wrong-decision rate: every recorded decision replayed through sliding_log's definition
+// (docs/algorithms.md: admit when the cost admitted for the key in (now − W, now] plus this
+// cost is at most L) against the run's own admitted history, which is exactly the state an
+// exact sliding log would hold. A decision differs when the algorithm admitted what the
+// definition refuses (wrongly admitted) or refused what it admits (wrongly denied). Judged
+// against the algorithm's own history, an error does not cascade into later decisions.
+//
+// Decisions within one millisecond of one key are replayed admitted ones first: the record
+// has no order inside a millisecond, and this is the order an exact limiter's verdicts are
+// consistent with (a denial then sees every admission of its millisecond).
+//
+// Over-admission per key-window: for each key and aligned window [jW, (j+1)W) in which it was
+// admitted, the most its admitted cost in any W-long interval ending in that window exceeds L
+// (0 when never); max and mean over all such key-windows.
+//
+//   auto r = replay_sliding_log(100, 1000, std::move(records), cutoff_ms);
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "decision_record.hpp"
+
+namespace floodgate::bench {
+
+struct replay_report {
+  std::uint64_t recorded = 0;  // decisions in the record
+  std::uint64_t judged = 0;    // decisions replayed
+  std::uint64_t unjudged = 0;  // decisions not replayed: at or after the cutoff (the record is
+                               // partial there); main adds those never recorded
+  std::uint64_t wrongly_admitted = 0;
+  std::uint64_t wrongly_denied = 0;
+  std::uint64_t key_windows = 0;       // (key, aligned window) with an admission
+  std::uint64_t key_windows_over = 0;  // ... in which the limit was exceeded
+  std::int64_t max_over_admission = 0;  // cost units
+  double mean_over_admission = 0;       // over all key_windows
+
+  double share(std::uint64_t n) const noexcept {
+    return judged ? static_cast<double>(n) / static_cast<double>(judged) : 0.0;
+  }
+};
+
+// Judges the records with time_ms < cutoff_ms (complete below it: see run_result).
+replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
+                                 std::vector<decision_record> records, std::int64_t cutoff_ms);
+
+}  // namespace floodgate::bench

@@ -47,7 +47,8 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
   // Options of one kind of URL only: elsewhere they would be silently ignored.
   const bool tls_url =
       iequals_prefix(base, "rediss://") || iequals_prefix(base, "rediss+cluster://");
-  const bool sentinel_url = iequals_prefix(base, "redis+sentinel://");
+  const bool sentinel_url =
+      iequals_prefix(base, "redis+sentinel://") || iequals_prefix(base, "rediss+sentinel://");
 
   std::string seen = ",";
   while (!query.empty()) {

@@ -33,6 +33,7 @@ class redis_sentinel {
   redis_sentinel& operator=(const redis_sentinel&) = delete;
 
   std::string url() const;
+  const std::vector<std::uint16_t>& sentinel_ports() const { return sentinel_ports_; }
   // 0: the first primary, 1: its replica.
   redis_server& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
   // Runs a command on the first sentinel that answers.

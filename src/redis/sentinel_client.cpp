@@ -233,6 +233,8 @@ class sentinel_client::impl final : public io_worker_owner,
 
   // On the primary client's thread.
   void on_complete(sentinel_call& c, std::error_code ec, reply* r) noexcept {
+    // NOREPLICAS (min-replicas-to-write) is not parked: it also means a replica is down, and
+    // then every call would wait its whole deadline (docs/operations.md measures both).
     const bool readonly = r != nullptr && r->is_error() &&
                           (r->error_code() == "READONLY" ||
                            r->str.find("READONLY You can't write") != std::string::npos);

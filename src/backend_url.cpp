@@ -43,12 +43,8 @@ std::shared_ptr<backend> make_backend(std::string_view url, const backend_option
     return std::make_shared<memory::memory_backend>(memory_url_options(url, options.memory));
   std::string scheme(url.substr(0, url.find("://")));
   for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme == "rediss+sentinel")
-    throw config_error("backend URL '" + redis::redact_url(url) +
-                       "': TLS through Sentinel is not supported yet (rediss:// and "
-                       "rediss+cluster:// are)");
   if (scheme == "redis" || scheme == "rediss" || scheme == "redis+cluster" ||
-      scheme == "rediss+cluster" || scheme == "redis+sentinel")
+      scheme == "rediss+cluster" || scheme == "redis+sentinel" || scheme == "rediss+sentinel")
     return std::make_shared<redis::redis_backend>(url, options.redis);
   throw config_error("backend URL '" + redis::redact_url(url) +
                      "': unsupported scheme (expected memory://, redis://host:port redis+cluster://host:port[,...] or redis+sentinel://host:port[,...]/master)");

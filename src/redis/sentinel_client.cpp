@@ -1,35 +1,58 @@
 #include "redis/sentinel_client.hpp"
 
-#include <hiredis/hiredis.h>
-
 #include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cctype>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "floodgate/errors.hpp"
 #include "redis/client.hpp"
+#include "redis/connection.hpp"
+#include "redis/io_worker.hpp"
+#include "redis/resp_writer.hpp"
+#include "redis/sentinel_socket.hpp"
 
 namespace floodgate::redis {
 
+namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using steady = request::clock;
-using request_ptr = std::unique_ptr<request>;
+using boost::system::error_code;
 
 namespace {
 
 constexpr std::string_view scheme = "redis+sentinel://";
-constexpr auto poll_interval = 100ms;
+constexpr std::string_view tls_scheme = "rediss+sentinel://";
+// Asks after a suspicion (READONLY, a lost connection, a timeout) start at most this often: a
+// storm of READONLY replies costs one question per sentinel per 100 ms.
 constexpr auto resolve_min_interval = 100ms;
+// The sentinels are asked this often regardless, over the persistent connections: a safety
+// net for a +switch-master missed by a subscription that died silently (half-open).
+constexpr auto recheck_interval = 1s;
+
+// "host port" of a sentinel's answer or message, as the primary's endpoint.
+std::optional<redis_endpoint> primary_at(const redis_endpoint& primary, std::string_view host,
+                                         std::string_view port_text) {
+  std::uint16_t port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (host.empty() || ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0)
+    return std::nullopt;
+  auto out = primary;
+  out.host = std::string(host);
+  out.port = port;
+  return out;
+}
 
 }  // namespace
 
 bool is_sentinel_url(std::string_view url) noexcept {
-  return iequals_prefix(url, scheme);
+  return iequals_prefix(url, scheme) || iequals_prefix(url, tls_scheme);
 }
 
 sentinel_config parse_sentinel_url(std::string_view url) {
@@ -37,8 +60,11 @@ sentinel_config parse_sentinel_url(std::string_view url) {
     throw config_error("redis+sentinel URL '" + redact_url(url) + "': " + why);
   };
   if (!is_sentinel_url(url))
-    return fail("expected redis+sentinel://[user:password@]host:port[,...]/master-name[/db]");
-  std::string_view rest = url.substr(scheme.size());
+    return fail(
+        "expected redis+sentinel://[user:password@]host:port[,...]/master-name[/db] (or "
+        "rediss+sentinel://)");
+  const bool tls = iequals_prefix(url, tls_scheme);
+  std::string_view rest = url.substr(tls ? tls_scheme.size() : scheme.size());
   std::string userinfo;
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     userinfo = std::string(rest.substr(0, at + 1));
@@ -61,12 +87,14 @@ sentinel_config parse_sentinel_url(std::string_view url) {
                                ? std::string()
                                : "/" + std::string(path.substr(db_slash + 1));
     out.primary = parse_redis_url("redis://" + userinfo + "primary" + db);
+    out.primary.tls = tls;
     for (;;) {
       const auto comma = rest.find(',');
       const auto hostport = rest.substr(0, comma);
       if (hostport.empty()) return fail("empty host in the sentinel list");
       auto ep = parse_redis_url("redis://" + std::string(hostport));
       ep.port = hostport.find(':') == std::string_view::npos ? 26379 : ep.port;
+      ep.tls = tls;
       out.sentinels.push_back(std::move(ep));
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
@@ -82,8 +110,8 @@ sentinel_config parse_sentinel_url(std::string_view url) {
 // nothing) can be re-sent to the new primary, and failures can start a new look-up.
 class sentinel_call final : public request {
  public:
-  sentinel_call(request_ptr inner, sentinel_client::impl* owner)
-      : inner_(std::move(inner)), owner_(owner) {
+  sentinel_call(request_ptr inner, sentinel_client::impl* owner, std::uint64_t sent_to)
+      : epoch(sent_to), inner_(std::move(inner)), owner_(owner) {
     take_call(*inner_);
   }
 
@@ -93,19 +121,17 @@ class sentinel_call final : public request {
     inner_->complete_part(decision);
   }
 
+  // The call again, to be re-sent (once).
   std::unique_ptr<sentinel_call> take() {
-    auto c = std::make_unique<sentinel_call>(std::move(inner_), owner_, *this);
+    auto c = std::make_unique<sentinel_call>(std::move(inner_), owner_, epoch);
+    c->take_call(*this);
+    c->resent = true;
     return c;
   }
 
   void finish(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
 
-  sentinel_call(request_ptr inner, sentinel_client::impl* owner, sentinel_call& from)
-      : inner_(std::move(inner)), owner_(owner) {
-    take_call(from);
-    resent = true;
-  }
-
+  std::uint64_t epoch;  // the primary it was sent to (sentinel_client::impl::epoch_)
   bool resent = false;
 
  private:
@@ -113,15 +139,36 @@ class sentinel_call final : public request {
   sentinel_client::impl* owner_;
 };
 
-class sentinel_client::impl : public std::enable_shared_from_this<impl> {
+// Runs on its own io thread (io_worker): the sentinel connections, the parked calls and their
+// deadlines, the retired clients. Callers' threads touch current_ (under mutex_) only.
+class sentinel_client::impl final : public io_worker_owner,
+                                    public std::enable_shared_from_this<impl> {
  public:
   impl(sentinel_config config, const redis_options& options, std::vector<const script*> scripts)
-      : config_(std::move(config)), options_(options), scripts_(std::move(scripts)) {}
+      : config_(std::move(config)),
+        options_(options),
+        scripts_(std::move(scripts)),
+        tls_(config_.primary.tls ? make_tls_context(options_.tls) : tls_context_result{}),
+        round_timer_(worker_.context()),
+        recheck_timer_(worker_.context()),
+        parked_timer_(worker_.context()),
+        retire_timer_(worker_.context()) {
+    append_command(ask_command_, {"SENTINEL", "get-master-addr-by-name", config_.master_name});
+    append_command(subscribe_command_, {"SUBSCRIBE", "+switch-master", "+promoted-slave"});
+    for (std::size_t i = 0; i < config_.sentinels.size(); ++i)
+      peers_.push_back(std::make_unique<peer>(*this, config_.sentinels[i]));
+  }
 
+  // Waits for the first answer (or every sentinel failing), connect_timeout at most: the
+  // sentinels are asked together, so one that never answers costs nothing when another does.
   void start() {
-    if (auto ep = ask_sentinels()) switch_to(*ep);
-    // The thread holds the impl, so it outlives a client destroyed on that thread.
-    thread_ = std::thread([self = shared_from_this()] { self->run(); });
+    worker_.start(shared_from_this());
+    asio::post(worker_.context(), [this] {
+      for (auto& p : peers_) subscribe(*p);
+      ask_all();
+    });
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, options_.connect_timeout, [&] { return current_ || first_round_over_; });
   }
 
   void stop() {
@@ -129,38 +176,34 @@ class sentinel_client::impl : public std::enable_shared_from_this<impl> {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    cv_.notify_all();
-    if (std::this_thread::get_id() == thread_.get_id()) {
-      // Destroyed from a completion the resolver thread ran (a parked call's deadline): it
-      // cannot join itself; run() ends when that completion returns.
-      thread_.detach();
-    } else {
-      thread_.join();
-    }
+    worker_.shutdown();
     std::shared_ptr<client> current;
     std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired;
-    std::vector<std::unique_ptr<sentinel_call>> parked;
     {
       std::lock_guard lock(mutex_);
       current = std::move(current_);
       retired = std::move(retired_);
-      parked = std::move(parked_);
     }
+    // Here, not on the io thread: a client destroyed from one of its own completions
+    // (this destructor's caller) must be released on its own thread.
     current.reset();  // completes what it holds with shutting_down
     retired.clear();
-    for (auto& c : parked) c->finish(errc::shutting_down, nullptr);
   }
 
   void submit(request_ptr r) {
-    auto call = std::make_unique<sentinel_call>(std::move(r), this);
     std::shared_ptr<client> c;
+    std::uint64_t epoch = 0;
+    bool stopping = false;
     {
       std::lock_guard lock(mutex_);
-      if (!stopping_) c = current_;
+      stopping = stopping_;
+      if (!stopping) c = current_;
+      epoch = epoch_;
     }
+    auto call = std::make_unique<sentinel_call>(std::move(r), this, epoch);
     if (!c) {
-      suspect();
-      return call->finish(stopping() ? errc::shutting_down : errc::not_connected, nullptr);
+      if (!stopping) suspect();
+      return call->finish(stopping ? errc::shutting_down : errc::not_connected, nullptr);
     }
     c->submit(std::move(call));
   }
@@ -172,7 +215,10 @@ class sentinel_client::impl : public std::enable_shared_from_this<impl> {
 
   std::string last_error() const {
     std::lock_guard lock(mutex_);
-    return current_ ? current_->last_error() : std::string();
+    if (current_) return current_->last_error();
+    return "no primary known: " + (sentinel_error_.empty()
+                                       ? std::string("the sentinels have not answered yet")
+                                       : sentinel_error_);
   }
 
   backend_stats stats() const noexcept {
@@ -185,172 +231,353 @@ class sentinel_client::impl : public std::enable_shared_from_this<impl> {
     return s;
   }
 
+  // On the primary client's thread.
   void on_complete(sentinel_call& c, std::error_code ec, reply* r) noexcept {
+    // NOREPLICAS (min-replicas-to-write) is not parked: it also means a replica is down, and
+    // then every call would wait its whole deadline (docs/operations.md measures both).
     const bool readonly = r != nullptr && r->is_error() &&
                           (r->error_code() == "READONLY" ||
                            r->str.find("READONLY You can't write") != std::string::npos);
     if (readonly || ec == errc::not_connected || ec == errc::timeout) suspect();
-    if (readonly && !c.resent && !stopping() && steady::now() < c.deadline) {
-      // Held until the new primary is known (or the deadline passes).
-      auto again = c.take();
-      {
-        std::lock_guard lock(mutex_);
-        if (!stopping_) {
-          parked_.push_back(std::move(again));
-          return;
-        }
-      }
-      return again->finish(errc::shutting_down, nullptr);
+    if (readonly && !c.resent && steady::now() < c.deadline) {
+      // Parked on the io thread until the new primary is known or its deadline passes.
+      return worker_.submit(c.take());
     }
     c.finish(ec, r);
   }
 
- private:
-  bool stopping() const {
-    std::lock_guard lock(mutex_);
-    return stopping_;
-  }
-
-  void suspect() {
+  // io_worker_owner: calls parked after READONLY.
+  void dispatch_batch(std::vector<request_ptr>& batch) override {
+    std::shared_ptr<client> c;
+    std::uint64_t epoch = 0;
     {
       std::lock_guard lock(mutex_);
-      suspected_ = true;
+      c = current_;
+      epoch = epoch_;
+    }
+    for (auto& r : batch) {
+      auto call = std::unique_ptr<sentinel_call>(static_cast<sentinel_call*>(r.release()));
+      if (call->epoch != epoch && c) {
+        // The primary changed since the call was sent: on to the new one at once.
+        resent_.fetch_add(1, std::memory_order_relaxed);
+        c->submit(std::move(call));
+      } else {
+        parked_.push_back(std::move(call));
+      }
+    }
+    arm_parked();
+  }
+
+  void tear_down(std::vector<request_ptr>& out) override {
+    for (auto& p : peers_) {
+      p->ask.close();
+      p->sub.close();
+      ++p->ask_generation;
+      ++p->sub_generation;
+      p->ask_timer.cancel();
+      p->sub_timer.cancel();
+    }
+    round_timer_.cancel();
+    recheck_timer_.cancel();
+    parked_timer_.cancel();
+    retire_timer_.cancel();
+    for (auto& c : parked_) out.push_back(std::move(c));
+    parked_.clear();
+  }
+
+ private:
+  // One sentinel: a connection for questions and one subscribed to +switch-master.
+  struct peer {
+    peer(impl& owner, const redis_endpoint& ep)
+        : ask(owner.worker_.context(), ep, owner.options_, owner.tls_.context, owner.tls_.error,
+              {[&owner, this](reply& r) { owner.on_answer(*this, r); },
+               [&owner, this](const std::string& why) { owner.on_ask_closed(*this, why); }}),
+          sub(owner.worker_.context(), ep, owner.options_, owner.tls_.context, owner.tls_.error,
+              {[&owner, this](reply& r) { owner.on_message(*this, r); },
+               [&owner, this](const std::string& why) { owner.on_sub_closed(*this, why); }}),
+          ask_timer(owner.worker_.context()),
+          sub_timer(owner.worker_.context()),
+          backoff(owner.options_.reconnect_backoff_min) {}
+
+    sentinel_socket ask, sub;
+    asio::steady_timer ask_timer, sub_timer;
+    std::uint64_t ask_generation = 0, sub_generation = 0;  // so a stale expiry is ignored
+    bool asking = false;                                   // a question in flight on `ask`
+    std::uint64_t ask_round = 0;                           // the round it belongs to
+    bool subscribed = false;
+    std::chrono::milliseconds backoff;
+  };
+
+  void suspect() {
+    if (suspect_posted_.exchange(true, std::memory_order_acq_rel)) return;
+    asio::post(worker_.context(), [this] {
+      suspect_posted_.store(false, std::memory_order_release);
+      request_round();
+    });
+  }
+
+  void note_error(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    sentinel_error_ = why;
+  }
+
+  // --- asking -----------------------------------------------------------------------------
+
+  void request_round() {
+    if (round_pending_) return;
+    const auto at = last_round_at_ + resolve_min_interval;
+    if (steady::now() >= at) return ask_all();
+    round_pending_ = true;
+    round_timer_.expires_at(at);
+    round_timer_.async_wait([this](const error_code& ec) {
+      if (ec || !round_pending_) return;
+      ask_all();
+    });
+  }
+
+  // SENTINEL get-master-addr-by-name of every sentinel at once, each on its persistent
+  // connection (opened if needed) and answered within connect_timeout or that connection is
+  // closed; the first answer naming another primary switches to it.
+  void ask_all() {
+    round_pending_ = false;
+    last_round_at_ = steady::now();
+    ++round_;
+    for (auto& p : peers_) {
+      if (p->asking) continue;  // still waiting for the last answer: its deadline will tell
+      if (!p->ask.is_open()) p->ask.open();
+      p->ask.send(ask_command_);
+      p->asking = true;
+      p->ask_round = round_;
+      const auto generation = ++p->ask_generation;
+      p->ask_timer.expires_after(options_.connect_timeout);
+      p->ask_timer.async_wait([this, q = p.get(), generation](const error_code& ec) {
+        if (ec || generation != q->ask_generation) return;
+        q->ask.close();  // its late answer must not be taken for the next question's
+        note_error(q->ask.endpoint().host + ":" + std::to_string(q->ask.endpoint().port) +
+                   ": no answer within connect_timeout");
+        answered(*q);
+      });
+    }
+    const auto generation = ++recheck_generation_;
+    recheck_timer_.expires_after(recheck_interval);
+    recheck_timer_.async_wait([this, generation](const error_code& ec) {
+      if (ec || generation != recheck_generation_) return;
+      request_round();
+    });
+  }
+
+  void answered(peer& p) {
+    p.asking = false;
+    ++p.ask_generation;
+    p.ask_timer.cancel();
+    if (first_round_over_) return;
+    for (auto& q : peers_)
+      if (q->asking) return;
+    {
+      std::lock_guard lock(mutex_);
+      first_round_over_ = true;
     }
     cv_.notify_all();
   }
 
-  void run() {
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-      // Parked calls need their deadlines watched; otherwise wake for a suspicion or the poll.
-      const auto wait = parked_.empty() ? std::chrono::milliseconds(poll_interval) : 5ms;
-      cv_.wait_for(lock, wait, [&] { return stopping_ || suspected_; });
-      if (stopping_) break;
-      const auto now = steady::now();
-      if (now - last_resolve_ >= (suspected_ ? resolve_min_interval : poll_interval)) {
-        suspected_ = false;
-        last_resolve_ = now;
-        lock.unlock();
-        const auto ep = ask_sentinels();
-        if (ep) switch_to(*ep);
-        lock.lock();
-      }
-      expire(lock);
+  void on_answer(peer& p, reply& r) {
+    if (!p.asking) return;
+    const auto round = p.ask_round;
+    answered(p);
+    if (r.kind == reply::type::array && r.elements.size() == 2 &&
+        r.elements[0].kind == reply::type::string && r.elements[1].kind == reply::type::string) {
+      // An answer to a question asked before the last switch may predate it: ignored.
+      if (round <= switch_round_) return;
+      if (auto ep = primary_at(config_.primary, r.elements[0].str, r.elements[1].str))
+        return learned(*ep);
     }
+    note_error(
+        p.ask.endpoint().host + ":" + std::to_string(p.ask.endpoint().port) +
+        (r.is_error() ? ": " + r.str : ": does not know master '" + config_.master_name + "'"));
   }
 
-  // Closes retired clients whose calls have had their time, and fails parked calls past their
-  // deadline. Called with the lock held; releases it around completions and destructors.
-  void expire(std::unique_lock<std::mutex>& lock) {
-    const auto now = steady::now();
-    std::vector<std::shared_ptr<client>> closing;
-    while (!retired_.empty() && retired_.front().first <= now) {
-      closing.push_back(std::move(retired_.front().second));
-      retired_.pop_front();
-    }
-    std::vector<std::unique_ptr<sentinel_call>> expired;
-    for (auto it = parked_.begin(); it != parked_.end();) {
-      if ((*it)->deadline <= now) {
-        expired.push_back(std::move(*it));
-        it = parked_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    lock.unlock();
-    closing.clear();
-    for (auto& c : expired) c->finish(errc::timeout, nullptr);
-    lock.lock();
+  void on_ask_closed(peer& p, const std::string& why) {
+    note_error(why);
+    if (p.asking) answered(p);
   }
 
-  // A new client when the primary moved; parked calls go to the current primary once it
-  // changed.
-  void switch_to(const redis_endpoint& address) {
-    std::shared_ptr<client> next;
-    std::vector<std::unique_ptr<sentinel_call>> resend;
+  // --- subscribing ------------------------------------------------------------------------
+
+  void subscribe(peer& p) {
+    p.subscribed = false;
+    p.sub.open();
+    p.sub.send(subscribe_command_);
+    // A sentinel that accepts and never confirms is tried again later.
+    const auto generation = ++p.sub_generation;
+    p.sub_timer.expires_after(options_.connect_timeout);
+    p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
+      if (ec || generation != q->sub_generation) return;
+      q->sub.close();
+      on_sub_closed(*q, q->sub.endpoint().host + ":" + std::to_string(q->sub.endpoint().port) +
+                            ": SUBSCRIBE not confirmed within connect_timeout");
+    });
+  }
+
+  void on_sub_closed(peer& p, const std::string& why) {
+    note_error(why);
+    p.subscribed = false;
+    const auto wait = p.backoff;
+    p.backoff = std::min(p.backoff * 2, options_.reconnect_backoff_max);
+    const auto generation = ++p.sub_generation;
+    p.sub_timer.expires_after(wait);
+    p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
+      if (ec || generation != q->sub_generation) return;
+      subscribe(*q);
+    });
+  }
+
+  // ["subscribe", channel, n], or ["message", channel, text] where text is
+  //   +switch-master:  "<master> <old host> <old port> <new host> <new port>"
+  //   +promoted-slave: "slave <host>:<port> <host> <port> @ <master> <old host> <old port>"
+  // A sentinel names the promoted replica (get-master-addr-by-name) from +promoted-slave on,
+  // and announces +switch-master only once the other replicas are reconfigured (~100 ms later
+  // in the tests): both are taken.
+  void on_message(peer& p, reply& r) {
+    if (r.kind != reply::type::array || r.elements.size() != 3) return;
+    const std::string& kind = r.elements[0].str;
+    if (kind == "subscribe") {
+      if (r.elements[1].str != "+switch-master") return;
+      p.subscribed = true;
+      p.backoff = options_.reconnect_backoff_min;
+      ++p.sub_generation;
+      p.sub_timer.cancel();
+      return request_round();  // a switch may have been missed while not subscribed
+    }
+    if (kind != "message") return;
+    std::vector<std::string_view> words;
+    std::string_view text = r.elements[2].str;
+    while (!text.empty()) {
+      const auto space = text.find(' ');
+      words.push_back(text.substr(0, space));
+      text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
+    }
+    std::optional<redis_endpoint> ep;
+    if (r.elements[1].str == "+switch-master" && words.size() == 5 &&
+        words[0] == config_.master_name)
+      ep = primary_at(config_.primary, words[3], words[4]);
+    if (r.elements[1].str == "+promoted-slave" && words.size() == 8 && words[0] == "slave" &&
+        words[4] == "@" && words[5] == config_.master_name)
+      ep = primary_at(config_.primary, words[2], words[3]);
+    if (ep) learned(*ep);
+  }
+
+  // --- switching --------------------------------------------------------------------------
+
+  // A new client when the primary moved; parked calls go to it.
+  void learned(const redis_endpoint& address) {
     {
       std::lock_guard lock(mutex_);
-      if (stopping_) return;
-      if (current_ && current_endpoint_ == address) return;
+      if (stopping_ || (current_ && current_endpoint_ == address)) return;
     }
-    next = std::make_shared<client>(address, options_, scripts_);
+    auto next = std::make_shared<client>(address, options_, scripts_);  // connects in background
+    bool retiring = false;
     {
       std::lock_guard lock(mutex_);
       if (current_) {
+        // Kept while its calls in flight finish, then closed.
         retired_.emplace_back(steady::now() + 2 * options_.timeout, std::move(current_));
         switches_.fetch_add(1, std::memory_order_relaxed);
+        retiring = true;
       }
       current_ = next;
       current_endpoint_ = address;
-      resend = std::move(parked_);
-      parked_.clear();
+      ++epoch_;
     }
-    resent_.fetch_add(resend.size(), std::memory_order_relaxed);
+    cv_.notify_all();
+    switch_round_ = round_;
+    resent_.fetch_add(parked_.size(), std::memory_order_relaxed);
+    auto resend = std::move(parked_);
+    parked_.clear();
     for (auto& c : resend) next->submit(std::move(c));
+    if (retiring) arm_retire();
   }
 
-  // SENTINEL get-master-addr-by-name, of each sentinel in turn; the primary's endpoint (with
-  // its credentials and db) from the first that knows it.
-  // AUTH to a sentinel when redis_options says it has a password; false if refused.
-  bool authenticate(redisContext* c) const {
-    if (!options_.sentinel_password) return true;
-    const auto& user = options_.sentinel_user;
-    const auto& password = *options_.sentinel_password;
-    auto* r = static_cast<redisReply*>(
-        user.empty() ? redisCommand(c, "AUTH %b", password.data(), password.size())
-                     : redisCommand(c, "AUTH %b %b", user.data(), user.size(), password.data(),
-                                    password.size()));
-    const bool ok = r != nullptr && r->type != REDIS_REPLY_ERROR;
-    if (r != nullptr) freeReplyObject(r);
-    return ok;
-  }
-
-  std::optional<redis_endpoint> ask_sentinels() const {
-    const auto ms = options_.connect_timeout.count();
-    const timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>(ms % 1000 * 1000)};
-    for (const auto& s : config_.sentinels) {
-      redisContext* c = redisConnectWithTimeout(s.host.c_str(), s.port, tv);
-      if (c == nullptr) continue;
-      std::optional<redis_endpoint> found;
-      if (c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK && authenticate(c)) {
-        auto* r = static_cast<redisReply*>(redisCommand(c, "SENTINEL get-master-addr-by-name %b",
-                                                        config_.master_name.data(),
-                                                        config_.master_name.size()));
-        if (r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[0]->type == REDIS_REPLY_STRING &&
-            r->element[1]->type == REDIS_REPLY_STRING) {
-          std::uint16_t port = 0;
-          const std::string_view p(r->element[1]->str, r->element[1]->len);
-          const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-          if (ec == std::errc{} && end == p.data() + p.size() && port != 0) {
-            found = config_.primary;
-            found->host.assign(r->element[0]->str, r->element[0]->len);
-            found->port = port;
-          }
-        }
-        if (r != nullptr) freeReplyObject(r);
-      }
-      redisFree(c);
-      if (found) return found;
+  void arm_retire() {
+    steady::time_point at;
+    {
+      std::lock_guard lock(mutex_);
+      if (retired_.empty()) return;
+      at = retired_.front().first;
     }
-    return std::nullopt;
+    retire_timer_.expires_at(at);
+    retire_timer_.async_wait([this](const error_code& ec) {
+      if (ec) return;
+      std::vector<std::shared_ptr<client>> closing;
+      {
+        std::lock_guard lock(mutex_);
+        while (!retired_.empty() && retired_.front().first <= steady::now()) {
+          closing.push_back(std::move(retired_.front().second));
+          retired_.pop_front();
+        }
+      }
+      closing.clear();
+      arm_retire();
+    });
+  }
+
+  // --- parked calls -----------------------------------------------------------------------
+
+  // The timer at the earliest parked deadline; each parked call answers timeout at its own.
+  void arm_parked() {
+    if (parked_.empty()) return;
+    auto earliest = parked_.front()->deadline;
+    for (auto& c : parked_) earliest = std::min(earliest, c->deadline);
+    if (parked_armed_ && parked_armed_for_ <= earliest) return;
+    parked_armed_ = true;
+    parked_armed_for_ = earliest;
+    parked_timer_.expires_at(earliest);
+    parked_timer_.async_wait([this](const error_code& ec) {
+      if (ec) return;
+      parked_armed_ = false;
+      const auto now = steady::now();
+      std::vector<std::unique_ptr<sentinel_call>> expired;
+      for (auto it = parked_.begin(); it != parked_.end();) {
+        if ((*it)->deadline <= now) {
+          expired.push_back(std::move(*it));
+          it = parked_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      arm_parked();
+      for (auto& c : expired) c->finish(errc::timeout, nullptr);
+    });
   }
 
   const sentinel_config config_;
   const redis_options options_;
   const std::vector<const script*> scripts_;
+  const tls_context_result tls_;  // rediss+sentinel://: the sentinels' and the primary's
+  std::string ask_command_, subscribe_command_;
+
+  io_worker worker_{*this};  // before what uses its io_context: destroyed after it
+  std::vector<std::unique_ptr<peer>> peers_;
+  asio::steady_timer round_timer_, recheck_timer_, parked_timer_, retire_timer_;
+
+  // io thread
+  std::vector<std::unique_ptr<sentinel_call>> parked_;
+  bool parked_armed_ = false;
+  steady::time_point parked_armed_for_{};
+  bool round_pending_ = false;
+  steady::time_point last_round_at_{};
+  std::uint64_t round_ = 0, switch_round_ = 0, recheck_generation_ = 0;
+  std::atomic<bool> suspect_posted_{false};
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;                                                       // guarded by mutex_
-  bool suspected_ = false;                                                      // guarded by mutex_
+  bool first_round_over_ = false;                                               // guarded by mutex_
   std::shared_ptr<client> current_;                                             // guarded by mutex_
   redis_endpoint current_endpoint_;                                             // guarded by mutex_
+  std::uint64_t epoch_ = 0;                                                     // guarded by mutex_
+  std::string sentinel_error_;                                                  // guarded by mutex_
   std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired_;  // mutex_
-  std::vector<std::unique_ptr<sentinel_call>> parked_;                          // mutex_
-  steady::time_point last_resolve_{};                                           // resolver thread
   std::atomic<std::uint64_t> resent_{0}, switches_{0};
-  std::thread thread_;
 };
 
 void sentinel_call::complete(std::error_code ec, reply* r) noexcept {
@@ -361,6 +588,7 @@ sentinel_client::sentinel_client(sentinel_config config, const redis_options& op
                                  std::vector<const script*> scripts_to_load) {
   validate_options(options);
   if (config.sentinels.empty()) throw config_error("redis+sentinel: no sentinels");
+  if (config.primary.tls) validate_tls_options(options.tls);
   impl_ = std::make_shared<impl>(std::move(config), options, std::move(scripts_to_load));
   impl_->start();
 }

@@ -4,18 +4,22 @@
 //   sentinel_client c{parse_sentinel_url(url), options, scripts};
 //   c.submit(std::move(r));   // to the current primary, as client.hpp
 //
-// The credentials and db are the primary's (the sentinels are asked without AUTH). The
-// primary's address comes from SENTINEL get-master-addr-by-name, asked of each sentinel in
-// turn; it is asked again every 100 ms, and at once after a call meets READONLY (a demoted
-// primary), a lost connection or a timeout. When the address changes, calls go to a new
+// The credentials and db are the primary's (the sentinels get sentinel_user/sentinel_password).
+// On its own io thread, the client keeps two connections to every sentinel (sentinel_socket):
+// one subscribed to +switch-master and +promoted-slave, so a failover is learned when a
+// sentinel announces it, and one for SENTINEL get-master-addr-by-name, asked of every sentinel
+// at once, each answer due within connect_timeout (or that connection is closed): at start, on
+// (re)subscribing, at most every 100 ms after a call meets READONLY (a demoted primary), a
+// lost connection or a timeout, and every second regardless (a silently dead subscription).
+// The first answer naming another primary wins. When the address changes, calls go to a new
 // client (client.hpp) for it; the old one is kept for twice the call timeout so its calls in
-// flight finish, then closed. Polling instead of subscribing to +switch-master keeps this to
-// one small thread, and costs nothing in practice: the sentinels themselves learn of a
-// promotion through INFO about once a second (docs/operations.md measures what that costs). A READONLY reply means the script wrote nothing (a replica refuses the
-// first write), so that call is re-sent once to the new primary when there is time left.
+// flight finish, then closed. A READONLY reply means the script wrote nothing (a replica
+// refuses the first write), so that call is parked and re-sent once to the new primary; a
+// parked call answers errc::timeout at its own deadline if none is named by then.
 //
-// The constructor asks the sentinels once (each within connect_timeout); if none answers,
-// calls fail with not_connected until one does. Threading and completion: as client.hpp.
+// The constructor waits for the first answer, or for every sentinel to fail, connect_timeout
+// at most; until a primary is known, calls fail with not_connected. Threading and completion:
+// as client.hpp (a parked call may complete on the sentinel client's thread).
 #pragma once
 
 #include <memory>

@@ -45,9 +45,11 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
   if (query.find('#') != std::string_view::npos) fail("fragments are not supported");
 
   // Options of one kind of URL only: elsewhere they would be silently ignored.
-  const bool tls_url =
-      iequals_prefix(base, "rediss://") || iequals_prefix(base, "rediss+cluster://");
-  const bool sentinel_url = iequals_prefix(base, "redis+sentinel://");
+  const bool tls_url = iequals_prefix(base, "rediss://") ||
+                       iequals_prefix(base, "rediss+cluster://") ||
+                       iequals_prefix(base, "rediss+sentinel://");
+  const bool sentinel_url =
+      iequals_prefix(base, "redis+sentinel://") || iequals_prefix(base, "rediss+sentinel://");
 
   std::string seen = ",";
   while (!query.empty()) {
@@ -63,7 +65,8 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
     seen += name + ",";
     if (value.empty()) fail("option '" + name + "' has no value");
     if (name.starts_with("tls_") && !tls_url)
-      fail("option '" + name + "' applies to rediss:// and rediss+cluster:// URLs only");
+      fail("option '" + name +
+           "' applies to rediss://, rediss+cluster:// and rediss+sentinel:// URLs only");
     if (name.starts_with("sentinel_") && !sentinel_url)
       fail("option '" + name + "' applies to redis+sentinel:// URLs only");
 

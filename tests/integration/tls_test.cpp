@@ -60,8 +60,7 @@ TEST_F(tls, decisions_over_tls_are_exact_and_land_in_the_same_redis) {
   }
   EXPECT_EQ(admitted, 5);
   // The same server seen over its plain port: the state is there, with its TTL.
-  EXPECT_EQ(scan_keys(*redis_, prefix + "*"),
-            std::vector<std::string>{prefix + "p:sl:{alice}"});
+  EXPECT_EQ(scan_keys(*redis_, prefix + "*"), std::vector<std::string>{prefix + "p:sl:{alice}"});
   EXPECT_EQ(sliding_log_units(*redis_, prefix + "p:sl:{alice}"), 5);
 }
 
@@ -124,7 +123,8 @@ TEST_F(tls, unusable_tls_settings_are_errors_at_start_up) {
   }
   EXPECT_THROW(make_backend("rediss+cluster://127.0.0.1:7000?tls_ca_file=/nonexistent"),
                config_error);
-  EXPECT_THROW(make_backend("rediss+sentinel://127.0.0.1:26379/m"), config_error);
+  EXPECT_THROW(make_backend("rediss+sentinel://127.0.0.1:26379/m?tls_ca_file=/nonexistent"),
+               config_error);
 }
 
 }  // namespace

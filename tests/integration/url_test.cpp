@@ -156,7 +156,8 @@ TEST(redis_url_options, bad_options_name_the_option_and_hide_the_password) {
       {"redis://h:1?tiemout=1s", "unknown option 'tiemout' (expected timeout, connect_timeout"},
       {"redis://h:1?timeout=1s#x", "fragments"},
       {"redis://h:1?tls_ca_file=/ca.pem",
-       "option 'tls_ca_file' applies to rediss:// and rediss+cluster:// URLs only"},
+       "option 'tls_ca_file' applies to rediss://, rediss+cluster:// and rediss+sentinel:// URLs "
+       "only"},
       {"redis+cluster://h:1?sentinel_password=x",
        "option 'sentinel_password' applies to redis+sentinel:// URLs only"},
   };

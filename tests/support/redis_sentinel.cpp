@@ -28,13 +28,24 @@ bool wait_until(F done, std::chrono::milliseconds limit) {
 
 redis_sentinel::redis_sentinel(options opts)
     : options_(std::move(opts)), dir_(make_temp_dir("floodgate-sentinel-")) {
-  redis_server::options primary;
-  primary.extra_args = {"--repl-diskless-sync-delay", "0"};
-  nodes_.push_back(std::make_unique<redis_server>(primary));
-  redis_server::options replica = primary;
-  replica.extra_args.insert(replica.extra_args.end(),
-                            {"--replicaof", "127.0.0.1", std::to_string(nodes_[0]->port())});
-  nodes_.push_back(std::make_unique<redis_server>(replica));
+  // With TLS, each node also listens on a TLS port, and the replica and the sentinels reach
+  // the primary there (tls-replication): the address the sentinels name is the TLS one.
+  auto node_options = [&](std::vector<std::string> extra) {
+    redis_server::options o;
+    o.extra_args = {"--repl-diskless-sync-delay", "0"};
+    if (options_.tls) {
+      tls_ports_.push_back(free_port());
+      const auto tls_args = options_.tls->server_args(tls_ports_.back());
+      o.extra_args.insert(o.extra_args.end(), tls_args.begin(), tls_args.end());
+      o.extra_args.insert(o.extra_args.end(), {"--tls-replication", "yes"});
+    }
+    o.extra_args.insert(o.extra_args.end(), extra.begin(), extra.end());
+    return o;
+  };
+  nodes_.push_back(std::make_unique<redis_server>(node_options({})));
+  const auto primary_port = options_.tls ? tls_ports_[0] : nodes_[0]->port();
+  nodes_.push_back(std::make_unique<redis_server>(
+      node_options({"--replicaof", "127.0.0.1", std::to_string(primary_port)})));
   if (!wait_until(
           [&] {
             return nodes_[1]->command({"INFO", "replication"}).str.find("master_link_status:up") !=
@@ -48,13 +59,21 @@ redis_sentinel::redis_sentinel(options opts)
     const auto conf = dir_ + "/sentinel" + std::to_string(i) + ".conf";
     std::ofstream(conf) << "port " << port << "\nbind 127.0.0.1\ndaemonize no\n"
                         << "dir " << dir_ << "\nlogfile " << dir_ << "/sentinel" << i << ".log\n"
-                        << "sentinel monitor " << master_name << " 127.0.0.1 " << nodes_[0]->port()
+                        << "sentinel monitor " << master_name << " 127.0.0.1 " << primary_port
                         << " 2\n"
                         << "sentinel down-after-milliseconds " << master_name << " 1000\n"
                         << "sentinel failover-timeout " << master_name << " 5000\n";
     if (!options_.password.empty())
       std::ofstream(conf, std::ios::app) << "requirepass " << options_.password << "\n"
                                          << "sentinel sentinel-pass " << options_.password << "\n";
+    if (options_.tls) {
+      tls_ports_.push_back(free_port());
+      const auto* c = options_.tls;
+      std::ofstream(conf, std::ios::app)
+          << "tls-port " << tls_ports_.back() << "\ntls-replication yes\n"
+          << "tls-cert-file " << c->path("server.crt") << "\ntls-key-file " << c->path("server.key")
+          << "\ntls-ca-cert-file " << c->path("ca.crt") << "\n";
+    }
     sentinels_.emplace_back(std::vector<std::string>{"redis-server", conf, "--sentinel"});
     sentinel_ports_.push_back(port);
   }
@@ -87,6 +106,14 @@ std::string redis_sentinel::url() const {
   return url + "/" + master_name;
 }
 
+std::string redis_sentinel::tls_url(const std::string& query) const {
+  if (!options_.tls) throw std::logic_error("redis_sentinel: not started with TLS");
+  std::string url = "rediss+sentinel://";
+  for (std::size_t i = 2; i < tls_ports_.size(); ++i)
+    url += (i > 2 ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(tls_ports_[i]);
+  return url + "/" + master_name + "?" + query;
+}
+
 reply redis_sentinel::sentinel_command(const std::vector<std::string>& args) const {
   for (auto port : sentinel_ports_) {
     try {
@@ -106,8 +133,9 @@ bool redis_sentinel::wait_primary_port(int port, std::chrono::milliseconds limit
   return wait_until(
       [&] {
         if (primary_port() != port) return false;
-        for (auto& n : nodes_)
-          if (n->port() == port) return n->command({"ROLE"}).elements.at(0).str == "master";
+        for (std::size_t i = 0; i < nodes_.size(); ++i)
+          if (nodes_[i]->port() == port || (options_.tls && tls_ports_[i] == port))
+            return nodes_[i]->command({"ROLE"}).elements.at(0).str == "master";
         return false;
       },
       limit);

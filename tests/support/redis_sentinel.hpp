@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "redis_server.hpp"
+#include "tls_certificates.hpp"
 
 namespace floodgate::test {
 
@@ -24,6 +25,10 @@ class redis_sentinel {
 
   struct options {
     std::string password;  // non-empty: the sentinels require it (requirepass, sentinel-pass)
+    // Set: every process also serves TLS with these certificates (client certificates
+    // required), replication and the sentinels' own links go over TLS, and tls_url() names
+    // the sentinels' TLS ports. The plain ports stay for the fixture's own commands.
+    const tls_certificates* tls = nullptr;
   };
 
   redis_sentinel() : redis_sentinel(options{}) {}
@@ -33,13 +38,19 @@ class redis_sentinel {
   redis_sentinel& operator=(const redis_sentinel&) = delete;
 
   std::string url() const;
+  // rediss+sentinel://127.0.0.1:T,.../fg?<query> (options.tls only).
+  std::string tls_url(const std::string& query) const;
+  const std::vector<std::uint16_t>& sentinel_ports() const { return sentinel_ports_; }
   // 0: the first primary, 1: its replica.
   redis_server& node(int i) { return *nodes_.at(static_cast<std::size_t>(i)); }
+  // Node i's TLS port (options.tls only).
+  std::uint16_t tls_port(int i) const { return tls_ports_.at(static_cast<std::size_t>(i)); }
   // Runs a command on the first sentinel that answers.
   reply sentinel_command(const std::vector<std::string>& args) const;
   // The port the sentinels name as primary now (0 if none answers).
   int primary_port() const;
-  // Waits until the sentinels name `port` as primary and it says it is one.
+  // Waits until the sentinels name `port` (a node's plain or TLS port) as primary and it says
+  // it is one.
   bool wait_primary_port(int port, std::chrono::milliseconds limit);
 
  private:
@@ -47,6 +58,7 @@ class redis_sentinel {
   std::string dir_;
   std::vector<std::unique_ptr<redis_server>> nodes_;
   std::vector<std::uint16_t> sentinel_ports_;
+  std::vector<std::uint16_t> tls_ports_;  // nodes', then sentinels'; options.tls only
   std::vector<child_process> sentinels_;
 };
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <random>
 #include <sstream>
@@ -22,8 +23,6 @@ constexpr std::int64_t max_cost = 1'000'000'000'000'000;
 // expiry in injected time too (a state past its expiry must decide like the empty state,
 // which every step checks).
 constexpr std::int64_t short_expiry_ms = 5'000;
-// How far a PTTL read right after the write may be below the expiry: real time passing.
-constexpr long long pttl_slack_ms = 1'000;
 
 constexpr std::array<algorithm, 5> all_algorithms = {
     algorithm::sliding_log, algorithm::sliding_window, algorithm::fixed_window,
@@ -84,6 +83,9 @@ struct expectation {
     std::string key;
     long long lo, hi;  // the PTTL must be in [lo, hi]...
     bool may_be_gone;  // ...or -2 (no key)
+    // Written by this step: lo is hi minus the real time the whole run took (the most that
+    // can have passed between the write and its PTTL, read right after it), set once known.
+    bool fresh = false;
   };
   std::vector<ttl> ttls;
 };
@@ -98,6 +100,7 @@ class runner {
                                  std::int64_t now, counts& stats) {
     std::mt19937_64 rng(seed);
     std::vector<expectation> expected;
+    const auto started = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i) {
       struct pick {
         std::size_t lane;
@@ -165,8 +168,7 @@ class runner {
             return what.str() + " " + p.key + ": core::expiry " + std::to_string(x) + " < 1";
           if (core::decide(m.state, now + x, l.p, 1) != core::decide(m.empty, now + x, l.p, 1))
             return what.str() + " " + p.key + ": the state still matters at its expiry";
-          e.ttls.push_back(
-              {p.key, std::max<long long>(0, x - pttl_slack_ms), x, x <= pttl_slack_ms});
+          e.ttls.push_back({p.key, 0, x, false, true});
         } else if (!m.written) {
           e.ttls.push_back({p.key, -2, -2, true});  // nothing was ever written: no key
         } else {
@@ -182,7 +184,7 @@ class runner {
     }
 
     std::optional<std::string> failure;
-    for (const auto& e : expected) {  // read every reply, report the first mismatch
+    for (auto& e : expected) {  // read every reply, report the first mismatch
       const reply r = redis_.read();
       for (std::size_t i = 0; i < e.decisions.size() && !failure; ++i) {
         const auto got = ints_of(r, i);
@@ -193,8 +195,17 @@ class runner {
                     (got ? to_string(*got) : "(not 5 integers)") + " vs C++ " +
                     to_string(e.decisions[i]);
       }
-      for (const auto& t : e.ttls) {
+      for (auto& t : e.ttls) {
         const reply pttl = redis_.read();
+        if (t.fresh) {  // whole ms, rounded up, plus Redis's own ms rounding
+          const long long elapsed =
+              std::chrono::ceil<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                          started)
+                  .count() +
+              1;
+          t.lo = std::max<long long>(0, t.hi - elapsed);
+          t.may_be_gone = t.hi <= elapsed;
+        }
         const bool ok =
             pttl.kind == reply::number && ((pttl.integer >= t.lo && pttl.integer <= t.hi) ||
                                            (t.may_be_gone && pttl.integer == -2));

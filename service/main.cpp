@@ -15,7 +15,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
+#include "admin.hpp"
 #include "config.hpp"
 #include "config_store.hpp"
 #include "envoy/envoy_frontend.hpp"
@@ -23,6 +25,7 @@
 #include "floodgate/limiter.hpp"
 #include "log_format.hpp"
 #include "metrics.hpp"
+#include "redis_sampler.hpp"
 #include "server.hpp"
 
 namespace {
@@ -33,6 +36,7 @@ constexpr const char* usage =
     R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
                   [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
                   [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
+                  [--admin-listen HOST:PORT]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -60,6 +64,12 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --instances N        for rules with failure_mode: local, the number of floodgated sharing
                        this Redis (each decides at limit ÷ N while Redis is unreachable).
                        Default: counted from the instances' heartbeats in Redis.
+  --admin-listen HOST:PORT
+                       serve the admin endpoints here (docs/operations.md): /metrics, /healthz,
+                       /readyz, and GET /v1/top when enabled. Bind it where only operators
+                       reach. /metrics, /healthz and /readyz stay on --listen too; the admin-only
+                       endpoints are never served there (404). Port 0 picks a free one (the
+                       "admin listening" log line says which).
   --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
                        Logs go to stderr, one logfmt line per event; decisions are logged at
                        debug only.
@@ -67,7 +77,8 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 Envoy's rate limit service (docs/envoy.md):
 %s
 Endpoints: POST /v1/check, GET /v1/auth/{rule}, GET /metrics, /healthz, /readyz
-(docs/service.md). SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
+(docs/service.md); on --admin-listen: GET /metrics, /healthz, /readyz, /v1/top.
+SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
 )";
 namespace envoy = floodgate::service::envoy;
 
@@ -82,6 +93,7 @@ struct flags {
   std::size_t max_connections_per_peer = 0;  // 0: a quarter of max_connections
   spdlog::level::level_enum log_level = spdlog::level::info;
   envoy::envoy_flags envoy;
+  std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -102,9 +114,10 @@ std::optional<spdlog::level::level_enum> parse_level(std::string_view s) {
   return std::nullopt;
 }
 
-void parse_listen(std::string_view s, flags& f) {
+std::pair<std::string, std::uint16_t> parse_address(std::string_view flag, std::string_view s) {
   const auto colon = s.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) usage_error("--listen wants HOST:PORT");
+  if (colon == std::string_view::npos || colon == 0)
+    usage_error(std::string(flag) + " wants HOST:PORT");
   auto host = s.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
@@ -112,9 +125,8 @@ void parse_listen(std::string_view s, flags& f) {
   unsigned port = 0;
   auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535)
-    usage_error("--listen: '" + std::string(port_text) + "' is not a port");
-  f.host = host;
-  f.port = static_cast<std::uint16_t>(port);
+    usage_error(std::string(flag) + ": '" + std::string(port_text) + "' is not a port");
+  return {std::string(host), static_cast<std::uint16_t>(port)};
 }
 
 std::size_t parse_count(std::string_view flag, std::string_view v, std::size_t max) {
@@ -153,7 +165,9 @@ flags parse_flags(int argc, char** argv) {
     } else if (arg == "--redis") {
       f.backend_url = next();
     } else if (arg == "--listen") {
-      parse_listen(next(), f);
+      std::tie(f.host, f.port) = parse_address(arg, next());
+    } else if (arg == "--admin-listen") {
+      f.admin = parse_address(arg, next());
     } else if (arg == "--io-threads") {
       const auto v = next();
       unsigned n = 0;
@@ -316,6 +330,21 @@ int main(int argc, char** argv) {
              "capacity).",
              s.evictions);
     });
+    // Redis's own view (INFO), sampled off the decision path; nothing for memory://.
+    redis_sampler sampler({.url = f.backend_url});
+    if (sampler.enabled())
+      stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
+    if (f.admin) {
+      options.admin_host = f.admin->first;
+      options.admin_port = f.admin->second;
+      admin_sources sources{&stats, [l = limiter] {
+                              auto& b = l->get_backend();
+                              return backend_state{b.healthy(), std::string(b.kind())};
+                            }};
+      options.admin_handler = [sources](const http_request& req) {
+        return handle_admin(req, sources);
+      };
+    }
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
     if (f.envoy.enabled())
       envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);

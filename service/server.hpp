@@ -49,6 +49,11 @@ struct server_options {
   // this, close what is left.
   std::chrono::milliseconds drain_timeout = 10s;
   request_limits limits;
+  // The admin listener (--admin-listen, admin.hpp): its own address, where every request goes
+  // to admin_handler and none to the check endpoints. Off while admin_handler is empty.
+  std::string admin_host = "127.0.0.1";
+  std::uint16_t admin_port = 0;  // 0: any free port (the "admin listening" log line says which)
+  std::function<http_response(const http_request&)> admin_handler;
 };
 
 class server {

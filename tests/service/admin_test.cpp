@@ -116,3 +116,37 @@ TEST(admin, listeners_keep_their_own_endpoints) {
 
 }  // namespace
 }  // namespace floodgate::test
+
+namespace floodgate::test {
+namespace {
+
+// A shadow rule of 3 per hour, checked 5 times for a key and 4 times through /v1/auth for the
+// client address: every answer allowed, the denials (2 + 1) reported as shadow_denied and
+// counted as denials (the backend decided as usual).
+TEST(shadow, never_denies_and_counts_what_it_would_have) {
+  redis_server redis;
+  floodgated_process fg = start(
+      "rules:\n  - {name: trial, algorithm: sliding_log, limit: 3, window: 1h, shadow: true}\n",
+      redis);
+  const auto admin = admin_port_of(fg);
+  wait_ready(fg);
+  http_connection c(fg.port());
+  int shadow_denied = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto r = c.request("POST", "/v1/check", check("trial", "user-1", 1));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("\"allowed\":true"), std::string::npos) << r.body;
+    if (r.body.find("\"shadow_denied\":true") != std::string::npos) ++shadow_denied;
+  }
+  EXPECT_EQ(shadow_denied, 2);
+  // nginx's path, keyed on the client address: the fourth is over the limit, still 204.
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(c.request("GET", "/v1/auth/trial").status, 204) << i;
+  const auto text = http_request_once(admin, "GET", "/metrics").body;
+  EXPECT_EQ(value_of(text, R"(floodgate_shadow_denied_total{rule="trial"})"), 3) << text;
+  EXPECT_EQ(value_of(text, R"(floodgate_decisions_total{rule="trial",result="denied"})"), 3);
+  EXPECT_EQ(value_of(text, R"(floodgate_decisions_total{rule="trial",result="allowed"})"), 6);
+  EXPECT_EQ(value_of(text, R"(floodgate_cost_consumed_total{rule="trial"})"), 6);
+}
+
+}  // namespace
+}  // namespace floodgate::test

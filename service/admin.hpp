@@ -7,7 +7,11 @@
 // Endpoints (docs/service.md, "Admin listener"):
 //   GET /metrics            the same Prometheus text as the public listener's /metrics
 //   GET /healthz, /readyz   as on the public listener
-//   GET /v1/top?rule=NAME   hot keys of a rule (hot_keys.hpp), when --top-keys enables them
+//   GET /v1/top?rule=NAME[&n=N]
+//                           the N (default 10) keys of a rule most often checked and most often
+//                           denied (hot_keys.hpp), when --top-keys enables them:
+//                           {"rule", "interval_ms", "span_ms", "capacity", "checks", "denials",
+//                            "checked": [{"key", "count", "error"}...], "denied": [...]}
 // Anything else is a 404, and the public listener answers these admin-only paths with a 404.
 #pragma once
 
@@ -16,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "config_store.hpp"
 #include "http_message.hpp"
 #include "metrics.hpp"
 
@@ -32,6 +37,7 @@ struct admin_sources {
   metrics* stats = nullptr;                // never null
   std::function<backend_state()> backend;  // for /readyz
   const hot_keys* top = nullptr;           // null: hot keys are off
+  const config_store* store = nullptr;     // the rules /v1/top may name; set with top
 };
 
 http_response handle_admin(const http_request& req, const admin_sources& sources);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
@@ -20,9 +21,11 @@
 #include "admin.hpp"
 #include "config.hpp"
 #include "config_store.hpp"
+#include "duration.hpp"
 #include "envoy/envoy_frontend.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
+#include "hot_keys.hpp"
 #include "log_format.hpp"
 #include "metrics.hpp"
 #include "redis_sampler.hpp"
@@ -36,7 +39,7 @@ constexpr const char* usage =
     R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
                   [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
                   [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
-                  [--admin-listen HOST:PORT]
+                  [--admin-listen HOST:PORT [--top-keys N] [--top-interval DURATION]]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -70,6 +73,12 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        reach. /metrics, /healthz and /readyz stay on --listen too; the admin-only
                        endpoints are never served there (404). Port 0 picks a free one (the
                        "admin listening" log line says which).
+  --top-keys N         keep, per rule, the N keys most often checked and most often denied
+                       (space-saving sketches: fixed memory, counts within checks/N) and serve
+                       them at GET /v1/top?rule=NAME on --admin-listen. Off by default: keys
+                       are callers' data. 1 to 4096; 64 is a good start.
+  --top-interval DURATION
+                       hot keys cover the last one to two of these (default 60s).
   --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
                        Logs go to stderr, one logfmt line per event; decisions are logged at
                        debug only.
@@ -94,6 +103,8 @@ struct flags {
   spdlog::level::level_enum log_level = spdlog::level::info;
   envoy::envoy_flags envoy;
   std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
+  std::size_t top_keys = 0;                                    // 0: hot keys off
+  std::chrono::milliseconds top_interval{60000};
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -168,6 +179,14 @@ flags parse_flags(int argc, char** argv) {
       std::tie(f.host, f.port) = parse_address(arg, next());
     } else if (arg == "--admin-listen") {
       f.admin = parse_address(arg, next());
+    } else if (arg == "--top-keys") {
+      f.top_keys = parse_count(arg, next(), 4096);
+    } else if (arg == "--top-interval") {
+      const auto v = next();
+      const auto d = floodgate::parse_duration(v);
+      if (!d || d->count() < 1000)
+        usage_error("--top-interval: '" + std::string(v) + "' is not a duration of 1s or more");
+      f.top_interval = *d;
     } else if (arg == "--io-threads") {
       const auto v = next();
       unsigned n = 0;
@@ -195,6 +214,8 @@ flags parse_flags(int argc, char** argv) {
       usage_error("unknown argument '" + std::string(arg) + "'");
     }
   }
+  if (f.top_keys != 0 && !f.admin)
+    usage_error("--top-keys serves hot keys on the admin listener: give --admin-listen too");
   if (f.config_path.empty() && f.envoy.configs.empty())
     usage_error("--config FILE is required (or --envoy-config PATH)");
   return f;
@@ -334,13 +355,20 @@ int main(int argc, char** argv) {
     redis_sampler sampler({.url = f.backend_url});
     if (sampler.enabled())
       stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
+    // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
+    std::unique_ptr<hot_keys> top;
+    if (f.top_keys != 0)
+      top = std::make_unique<hot_keys>(hot_keys_options{f.top_keys, f.top_interval});
+    options.top = top.get();
     if (f.admin) {
       options.admin_host = f.admin->first;
       options.admin_port = f.admin->second;
-      admin_sources sources{&stats, [l = limiter] {
+      admin_sources sources{&stats,
+                            [l = limiter] {
                               auto& b = l->get_backend();
                               return backend_state{b.healthy(), std::string(b.kind())};
-                            }};
+                            },
+                            top.get(), &store};
       options.admin_handler = [sources](const http_request& req) {
         return handle_admin(req, sources);
       };

@@ -1,5 +1,7 @@
 #include "observe.hpp"
 
+#include "hot_keys.hpp"
+
 namespace floodgate::service {
 
 void observe_backend_call(metrics& stats, const check_plan& plan, const multi_check_result& r,
@@ -19,15 +21,16 @@ void observe_backend_call(metrics& stats, const check_plan& plan, const multi_ch
 
 void observe_decision(metrics& stats, hot_keys* top, const check_plan& plan,
                       const multi_check_result& r) {
-  (void)top;
   const auto v = verdict_of(r);
   const bool decided = r.decisions.size() == plan.items.size() &&
                        r.outcome != outcome::backend_error && r.outcome != outcome::invalid_request;
   const bool denied = v == verdict::denied || v == verdict::local_denied;
+  const auto now = top ? hot_keys::clock::now() : hot_keys::clock::time_point{};
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     const auto& item = plan.items[i];
     stats.record_rule(item.rule->name(), v, item.cost, decided ? &r.decisions[i] : nullptr,
                       item.rule->shadow && denied);
+    if (top && v != verdict::invalid) top->record(item.rule->name(), item.key, denied, now);
   }
 }
 

@@ -427,7 +427,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void decided(const multi_check_result& r) {
-    observe_decision(server_.stats, nullptr, plan_, r);
+    observe_decision(server_.stats, server_.options.top, plan_, r);
     const auto v = verdict_of(r);
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("msg=\"decision\" peer={} rule={} key={} items={} result={}{}",

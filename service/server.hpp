@@ -25,6 +25,7 @@
 
 namespace floodgate::service {
 
+class hot_keys;
 using namespace std::chrono_literals;
 
 struct server_options {
@@ -54,6 +55,7 @@ struct server_options {
   std::string admin_host = "127.0.0.1";
   std::uint16_t admin_port = 0;  // 0: any free port (the "admin listening" log line says which)
   std::function<http_response(const http_request&)> admin_handler;
+  hot_keys* top = nullptr;  // fed every decided check's keys (--top-keys); null: off
 };
 
 class server {

@@ -150,3 +150,41 @@ TEST(shadow, never_denies_and_counts_what_it_would_have) {
 
 }  // namespace
 }  // namespace floodgate::test
+
+namespace floodgate::test {
+namespace {
+
+// One heavy key among ten light ones, on a rule of 10 per hour: /v1/top names it first in both
+// lists, with exact counts (fewer keys than counters: no error).
+TEST(admin, top_names_the_hot_key) {
+  redis_server redis;
+  floodgated_process::options o;
+  o.extra_args = {"--redis", redis.url(), "--admin-listen", "127.0.0.1:0", "--top-keys", "16"};
+  floodgated_process fg("rules:\n  - {name: api, algorithm: sliding_log, limit: 10, window: 1h}\n",
+                        o);
+  const auto admin = admin_port_of(fg);
+  wait_ready(fg);
+  http_connection c(fg.port());
+  for (int i = 0; i < 30; ++i) c.request("POST", "/v1/check", check("api", "heavy", 1));
+  for (int i = 0; i < 10; ++i)
+    c.request("POST", "/v1/check", check("api", "light-" + std::to_string(i), 1));
+  const auto r = http_request_once(admin, "GET", "/v1/top?rule=api&n=3");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find(R"("checks":40,"denials":20)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("checked":[{"key":"heavy","count":30,"error":0})"), std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find(R"("denied":[{"key":"heavy","count":20,"error":0}])"), std::string::npos)
+      << r.body;
+  EXPECT_EQ(http_request_once(fg.port(), "GET", "/v1/top?rule=api").status, 404);
+}
+
+TEST(admin, top_keys_needs_the_admin_listener) {
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--top-keys", "8"}).exit_code, 2);
+  EXPECT_EQ(
+      run_floodgated({"--config", "x.yaml", "--admin-listen", "127.0.0.1:0", "--top-keys", "0"})
+          .exit_code,
+      2);
+}
+
+}  // namespace
+}  // namespace floodgate::test

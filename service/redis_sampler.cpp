@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "clock_skew.hpp"
 #include "log_format.hpp"
 #include "redis/cluster_url.hpp"
 #include "redis/url.hpp"
@@ -22,6 +23,7 @@ struct node_state {
   std::string label;  // host:port
   bool up = false;    // the last sample answered
   std::optional<redis_info> info;
+  std::optional<clock_sample> clock;  // the latest TIME sample
 };
 
 struct context_deleter {
@@ -50,6 +52,7 @@ struct redis_sampler::impl {
   redis_sampler_options options;
   std::vector<redis::redis_endpoint> endpoints;  // the sampler thread's
   std::vector<context_ptr> contexts;             // the sampler thread's
+  std::vector<bool> clock_alarm;                 // the sampler thread's: skew logged as over
   mutable std::mutex mutex;
   std::vector<node_state> nodes;  // under mutex
   std::jthread thread;
@@ -82,15 +85,56 @@ struct redis_sampler::impl {
     return parse_info(std::string_view(r->str, r->len));
   }
 
+  // Redis's clock against ours (TIME: seconds and microseconds as strings).
+  std::optional<clock_sample> sample_clock(std::size_t i) {
+    if (!contexts[i]) return std::nullopt;
+    const auto sent = std::chrono::system_clock::now();
+    reply_ptr r(static_cast<redisReply*>(redisCommand(contexts[i].get(), "TIME")));
+    const auto received = std::chrono::system_clock::now();
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
+      contexts[i].reset();
+      return std::nullopt;
+    }
+    const auto us = std::chrono::seconds(std::atoll(r->element[0]->str)) +
+                    std::chrono::microseconds(std::atoll(r->element[1]->str));
+    return clock_offset(sent, us, received);
+  }
+
+  // One line when a node's skew crosses the threshold, one when it is back under.
+  void note_clock(std::size_t i, const clock_sample& c) {
+    const bool now = skewed(c, options.max_clock_skew);
+    if (now == clock_alarm[i]) return;
+    clock_alarm[i] = now;
+    const auto ms = [](std::chrono::microseconds d) {
+      return static_cast<double>(d.count()) / 1e3;
+    };
+    if (now)
+      spdlog::warn(
+          "msg=\"clock skew with Redis over the threshold; decisions use Redis's clock, but "
+          "retry_after and reset_after are off by this much for clients on this host's clock\" "
+          "node={} offset_ms={:.1f} rtt_ms={:.1f} threshold_ms={}",
+          quote(nodes[i].label), ms(c.offset), ms(c.rtt), options.max_clock_skew.count() / 1000);
+    else
+      spdlog::info(
+          "msg=\"clock skew with Redis back under the threshold\" node={} offset_ms={:.1f}",
+          quote(nodes[i].label), ms(c.offset));
+  }
+
   void run(std::stop_token stop) {
     std::mutex m;
     std::condition_variable_any wake;
     while (!stop.stop_requested()) {
       for (std::size_t i = 0; i < endpoints.size() && !stop.stop_requested(); ++i) {
         auto info = sample(i);
+        const auto clock = info ? sample_clock(i) : std::nullopt;
         std::lock_guard lock(mutex);
         nodes[i].up = info.has_value();
         if (info) nodes[i].info = std::move(info);
+        if (clock) {
+          nodes[i].clock = clock;
+          note_clock(i, *clock);
+        }
       }
       std::unique_lock lock(m);
       wake.wait_for(lock, stop, options.interval, [] { return false; });
@@ -117,9 +161,10 @@ redis_sampler::redis_sampler(redis_sampler_options options) : impl_(std::make_un
   for (const auto& ep : s.endpoints) {
     const bool v6 = ep.host.find(':') != std::string::npos;
     s.nodes.push_back(
-        {(v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port), false, {}});
+        {(v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port), false, {}, {}});
   }
   s.contexts.resize(s.endpoints.size());
+  s.clock_alarm.resize(s.endpoints.size());
   s.thread = std::jthread([&s](std::stop_token stop) { s.run(stop); });
 }
 
@@ -155,6 +200,17 @@ void redis_sampler::render(std::string& out) const {
       if (n.info) fn(*n.info, s);
     };
   };
+  family("floodgate_redis_clock_offset_seconds", "gauge",
+         "Redis's clock minus this host's (TIME, round trip halved; exact within ± rtt/2). "
+         "Decisions use Redis's clock; skew makes retry_after hints wrong for clients.",
+         [&](const node_state& n, const std::string& s) {
+           if (n.clock) line(s, "", static_cast<double>(n.clock->offset.count()) / 1e6);
+         });
+  family("floodgate_redis_clock_rtt_seconds", "gauge",
+         "Round trip of the TIME call behind the offset (its uncertainty is half this).",
+         [&](const node_state& n, const std::string& s) {
+           if (n.clock) line(s, "", static_cast<double>(n.clock->rtt.count()) / 1e6);
+         });
   family("floodgate_redis_cpu_seconds_total", "counter",
          "CPU time the Redis server used (INFO used_cpu_sys, used_cpu_user), by mode.",
          sampled([&](const redis_info& i, const std::string& s) {

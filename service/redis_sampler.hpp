@@ -1,6 +1,8 @@
 // Samples Redis's own view of itself (INFO: CPU, memory, evicted and expired keys, the command
-// stats of floodgate's scripts) every `interval`, on a thread of its own with its own
-// connection per node, off the decision path; /metrics renders the latest sample.
+// stats of floodgate's scripts) and its clock against this host's (TIME, clock_skew.hpp) every
+// `interval`, on a thread of its own with its own connection per node, off the decision path;
+// /metrics renders the latest sample. A skew beyond max_clock_skew is logged once (warning),
+// and again when it is back under (info).
 //
 //   redis_sampler sampler({.url = "redis://127.0.0.1:6379"});
 //   stats.add_collector([&](std::string& out) { sampler.render(out); });
@@ -17,9 +19,10 @@
 namespace floodgate::service {
 
 struct redis_sampler_options {
-  std::string url;                           // floodgated's --redis
-  std::chrono::milliseconds interval{5000};  // between samples
-  std::chrono::milliseconds timeout{1000};   // connect and each command
+  std::string url;                                   // floodgated's --redis
+  std::chrono::milliseconds interval{5000};          // between samples
+  std::chrono::milliseconds timeout{1000};           // connect and each command
+  std::chrono::microseconds max_clock_skew{100000};  // beyond it, a log line
 };
 
 class redis_sampler {

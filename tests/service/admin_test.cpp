@@ -2,6 +2,7 @@
 // traffic, Redis's INFO as sampled, and admin-only paths kept off the public listener.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "floodgated_process.hpp"
@@ -97,6 +98,12 @@ TEST(admin, per_rule_metrics_after_known_traffic) {
   EXPECT_GT(value_of(sampled, "floodgate_redis_memory_used_bytes{" + node + "}"), 0);
   EXPECT_GE(value_of(sampled, "floodgate_redis_cpu_seconds_total{" + node + R"(,mode="user"})"), 0);
   EXPECT_EQ(value_of(sampled, "floodgate_redis_evicted_keys_total{" + node + "}"), 0);
+  // Redis and floodgated share this host's clock: the offset is within its own uncertainty,
+  // half the TIME call's round trip (+1 ms for the microsecond truncations).
+  const auto offset = value_of(sampled, "floodgate_redis_clock_offset_seconds{" + node + "}");
+  const auto rtt = value_of(sampled, "floodgate_redis_clock_rtt_seconds{" + node + "}");
+  ASSERT_GE(rtt, 0) << sampled;
+  EXPECT_LE(std::abs(offset), rtt / 2 + 0.001) << sampled;
 }
 
 // /metrics is on both listeners (scrapers of the public one keep working); the admin listener

@@ -198,3 +198,28 @@ TEST(admin, query_parameters) {
 
 }  // namespace
 }  // namespace floodgate::service
+
+#include "clock_skew.hpp"
+
+namespace floodgate::service {
+namespace {
+
+// Redis 300 ms ahead, a 10 ms round trip: the reply is taken to have left at the midpoint.
+TEST(clock_skew, offset_from_the_midpoint_of_the_round_trip) {
+  using namespace std::chrono;
+  const system_clock::time_point sent{seconds(1'800'000'000)};
+  const auto received = sent + 10ms;
+  const auto redis = duration_cast<microseconds>(sent.time_since_epoch()) + 5ms + 300ms;
+  const auto s = clock_offset(sent, redis, received);
+  EXPECT_EQ(s.offset, 300ms);
+  EXPECT_EQ(s.rtt, 10ms);
+  EXPECT_TRUE(skewed(s, 100ms));
+  EXPECT_FALSE(skewed(s, 300ms));
+  const auto behind =
+      clock_offset(sent, duration_cast<microseconds>(sent.time_since_epoch()), received);
+  EXPECT_EQ(behind.offset, -5ms);
+  EXPECT_FALSE(skewed(behind, 100ms));
+}
+
+}  // namespace
+}  // namespace floodgate::service

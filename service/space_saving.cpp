@@ -6,7 +6,7 @@
 
 namespace floodgate::service {
 
-space_saving::space_saving(std::size_t capacity) : slots_(capacity) {
+space_saving::space_saving(std::size_t capacity) : slots_(capacity), counts_(capacity, 0) {
   if (capacity < 1 || capacity > (1u << 20))
     throw std::invalid_argument("space_saving: capacity must be 1 to 2^20");
   std::size_t n = 1;
@@ -45,45 +45,45 @@ void space_saving::add(std::string_view key, std::uint64_t weight) {
   const std::uint64_t hash = std::hash<std::string_view>{}(key);
   const std::size_t pos = find(key, hash);
   if (index_[pos] >= 0) {
-    slots_[static_cast<std::size_t>(index_[pos])].count += weight;
+    counts_[static_cast<std::size_t>(index_[pos])] += weight;
     return;
   }
   if (used_ < slots_.size()) {
     auto& s = slots_[used_];
     s.key.assign(key);
     s.hash = hash;
-    s.count = weight;
+    counts_[used_] = weight;
     s.error = 0;
     index_[pos] = static_cast<std::int32_t>(used_++);
     return;
   }
   // Full: the key with the smallest count gives up its counter.
-  std::size_t victim = 0;
-  for (std::size_t i = 1; i < slots_.size(); ++i)
-    if (slots_[i].count < slots_[victim].count) victim = i;
+  const auto victim =
+      static_cast<std::size_t>(std::min_element(counts_.begin(), counts_.end()) - counts_.begin());
   auto& s = slots_[victim];
   erase_at(find(s.key, s.hash));
-  const std::uint64_t m = s.count;
+  const std::uint64_t m = counts_[victim];
   s.key.assign(key);  // reuses the string's capacity: no allocation once warm
   s.hash = hash;
-  s.count = m + weight;
+  counts_[victim] = m + weight;
   s.error = m;
   index_[find(key, hash)] = static_cast<std::int32_t>(victim);
 }
 
 std::vector<space_saving::entry> space_saving::top(std::size_t n) const {
-  std::vector<const slot*> order;
+  std::vector<std::size_t> order;
   order.reserve(used_);
-  for (std::size_t i = 0; i < used_; ++i) order.push_back(&slots_[i]);
+  for (std::size_t i = 0; i < used_; ++i) order.push_back(i);
   const auto k = std::min(n, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                    [](const slot* a, const slot* b) {
-                      return a->count != b->count ? a->count > b->count : a->key < b->key;
+                    [this](std::size_t a, std::size_t b) {
+                      return counts_[a] != counts_[b] ? counts_[a] > counts_[b]
+                                                      : slots_[a].key < slots_[b].key;
                     });
   std::vector<entry> out;
   out.reserve(k);
   for (std::size_t i = 0; i < k; ++i)
-    out.push_back({order[i]->key, order[i]->count, order[i]->error});
+    out.push_back({slots_[order[i]].key, counts_[order[i]], slots_[order[i]].error});
   return out;
 }
 
@@ -91,20 +91,19 @@ std::uint64_t space_saving::count_of(std::string_view key, bool* found) const {
   const auto pos = find(key, std::hash<std::string_view>{}(key));
   const bool hit = index_[pos] >= 0;
   if (found) *found = hit;
-  return hit ? slots_[static_cast<std::size_t>(index_[pos])].count : 0;
+  return hit ? counts_[static_cast<std::size_t>(index_[pos])] : 0;
 }
 
 std::uint64_t space_saving::min_count() const noexcept {
   if (used_ < slots_.size()) return 0;
-  std::uint64_t m = slots_[0].count;
-  for (const auto& s : slots_) m = std::min(m, s.count);
-  return m;
+  return *std::min_element(counts_.begin(), counts_.end());
 }
 
 void space_saving::clear() noexcept {
   for (std::size_t i = 0; i < used_; ++i) {
     slots_[i].key.clear();
-    slots_[i].count = slots_[i].error = 0;
+    slots_[i].error = 0;
+    counts_[i] = 0;
   }
   used_ = 0;
   std::fill(index_.begin(), index_.end(), -1);

@@ -19,7 +19,7 @@ namespace floodgate::service {
 namespace {
 
 constexpr std::string_view known_fields[] = {"name",  "algorithm",    "limit", "window",
-                                             "burst", "failure_mode", "key"};
+                                             "burst", "failure_mode", "key",   "shadow"};
 
 // RFC 9110 token characters: what a header name may hold.
 bool is_tchar(char c) {
@@ -178,8 +178,17 @@ class parser {
       }
     }
 
+    bool shadow = false;
+    if (auto it = fields.find("shadow"); it != fields.end()) {
+      const auto& n = it->second.first;
+      const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+      if (!n.IsScalar() || n.Tag() == "!" || (text != "true" && text != "false"))
+        fail(it->second.second, what + ": shadow must be true or false (got '" + text + "')");
+      shadow = text == "true";
+    }
+
     try {
-      return rule{policy(name, *algo, limit, *window, burst, on_failure), std::move(key)};
+      return rule{policy(name, *algo, limit, *window, burst, on_failure), std::move(key), shadow};
     } catch (const config_error& e) {
       // policy's messages read "policy 'NAME': FIELD ...": blame that field's line.
       std::string_view msg = e.what();
@@ -245,6 +254,12 @@ class parser {
       for (auto seen : g.rules)
         if (seen == i) fail(at, what + ": rule '" + name + "' is listed twice");
       const rule& r = rules[i];
+      // A check_all is all-or-nothing: a shadow rule's denial would refuse (and un-charge) the
+      // enforced rules beside it.
+      if (r.shadow)
+        fail(at, what + ": rule '" + name +
+                     "' is a shadow rule, which is checked alone (a group's denial by it would "
+                     "be enforced)");
       if (!first) first = &r;
       if (where_ == placement::one_key_per_group && !r.key.same_as(first->key))
         fail(at, what + ": rules '" + first->name() + "' (key " + first->key.describe() +

@@ -8,6 +8,7 @@
 //       burst: 20                # token_bucket and gcra only
 //       failure_mode: open       # open | closed (default: closed)
 //       key: header:X-Api-Key    # for /v1/auth: header:NAME or remote_addr (default)
+//       shadow: true             # decide and count, always answer allowed (default: false)
 //   groups:                      # optional: rules checked together, all-or-nothing
 //     - name: login
 //       rules: [login-per-minute, login-per-day]
@@ -55,6 +56,9 @@ struct key_source {
 struct rule {
   floodgate::policy policy;
   key_source key;
+  // Shadow mode: decided and counted as usual, always answered as allowed, a denial reported
+  // as "shadow_denied" (shadow.hpp). Checked alone: never in a group or a "rules" list.
+  bool shadow = false;
 
   const std::string& name() const noexcept { return policy.name(); }
 };

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
@@ -15,14 +16,19 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 
+#include "admin.hpp"
 #include "config.hpp"
 #include "config_store.hpp"
+#include "duration.hpp"
 #include "envoy/envoy_frontend.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
+#include "hot_keys.hpp"
 #include "log_format.hpp"
 #include "metrics.hpp"
+#include "redis_sampler.hpp"
 #include "server.hpp"
 
 namespace {
@@ -33,6 +39,7 @@ constexpr const char* usage =
     R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
                   [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
                   [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
+                  [--admin-listen HOST:PORT [--top-keys N] [--top-interval DURATION]]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -60,6 +67,18 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --instances N        for rules with failure_mode: local, the number of floodgated sharing
                        this Redis (each decides at limit ÷ N while Redis is unreachable).
                        Default: counted from the instances' heartbeats in Redis.
+  --admin-listen HOST:PORT
+                       serve the admin endpoints here (docs/operations.md): /metrics, /healthz,
+                       /readyz, and GET /v1/top when enabled. Bind it where only operators
+                       reach. /metrics, /healthz and /readyz stay on --listen too; the admin-only
+                       endpoints are never served there (404). Port 0 picks a free one (the
+                       "admin listening" log line says which).
+  --top-keys N         keep, per rule, the N keys most often checked and most often denied
+                       (space-saving sketches: fixed memory, counts within checks/N) and serve
+                       them at GET /v1/top?rule=NAME on --admin-listen. Off by default: keys
+                       are callers' data. 1 to 4096; 64 is a good start.
+  --top-interval DURATION
+                       hot keys cover the last one to two of these (default 60s).
   --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
                        Logs go to stderr, one logfmt line per event; decisions are logged at
                        debug only.
@@ -67,7 +86,8 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 Envoy's rate limit service (docs/envoy.md):
 %s
 Endpoints: POST /v1/check, GET /v1/auth/{rule}, GET /metrics, /healthz, /readyz
-(docs/service.md). SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
+(docs/service.md); on --admin-listen: GET /metrics, /healthz, /readyz, /v1/top.
+SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
 )";
 namespace envoy = floodgate::service::envoy;
 
@@ -82,6 +102,9 @@ struct flags {
   std::size_t max_connections_per_peer = 0;  // 0: a quarter of max_connections
   spdlog::level::level_enum log_level = spdlog::level::info;
   envoy::envoy_flags envoy;
+  std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
+  std::size_t top_keys = 0;                                    // 0: hot keys off
+  std::chrono::milliseconds top_interval{60000};
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -102,9 +125,10 @@ std::optional<spdlog::level::level_enum> parse_level(std::string_view s) {
   return std::nullopt;
 }
 
-void parse_listen(std::string_view s, flags& f) {
+std::pair<std::string, std::uint16_t> parse_address(std::string_view flag, std::string_view s) {
   const auto colon = s.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) usage_error("--listen wants HOST:PORT");
+  if (colon == std::string_view::npos || colon == 0)
+    usage_error(std::string(flag) + " wants HOST:PORT");
   auto host = s.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
@@ -112,9 +136,8 @@ void parse_listen(std::string_view s, flags& f) {
   unsigned port = 0;
   auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535)
-    usage_error("--listen: '" + std::string(port_text) + "' is not a port");
-  f.host = host;
-  f.port = static_cast<std::uint16_t>(port);
+    usage_error(std::string(flag) + ": '" + std::string(port_text) + "' is not a port");
+  return {std::string(host), static_cast<std::uint16_t>(port)};
 }
 
 std::size_t parse_count(std::string_view flag, std::string_view v, std::size_t max) {
@@ -153,7 +176,17 @@ flags parse_flags(int argc, char** argv) {
     } else if (arg == "--redis") {
       f.backend_url = next();
     } else if (arg == "--listen") {
-      parse_listen(next(), f);
+      std::tie(f.host, f.port) = parse_address(arg, next());
+    } else if (arg == "--admin-listen") {
+      f.admin = parse_address(arg, next());
+    } else if (arg == "--top-keys") {
+      f.top_keys = parse_count(arg, next(), 4096);
+    } else if (arg == "--top-interval") {
+      const auto v = next();
+      const auto d = floodgate::parse_duration(v);
+      if (!d || d->count() < 1000)
+        usage_error("--top-interval: '" + std::string(v) + "' is not a duration of 1s or more");
+      f.top_interval = *d;
     } else if (arg == "--io-threads") {
       const auto v = next();
       unsigned n = 0;
@@ -181,6 +214,8 @@ flags parse_flags(int argc, char** argv) {
       usage_error("unknown argument '" + std::string(arg) + "'");
     }
   }
+  if (f.top_keys != 0 && !f.admin)
+    usage_error("--top-keys serves hot keys on the admin listener: give --admin-listen too");
   if (f.config_path.empty() && f.envoy.configs.empty())
     usage_error("--config FILE is required (or --envoy-config PATH)");
   return f;
@@ -316,6 +351,28 @@ int main(int argc, char** argv) {
              "capacity).",
              s.evictions);
     });
+    // Redis's own view (INFO), sampled off the decision path; nothing for memory://.
+    redis_sampler sampler({.url = f.backend_url});
+    if (sampler.enabled())
+      stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
+    // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
+    std::unique_ptr<hot_keys> top;
+    if (f.top_keys != 0)
+      top = std::make_unique<hot_keys>(hot_keys_options{f.top_keys, f.top_interval});
+    options.top = top.get();
+    if (f.admin) {
+      options.admin_host = f.admin->first;
+      options.admin_port = f.admin->second;
+      admin_sources sources{&stats,
+                            [l = limiter] {
+                              auto& b = l->get_backend();
+                              return backend_state{b.healthy(), std::string(b.kind())};
+                            },
+                            top.get(), &store};
+      options.admin_handler = [sources](const http_request& req) {
+        return handle_admin(req, sources);
+      };
+    }
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
     if (f.envoy.enabled())
       envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);

@@ -55,30 +55,73 @@ verdict verdict_of(const multi_check_result& r) noexcept {
   return verdict::invalid;
 }
 
-void metrics::record_decision(std::string_view rule, verdict v) {
-  const auto i = static_cast<std::size_t>(v);
+metrics::rule_counters& metrics::counters_of(std::string_view rule) {
   {
     std::shared_lock lock(decisions_mutex_);
-    if (auto it = decisions_.find(rule); it != decisions_.end()) {
-      it->second[i].fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+    if (auto it = decisions_.find(rule); it != decisions_.end()) return it->second;
   }
-  // Rules are few and never forgotten (counters must not go backwards across reloads).
+  // Rules are few and never forgotten (counters must not go backwards across reloads); a map's
+  // elements never move, so the reference outlives the lock.
   std::unique_lock lock(decisions_mutex_);
-  decisions_.try_emplace(std::string(rule))
-      .first->second[i]
-      .fetch_add(1, std::memory_order_relaxed);
+  return decisions_.try_emplace(std::string(rule)).first->second;
+}
+
+void metrics::record_decision(std::string_view rule, verdict v) {
+  counters_of(rule).verdicts[static_cast<std::size_t>(v)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics::record_rule(std::string_view rule, verdict v, std::int64_t cost, const decision* d,
+                          bool shadow_denied) {
+  auto& c = counters_of(rule);
+  c.verdicts[static_cast<std::size_t>(v)].fetch_add(1, std::memory_order_relaxed);
+  if ((v == verdict::allowed || v == verdict::local_allowed) && cost > 0)
+    c.cost.fetch_add(static_cast<std::uint64_t>(cost), std::memory_order_relaxed);
+  // remaining < 10 % of the capacity, in integers: remaining * 10 < limit.
+  if (v == verdict::allowed && d && d->limit > 0 && d->remaining < d->limit &&
+      d->remaining * 10 < d->limit)
+    c.near_limit.fetch_add(1, std::memory_order_relaxed);
+  if (shadow_denied) c.shadow_denied.fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics::histogram::observe(std::chrono::nanoseconds latency) noexcept {
+  const double seconds = std::chrono::duration<double>(latency).count();
+  std::size_t bucket = 0;
+  while (bucket < latency_buckets.size() && seconds > latency_buckets[bucket]) ++bucket;
+  counts[bucket].fetch_add(1, std::memory_order_relaxed);
+  sum_ns.fetch_add(static_cast<std::uint64_t>(latency.count() > 0 ? latency.count() : 0),
+                   std::memory_order_relaxed);
+}
+
+void metrics::histogram::render(std::string& out, std::string_view name,
+                                std::string_view labels) const {
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b <= latency_buckets.size(); ++b) {
+    cumulative += counts[b].load(std::memory_order_relaxed);
+    out.append(name).append("_bucket{").append(labels).append("le=\"");
+    if (b < latency_buckets.size())
+      append_double(out, latency_buckets[b]);
+    else
+      out.append("+Inf");
+    out.append("\"} ").append(std::to_string(cumulative)).append("\n");
+  }
+  // The label list without its trailing comma, braced, or nothing.
+  std::string braced;
+  if (!labels.empty()) braced.append("{").append(labels.substr(0, labels.size() - 1)).append("}");
+  out.append(name).append("_sum").append(braced).append(" ");
+  append_double(out, static_cast<double>(sum_ns.load(std::memory_order_relaxed)) / 1e9);
+  out.append("\n").append(name).append("_count").append(braced).append(" ");
+  out.append(std::to_string(cumulative)).append("\n");
 }
 
 void metrics::record_backend_call(std::chrono::nanoseconds latency, std::error_code error) {
   if (error) backend_errors_[error_kind(error)].fetch_add(1, std::memory_order_relaxed);
-  const double seconds = std::chrono::duration<double>(latency).count();
-  std::size_t bucket = 0;
-  while (bucket < latency_buckets.size() && seconds > latency_buckets[bucket]) ++bucket;
-  latency_counts_[bucket].fetch_add(1, std::memory_order_relaxed);
-  latency_sum_ns_.fetch_add(static_cast<std::uint64_t>(latency.count() > 0 ? latency.count() : 0),
-                            std::memory_order_relaxed);
+  latency_.observe(latency);
+}
+
+void metrics::record_algorithm_latency(std::optional<algorithm> algo,
+                                       std::chrono::nanoseconds latency) noexcept {
+  const auto i = algo ? static_cast<std::size_t>(*algo) : algorithm_labels - 1;
+  algorithm_latency_[i].observe(latency);
 }
 
 void metrics::record_response(int status) noexcept {
@@ -117,8 +160,27 @@ std::string metrics::render() const {
             .append("\",result=\"")
             .append(to_string(static_cast<verdict>(v)))
             .append("\"} ")
-            .append(std::to_string(counts[v].load(std::memory_order_relaxed)))
+            .append(std::to_string(counts.verdicts[v].load(std::memory_order_relaxed)))
             .append("\n");
+    const std::pair<const char*, counter rule_counters::*> per_rule[] = {
+        {"floodgate_cost_consumed_total", &rule_counters::cost},
+        {"floodgate_near_limit_total", &rule_counters::near_limit},
+        {"floodgate_shadow_denied_total", &rule_counters::shadow_denied}};
+    const char* help[] = {
+        "Cost charged against the rule's limit by admitted checks (allowed, local_allowed).",
+        "Checks admitted that left less than 10 % of the rule's capacity (keys close to being "
+        "refused).",
+        "Checks of a shadow rule that were over the limit and answered as allowed."};
+    for (std::size_t f = 0; f < std::size(per_rule); ++f) {
+      header(out, per_rule[f].first, "counter", help[f]);
+      for (const auto& [rule, counts] : decisions_)
+        out.append(per_rule[f].first)
+            .append("{rule=\"")
+            .append(rule)
+            .append("\"} ")
+            .append(std::to_string((counts.*per_rule[f].second).load(std::memory_order_relaxed)))
+            .append("\n");
+    }
   }
 
   header(out, "floodgate_backend_errors_total", "counter", "Backend calls that failed, by kind.");
@@ -131,21 +193,17 @@ std::string metrics::render() const {
 
   header(out, "floodgate_backend_latency_seconds", "histogram",
          "Time from asking the backend to its answer.");
-  std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b <= latency_buckets.size(); ++b) {
-    cumulative += latency_counts_[b].load(std::memory_order_relaxed);
-    out.append("floodgate_backend_latency_seconds_bucket{le=\"");
-    if (b < latency_buckets.size())
-      append_double(out, latency_buckets[b]);
-    else
-      out.append("+Inf");
-    out.append("\"} ").append(std::to_string(cumulative)).append("\n");
+  latency_.render(out, "floodgate_backend_latency_seconds", "");
+
+  header(out, "floodgate_backend_latency_by_algorithm_seconds", "histogram",
+         "Time from asking the backend to its answer, by the algorithm of the check's rules "
+         "(mixed: several); local denials, which ask nothing, are not counted.");
+  for (std::size_t a = 0; a < algorithm_labels; ++a) {
+    const auto name =
+        a + 1 < algorithm_labels ? to_string(static_cast<algorithm>(a)) : std::string_view("mixed");
+    algorithm_latency_[a].render(out, "floodgate_backend_latency_by_algorithm_seconds",
+                                 "algorithm=\"" + std::string(name) + "\",");
   }
-  out.append("floodgate_backend_latency_seconds_sum ");
-  append_double(out, static_cast<double>(latency_sum_ns_.load(std::memory_order_relaxed)) / 1e9);
-  out.append("\nfloodgate_backend_latency_seconds_count ")
-      .append(std::to_string(cumulative))
-      .append("\n");
 
   header(out, "floodgate_http_responses_total", "counter", "HTTP responses sent, by status code.");
   for (std::size_t i = 0; i < statuses.size(); ++i)

@@ -2,8 +2,13 @@
 //
 //   metrics m;
 //   m.record_decision("api", verdict::denied);
+//   m.record_rule("api", verdict::allowed, cost, &decision, /*shadow_denied=*/false);
 //   m.record_backend_call(latency, error);
+//   m.record_algorithm_latency(algorithm::gcra, latency);
 //   std::string text = m.render();
+//
+// Labels are bounded: rule names (from the config, never forgotten across reloads so counters
+// never go backwards), algorithms, verdicts, status codes. Never a caller's key.
 //
 // Threading: every member may be called from any thread at once; counting is lock-free
 // except the first decision of a rule never seen before.
@@ -16,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -23,16 +29,17 @@
 #include <vector>
 
 #include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
 
 namespace floodgate::service {
 
 // What a check ended as, for counting.
 enum class verdict {
-  allowed,   // admitted
-  denied,    // over the limit
-  degraded,  // backend failed, admitted (fail-open)
-  failed,    // backend failed, refused (fail-closed): a 503
-  invalid,   // the request was wrong: a 400
+  allowed,        // admitted
+  denied,         // over the limit
+  degraded,       // backend failed, admitted (fail-open)
+  failed,         // backend failed, refused (fail-closed): a 503
+  invalid,        // the request was wrong: a 400
   local_allowed,  // backend failed, admitted in local mode (limit ÷ N)
   local_denied,   // backend failed, refused in local mode: a 429
 };
@@ -56,6 +63,15 @@ class metrics {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0};
 
   void record_decision(std::string_view rule, verdict v);
+  // One rule's part in a decided check: the check's verdict `v`, the cost the item asked, and
+  // the item's decision when the backend (or local mode) made one (null otherwise). Counts the
+  // verdict, the cost charged (allowed and local_allowed), admissions that left less than 10 %
+  // of the capacity (near limit), and shadow rules' would-be denials.
+  void record_rule(std::string_view rule, verdict v, std::int64_t cost, const decision* d,
+                   bool shadow_denied);
+  // The latency of a backend call whose items all use `algo` (nullopt: several algorithms).
+  void record_algorithm_latency(std::optional<algorithm> algo,
+                                std::chrono::nanoseconds latency) noexcept;
   // One call to the backend: its latency, and its error if it failed.
   void record_backend_call(std::chrono::nanoseconds latency, std::error_code error);
   void record_response(int status) noexcept;
@@ -74,6 +90,21 @@ class metrics {
 
  private:
   using counter = std::atomic<std::uint64_t>;
+  struct histogram {
+    std::array<counter, latency_buckets.size() + 1> counts{};  // per bucket, +Inf last
+    counter sum_ns{0};
+    void observe(std::chrono::nanoseconds latency) noexcept;
+    // The _bucket, _sum and _count lines; `labels` is empty or `name="value",`.
+    void render(std::string& out, std::string_view name, std::string_view labels) const;
+  };
+  struct rule_counters {
+    std::array<counter, verdict_count> verdicts{};
+    counter cost{0};           // cost charged by admitted checks
+    counter near_limit{0};     // admitted, leaving remaining < 10 % of the capacity
+    counter shadow_denied{0};  // a shadow rule's denials, answered as allowed
+  };
+  // Algorithms, then "mixed" (a check_all over rules of several algorithms).
+  static constexpr std::size_t algorithm_labels = 6;
   // Backend error kinds: floodgate::errc's backend codes, then "other".
   static constexpr std::size_t error_kinds = 8;
   // Response status codes worth a series of their own, then "other".
@@ -81,11 +112,12 @@ class metrics {
                                                    413, 429, 431, 500, 501, 503, 0};
 
   mutable std::shared_mutex decisions_mutex_;
-  std::map<std::string, std::array<counter, verdict_count>, std::less<>> decisions_;
+  std::map<std::string, rule_counters, std::less<>> decisions_;
+  rule_counters& counters_of(std::string_view rule);
 
   std::array<counter, error_kinds> backend_errors_{};
-  std::array<counter, latency_buckets.size() + 1> latency_counts_{};  // per bucket, +Inf last
-  counter latency_sum_ns_{0};
+  histogram latency_;
+  std::array<histogram, algorithm_labels> algorithm_latency_;
   std::array<counter, statuses.size()> responses_{};
   counter reloads_ok_{0};
   counter reloads_failed_{0};

@@ -4,6 +4,7 @@
 
 #include "handler.hpp"
 #include "ratelimit_headers.hpp"
+#include "shadow.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -71,6 +72,7 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
     return error_response(400, result.error.message());
   if (result.decisions.size() != plan.items.size())
     return error_response(500, "internal error: the backend answered a different number of items");
+  if (is_shadow(plan)) return render_shadow(plan, result);
 
   const bool failed = result.outcome == outcome::backend_error;
   const bool allowed = result.allowed();

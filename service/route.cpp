@@ -154,6 +154,10 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
       check_plan::item item;
       if (auto err = parse_item(*item_obj, *plan.rules, limits, item))
         return bad_request(where + *err);
+      if (item.rule->shadow)
+        return bad_request(where + "rule " + quoted(item.rule->name()) +
+                           " is a shadow rule, which is checked alone (POST /v1/check "
+                           "{\"rule\", \"key\"} or GET /v1/auth/{rule})");
       for (const auto& seen : plan.items)
         if (seen.rule == item.rule && seen.key == item.key)
           return bad_request(where + "rule " + quoted(item.rule->name()) +

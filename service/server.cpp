@@ -30,6 +30,7 @@
 
 #include "log_format.hpp"
 #include "log_throttle.hpp"
+#include "observe.hpp"
 #include "request_framing.hpp"
 
 namespace floodgate::service {
@@ -103,8 +104,10 @@ struct server::impl {
         on_reload(std::move(reload)),
         ios(make_contexts(options.threads)),
         acceptor(*ios.front()),
+        admin_acceptor(*ios.front()),
         signals(*ios.front()),
         retry_timer(*ios.front()),
+        admin_retry_timer(*ios.front()),
         drain_timer(*ios.front()),
         backend_log_timer(*ios.front()),
         cap_log_timer(*ios.front()),
@@ -122,8 +125,9 @@ struct server::impl {
   }
 
   void listen();
-  void accept();
-  void on_accept(beast::error_code ec, session_socket socket);
+  void listen_on(tcp::acceptor& a, const std::string& host, std::uint16_t port);
+  void accept(tcp::acceptor& a);
+  void on_accept(tcp::acceptor& a, beast::error_code ec, session_socket socket);
   void reject(session_socket socket);
   void wait_for_signal();
   void begin_drain();
@@ -132,7 +136,7 @@ struct server::impl {
   void session_closed(session* s);
   void warn_backend_error(std::error_code ec);
   void note_cap(const cap_event& e);
-  std::shared_ptr<session> admit(session_socket& socket, const asio::ip::address& peer,
+  std::shared_ptr<session> admit(session_socket& socket, const asio::ip::address& peer, bool admin,
                                  std::vector<std::shared_ptr<session>>& evicted);
   session* longest_idle(const asio::ip::address* of_peer);
   void schedule_flush(asio::steady_timer& timer, std::chrono::steady_clock::time_point at,
@@ -171,8 +175,10 @@ struct server::impl {
   // Keeps the other contexts running while they have no connection; released by end_drain.
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> idle_guards;
   tcp::acceptor acceptor;
+  tcp::acceptor admin_acceptor;  // open only with options.admin_handler
   asio::signal_set signals;
   asio::steady_timer retry_timer;
+  asio::steady_timer admin_retry_timer;  // the admin acceptor's
   asio::steady_timer drain_timer;
   // On the first context: report what the log throttles held back when an incident ends.
   asio::steady_timer backend_log_timer;
@@ -189,8 +195,8 @@ namespace {
 // write, repeat. All its work runs on its io_context's one thread.
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(session_socket socket, const asio::ip::address& peer, server::impl& srv)
-      : stream_(std::move(socket)), server_(srv) {
+  session(session_socket socket, const asio::ip::address& peer, bool admin, server::impl& srv)
+      : stream_(std::move(socket)), server_(srv), admin_(admin) {
     request_.peer_address = peer.to_string();
     deadline_ = std::chrono::steady_clock::now() + server_.options.header_timeout;
     server_.stats.connection_opened();
@@ -392,6 +398,7 @@ class session : public std::enable_shared_from_this<session> {
   void handle() {
     phase_ = phase::deciding;
     convert_request();
+    if (admin_) return respond(server_.options.admin_handler(request_), false);
     auto routed = route(request_, server_.store.get(), server_.options.limits);
     if (auto* res = std::get_if<http_response>(&routed)) return respond(std::move(*res), false);
     if (auto* p = std::get_if<probe>(&routed)) return respond(answer(*p), false);
@@ -410,10 +417,8 @@ class session : public std::enable_shared_from_this<session> {
       // render on the session's thread (dispatch: at once when already there, no hop).
       auto self = std::move(s->in_flight_);
       auto& srv = self->server_;
-      if (r.outcome != outcome::invalid_request)
-        srv.stats.record_backend_call(
-            std::chrono::steady_clock::now() - self->started_,
-            r.outcome == outcome::backend_error || r.local_mode ? r.error : std::error_code{});
+      observe_backend_call(srv.stats, self->plan_, r,
+                           std::chrono::steady_clock::now() - self->started_);
       if (r.outcome == outcome::backend_error || r.local_mode) srv.warn_backend_error(r.error);
       auto executor = self->stream_.get_executor();
       asio::dispatch(executor,
@@ -422,8 +427,8 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void decided(const multi_check_result& r) {
+    observe_decision(server_.stats, server_.options.top, plan_, r);
     const auto v = verdict_of(r);
-    for (const auto& item : plan_.items) server_.stats.record_decision(item.rule->name(), v);
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("msg=\"decision\" peer={} rule={} key={} items={} result={}{}",
                     quote(request_.peer_address), quote(plan_.items.front().rule->name()),
@@ -563,6 +568,7 @@ class session : public std::enable_shared_from_this<session> {
 
   session_stream stream_;
   server::impl& server_;
+  const bool admin_;  // accepted by the admin listener: only admin_handler answers
   asio::basic_waitable_timer<std::chrono::steady_clock,
                              asio::wait_traits<std::chrono::steady_clock>, session_executor>
       idle_timer_{stream_.get_executor()};
@@ -593,45 +599,51 @@ class session : public std::enable_shared_from_this<session> {
 }  // namespace
 
 void server::impl::listen() {
+  listen_on(acceptor, options.host, options.port);
+  if (options.admin_handler) listen_on(admin_acceptor, options.admin_host, options.admin_port);
+}
+
+void server::impl::listen_on(tcp::acceptor& a, const std::string& host, std::uint16_t port) {
   beast::error_code ec;
-  auto address = asio::ip::make_address(options.host, ec);
+  auto address = asio::ip::make_address(host, ec);
   tcp::endpoint endpoint;
   if (!ec) {
-    endpoint = {address, options.port};
+    endpoint = {address, port};
   } else {
     tcp::resolver resolver(*ios.front());
-    const auto results =
-        resolver.resolve(options.host, std::to_string(options.port), tcp::resolver::passive, ec);
+    const auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
     if (ec || results.empty())
-      throw std::runtime_error("cannot resolve listen host '" + options.host +
+      throw std::runtime_error("cannot resolve listen host '" + host +
                                "': " + (ec ? ec.message() : "no addresses"));
     endpoint = results.begin()->endpoint();
   }
-  const auto where = options.host + ":" + std::to_string(options.port);
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  const auto where = host + ":" + std::to_string(port);
+  a.open(endpoint.protocol(), ec);
+  if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(endpoint, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
 }
 
-void server::impl::accept() {
+void server::impl::accept(tcp::acceptor& a) {
   // Connections go to the I/O threads' contexts in turn.
   auto& context = *ios[next_io];
   next_io = (next_io + 1) % ios.size();
-  acceptor.async_accept(context, [this](beast::error_code ec, session_socket socket) {
-    on_accept(ec, std::move(socket));
+  a.async_accept(context, [this, &a](beast::error_code ec, session_socket socket) {
+    on_accept(a, ec, std::move(socket));
   });
 }
 
-void server::impl::on_accept(beast::error_code ec, session_socket socket) {
-  if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;  // draining
+// Both acceptors live on the first context, so next_io needs no lock.
+void server::impl::on_accept(tcp::acceptor& a, beast::error_code ec, session_socket socket) {
+  if (ec == asio::error::operation_aborted || !a.is_open()) return;  // draining
   if (ec) {
     // Out of file descriptors, usually: back off instead of spinning.
     spdlog::warn("msg=\"accept failed\" error={}", quote(ec.message()));
-    retry_timer.expires_after(100ms);
-    retry_timer.async_wait([this](beast::error_code wec) {
-      if (!wec) accept();
+    auto& timer = &a == &admin_acceptor ? admin_retry_timer : retry_timer;
+    timer.expires_after(100ms);
+    timer.async_wait([this, &a](beast::error_code wec) {
+      if (!wec) accept(a);
     });
     return;
   }
@@ -639,14 +651,14 @@ void server::impl::on_accept(beast::error_code ec, session_socket socket) {
   const auto endpoint = socket.remote_endpoint(pec);
   if (pec) {  // already gone
     socket.close(pec);
-    return accept();
+    return accept(a);
   }
   const auto peer = peer_key(endpoint.address());
   std::vector<std::shared_ptr<session>> evicted;
   std::shared_ptr<session> s;
   {
     std::lock_guard lock(sessions_mutex);
-    s = admit(socket, peer, evicted);
+    s = admit(socket, peer, &a == &admin_acceptor, evicted);
   }
   // Outside the lock: the last reference to a session may go here, and its destructor locks.
   for (auto& e : evicted) e->evict();
@@ -655,13 +667,14 @@ void server::impl::on_accept(beast::error_code ec, session_socket socket) {
     s->start();
   else
     reject(std::move(socket));
-  accept();
+  accept(a);
 }
 
 // Under sessions_mutex: room for a connection from `peer`, closing the longest-idle keep-alive
 // connection (the peer's own first, at the peer's cap; anyone's at the global cap) when a cap
 // is reached. The new session, or null when it must be refused.
 std::shared_ptr<session> server::impl::admit(session_socket& socket, const asio::ip::address& peer,
+                                             bool admin,
                                              std::vector<std::shared_ptr<session>>& evicted) {
   auto make_room = [&](connection_cap cap) {
     session* victim = longest_idle(cap == connection_cap::per_peer ? &peer : nullptr);
@@ -681,7 +694,7 @@ std::shared_ptr<session> server::impl::admit(session_socket& socket, const asio:
                                            !make_room(connection_cap::per_peer))
     return nullptr;
   if (counted >= options.max_connections && !make_room(connection_cap::global)) return nullptr;
-  auto s = std::make_shared<session>(std::move(socket), peer, *this);
+  auto s = std::make_shared<session>(std::move(socket), peer, admin, *this);
   sessions.emplace(s.get(), registration{s, peer, true});
   ++counted;
   ++per_peer[peer];
@@ -755,7 +768,9 @@ void server::impl::begin_drain() {
   spdlog::info("msg=\"draining\" open_connections={}", open.size());
   beast::error_code ec;
   acceptor.close(ec);
+  admin_acceptor.close(ec);
   retry_timer.cancel();
+  admin_retry_timer.cancel();
   for (auto& s : open) s->drain();
   open.clear();  // the last reference may be ours: session_closed then ends the drain
 
@@ -859,7 +874,8 @@ int server::run() {
   s.signals.add(SIGINT);
   s.signals.add(SIGHUP);
   s.wait_for_signal();
-  s.accept();
+  s.accept(s.acceptor);
+  if (s.admin_acceptor.is_open()) s.accept(s.admin_acceptor);
 
   const std::size_t threads = s.ios.size();
   const auto bound = s.acceptor.local_endpoint();
@@ -868,6 +884,11 @@ int server::run() {
       "max_connections_per_peer={} backend={}",
       quote(bound.address().to_string()), bound.port(), threads, s.options.max_connections,
       s.options.max_connections_per_peer, quote(s.limiter->get_backend().kind()));
+  if (s.admin_acceptor.is_open()) {
+    const auto admin = s.admin_acceptor.local_endpoint();
+    spdlog::info("msg=\"admin listening\" address={} port={}", quote(admin.address().to_string()),
+                 admin.port());
+  }
 
   for (std::size_t i = 1; i < threads; ++i)
     s.idle_guards.push_back(asio::make_work_guard(*s.ios[i]));

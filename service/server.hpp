@@ -25,6 +25,7 @@
 
 namespace floodgate::service {
 
+class hot_keys;
 using namespace std::chrono_literals;
 
 struct server_options {
@@ -49,6 +50,12 @@ struct server_options {
   // this, close what is left.
   std::chrono::milliseconds drain_timeout = 10s;
   request_limits limits;
+  // The admin listener (--admin-listen, admin.hpp): its own address, where every request goes
+  // to admin_handler and none to the check endpoints. Off while admin_handler is empty.
+  std::string admin_host = "127.0.0.1";
+  std::uint16_t admin_port = 0;  // 0: any free port (the "admin listening" log line says which)
+  std::function<http_response(const http_request&)> admin_handler;
+  hot_keys* top = nullptr;  // fed every decided check's keys (--top-keys); null: off
 };
 
 class server {

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include "admin.hpp"
 #include "floodgate/errors.hpp"
+#include "redis_info.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -83,6 +85,140 @@ TEST(metrics, verdict_of_a_check) {
             verdict::failed);
   EXPECT_EQ(verdict_of({outcome::invalid_request, {}, make_error_code(errc::empty_key)}),
             verdict::invalid);
+}
+
+}  // namespace
+}  // namespace floodgate::service
+
+namespace floodgate::service {
+namespace {
+
+// The value of the sample `series` (name with labels, as rendered), or -1 when absent.
+double value_of(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(metrics, per_rule_cost_near_limit_and_shadow_denials) {
+  metrics m;
+  // Capacity 20: "near" is remaining below 2 (remaining * 10 < 20).
+  const decision left_5{true, 20, 5, {}, {}};
+  const decision left_1{true, 20, 1, {}, {}};
+  const decision left_0{true, 20, 0, {}, {}};
+  const decision refused{false, 20, 0, {}, std::chrono::milliseconds(100)};
+  m.record_rule("api", verdict::allowed, 3, &left_5, false);
+  m.record_rule("api", verdict::allowed, 4, &left_1, false);
+  m.record_rule("api", verdict::allowed, 1, &left_0, false);
+  m.record_rule("api", verdict::denied, 2, &refused, false);        // charges nothing
+  m.record_rule("api", verdict::degraded, 5, nullptr, false);       // fail-open: nothing charged
+  m.record_rule("api", verdict::local_allowed, 2, nullptr, false);  // charged locally
+  m.record_rule("new", verdict::denied, 1, &refused, true);
+  const auto text = m.render();
+  EXPECT_EQ(value_of(text, R"(floodgate_decisions_total{rule="api",result="allowed"})"), 3) << text;
+  EXPECT_EQ(value_of(text, R"(floodgate_decisions_total{rule="api",result="denied"})"), 1);
+  EXPECT_EQ(value_of(text, R"(floodgate_cost_consumed_total{rule="api"})"), 3 + 4 + 1 + 2);
+  EXPECT_EQ(value_of(text, R"(floodgate_near_limit_total{rule="api"})"), 2);
+  EXPECT_EQ(value_of(text, R"(floodgate_shadow_denied_total{rule="api"})"), 0);
+  EXPECT_EQ(value_of(text, R"(floodgate_shadow_denied_total{rule="new"})"), 1);
+  EXPECT_EQ(value_of(text, R"(floodgate_decisions_total{rule="new",result="denied"})"), 1);
+  EXPECT_TRUE(has_line(text, "# TYPE floodgate_near_limit_total counter"));
+}
+
+TEST(metrics, latency_by_algorithm_is_a_histogram_per_algorithm) {
+  metrics m;
+  m.record_algorithm_latency(algorithm::gcra, 200us);
+  m.record_algorithm_latency(algorithm::gcra, 3ms);
+  m.record_algorithm_latency(std::nullopt, 50us);
+  const auto text = m.render();
+  const std::string name = "floodgate_backend_latency_by_algorithm_seconds";
+  EXPECT_TRUE(has_line(text, "# TYPE " + name + " histogram")) << text;
+  EXPECT_EQ(value_of(text, name + R"(_bucket{algorithm="gcra",le="0.00025"})"), 1) << text;
+  EXPECT_EQ(value_of(text, name + R"(_bucket{algorithm="gcra",le="0.005"})"), 2);
+  EXPECT_EQ(value_of(text, name + R"(_bucket{algorithm="gcra",le="+Inf"})"), 2);
+  EXPECT_EQ(value_of(text, name + R"(_count{algorithm="gcra"})"), 2);
+  EXPECT_DOUBLE_EQ(value_of(text, name + R"(_sum{algorithm="gcra"})"), 0.0032);
+  EXPECT_EQ(value_of(text, name + R"(_count{algorithm="mixed"})"), 1);
+  EXPECT_EQ(value_of(text, name + R"(_count{algorithm="sliding_log"})"), 0);
+  // The unlabelled histogram keeps its old form.
+  EXPECT_TRUE(has_line(text, "floodgate_backend_latency_seconds_count 0"));
+}
+
+TEST(redis_info, parses_cpu_memory_keys_and_our_commands) {
+  const std::string text =
+      "# Server\r\nredis_version:7.0.15\r\n\r\n# Memory\r\nused_memory:1048576\r\n"
+      "used_memory_human:1.00M\r\nmaxmemory:0\r\n\r\n# Stats\r\nexpired_keys:12\r\n"
+      "evicted_keys:3\r\n\r\n# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:0.500000\r\n"
+      "used_cpu_sys_children:9.0\r\n\r\n# Commandstats\r\n"
+      "cmdstat_evalsha:calls=42,usec=8400,usec_per_call=200.00,rejected_calls=0,failed_calls=1\r\n"
+      "cmdstat_script|load:calls=5,usec=100,usec_per_call=20.00,rejected_calls=0,failed_calls=0\r\n"
+      "cmdstat_get:calls=7,usec=7,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n";
+  const auto info = parse_info(text);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->used_memory, 1048576u);
+  EXPECT_EQ(info->maxmemory, 0u);
+  EXPECT_EQ(info->expired_keys, 12u);
+  EXPECT_EQ(info->evicted_keys, 3u);
+  EXPECT_DOUBLE_EQ(info->used_cpu_sys, 1.25);
+  EXPECT_DOUBLE_EQ(info->used_cpu_user, 0.5);
+  ASSERT_EQ(info->commands.size(), 2u);  // not GET: not one of ours
+  EXPECT_EQ(info->commands[0].name, "evalsha");
+  EXPECT_EQ(info->commands[0].calls, 42u);
+  EXPECT_EQ(info->commands[0].usec, 8400u);
+  EXPECT_EQ(info->commands[1].name, "script|load");
+  EXPECT_FALSE(parse_info("-ERR unknown command\r\n"));
+}
+
+TEST(admin, serves_metrics_and_probes_and_nothing_else) {
+  metrics m;
+  m.record_decision("api", verdict::denied);
+  admin_sources s{&m, [] { return backend_state{false, "redis"}; }};
+  http_request req{"GET", "/metrics", {}, {}, "127.0.0.1"};
+  auto res = handle_admin(req, s);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(value_of(res.body, R"(floodgate_decisions_total{rule="api",result="denied"})"), 1);
+  req.target = "/readyz";
+  EXPECT_EQ(handle_admin(req, s).status, 503);
+  req.target = "/healthz";
+  EXPECT_EQ(handle_admin(req, s).status, 200);
+  req.target = "/v1/check";
+  EXPECT_EQ(handle_admin(req, s).status, 404);  // the admin listener decides nothing
+  req.method = "POST";
+  req.target = "/metrics";
+  EXPECT_EQ(handle_admin(req, s).status, 405);
+}
+
+TEST(admin, query_parameters) {
+  EXPECT_EQ(query_param("/v1/top?rule=api&n=5", "rule"), "api");
+  EXPECT_EQ(query_param("/v1/top?rule=api&n=5", "n"), "5");
+  EXPECT_EQ(query_param("/v1/top?rule=api&n", "n"), "");
+  EXPECT_FALSE(query_param("/v1/top?rules=api", "rule"));
+  EXPECT_FALSE(query_param("/v1/top", "rule"));
+}
+
+}  // namespace
+}  // namespace floodgate::service
+
+#include "clock_skew.hpp"
+
+namespace floodgate::service {
+namespace {
+
+// Redis 300 ms ahead, a 10 ms round trip: the reply is taken to have left at the midpoint.
+TEST(clock_skew, offset_from_the_midpoint_of_the_round_trip) {
+  using namespace std::chrono;
+  const system_clock::time_point sent{seconds(1'800'000'000)};
+  const auto received = sent + 10ms;
+  const auto redis = duration_cast<microseconds>(sent.time_since_epoch()) + 5ms + 300ms;
+  const auto s = clock_offset(sent, redis, received);
+  EXPECT_EQ(s.offset, 300ms);
+  EXPECT_EQ(s.rtt, 10ms);
+  EXPECT_TRUE(skewed(s, 100ms));
+  EXPECT_FALSE(skewed(s, 300ms));
+  const auto behind =
+      clock_offset(sent, duration_cast<microseconds>(sent.time_since_epoch()), received);
+  EXPECT_EQ(behind.offset, -5ms);
+  EXPECT_FALSE(skewed(behind, 100ms));
 }
 
 }  // namespace

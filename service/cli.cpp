@@ -1,0 +1,286 @@
+// floodgate: the operator's command-line tool, beside floodgated.
+//
+//   floodgate check-config FILE [--cluster]
+//   floodgate inspect --redis URL --rules FILE RULE KEY
+//   floodgate reset   --redis URL --rules FILE RULE KEY
+//
+// check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages).
+// inspect asks through the limiter with cost 0 (a peek: nothing consumed) for remaining and
+// reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on a connection of
+// its own. reset forgets the key's state for the rule (limiter::reset).
+#include <hiredis/hiredis.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.hpp"
+#include "floodgate/errors.hpp"
+#include "floodgate/limiter.hpp"
+#include "redis/cluster_url.hpp"
+#include "redis/key.hpp"
+#include "redis/url.hpp"
+#include "redis/url_options.hpp"
+
+namespace {
+
+using namespace floodgate;
+using namespace std::chrono_literals;
+
+constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
+       floodgate inspect --redis URL --rules FILE RULE KEY
+       floodgate reset --redis URL --rules FILE RULE KEY
+
+  check-config  load a rules file as floodgated does: exit 0, or exit 1 with FILE:LINE and the
+                problem. --cluster applies Redis Cluster's rule (a group's rules share a key).
+  inspect       a key's state for a rule, without consuming: remaining, reset_after (a peek
+                through the limiter), and the raw state in Redis (type, value, TTL). The raw
+                state is read for redis:// URLs; for others only the peek is shown.
+  reset         forget the key's state for the rule: its next check sees full capacity.
+Exit: 0 done, 1 failed (bad file, unknown rule, backend error), 2 usage.
+)";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "floodgate: %s\n%s", message.c_str(), usage);
+  std::exit(2);
+}
+
+[[noreturn]] void fail(const std::string& message) {
+  std::fprintf(stderr, "floodgate: %s\n", message.c_str());
+  std::exit(1);
+}
+
+struct key_args {
+  std::string url;
+  std::string rules_path;
+  std::string rule;
+  std::string key;
+};
+
+key_args parse_key_args(int argc, char** argv) {
+  key_args a;
+  std::vector<std::string> positional;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(std::string(arg) + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--redis")
+      a.url = value();
+    else if (arg == "--rules")
+      a.rules_path = value();
+    else if (arg.starts_with("--"))
+      usage_error("unknown argument '" + std::string(arg) + "'");
+    else
+      positional.emplace_back(arg);
+  }
+  if (a.url.empty()) usage_error("--redis URL is required");
+  if (a.rules_path.empty()) usage_error("--rules FILE is required");
+  if (positional.size() != 2) usage_error("give RULE and KEY");
+  a.rule = positional[0];
+  a.key = positional[1];
+  if (a.key.empty()) usage_error("KEY must not be empty");
+  return a;
+}
+
+// The limiter for `url`, with deadlines for a person waiting rather than a request path.
+floodgate::limiter make_limiter(const std::string& url) {
+  backend_options o;
+  o.redis.timeout = 2s;
+  o.redis.connect_timeout = 2s;
+  o.redis.connections = 1;
+  limiter_options l;
+  l.local_denials = false;  // every answer from the backend
+  return floodgate::limiter(url, o, l);
+}
+
+// The rule named `name` in the file, or exit 1.
+service::rule find_rule(const key_args& a, service::config& cfg) {
+  try {
+    cfg = service::load_config(a.rules_path);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  const auto* r = cfg.find(a.rule);
+  if (!r) fail(a.rules_path + ": no rule named '" + a.rule + "'");
+  return *r;
+}
+
+struct reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+std::string printable(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string describe(const redisReply* r) {
+  if (!r) return "(no reply)";
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+      return printable(std::string_view(r->str, r->len));
+    case REDIS_REPLY_ERROR:
+      return "error: " + std::string(r->str, r->len);
+    case REDIS_REPLY_INTEGER:
+      return std::to_string(r->integer);
+    case REDIS_REPLY_NIL:
+      return "(nil)";
+    case REDIS_REPLY_ARRAY: {
+      std::string out;
+      for (std::size_t i = 0; i < r->elements; ++i)
+        out += (i ? " " : "") + describe(r->element[i]);
+      return out;
+    }
+    default:
+      return "(reply type " + std::to_string(r->type) + ")";
+  }
+}
+
+// Prints the raw state of `redis_key` on the server of a redis:// URL.
+void print_raw_state(const std::string& url, const std::string& redis_key) {
+  redis_options ro;
+  const auto base = redis::apply_url_options(url, ro);
+  const auto ep = redis::parse_redis_url(base);
+  if (ep.tls) {
+    std::printf("state          (not read: TLS)\n");
+    return;
+  }
+  const timeval tv{2, 0};
+  std::unique_ptr<redisContext, void (*)(redisContext*)> c(
+      redisConnectWithTimeout(ep.host.c_str(), ep.port, tv), redisFree);
+  if (!c || c->err) fail("cannot connect to " + redis::redact_url(url));
+  redisSetTimeout(c.get(), tv);
+  auto cmd = [&](std::vector<std::string> args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    return reply_ptr(static_cast<redisReply*>(
+        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
+  };
+  if (ep.password) {
+    auto r = ep.user.empty() ? cmd({"AUTH", *ep.password}) : cmd({"AUTH", ep.user, *ep.password});
+    if (!r || r->type == REDIS_REPLY_ERROR) fail("AUTH failed: " + describe(r.get()));
+  }
+  if (ep.db != 0) cmd({"SELECT", std::to_string(ep.db)});
+  const auto type = describe(cmd({"TYPE", redis_key}).get());
+  reply_ptr value;
+  if (type == "string")
+    value = cmd({"GET", redis_key});
+  else if (type == "hash")
+    value = cmd({"HGETALL", redis_key});
+  else if (type == "zset")
+    value = cmd({"ZRANGE", redis_key, "0", "9", "WITHSCORES"});
+  if (type == "none") {
+    std::printf("state          none (never checked, expired or reset: full capacity)\n");
+    return;
+  }
+  std::printf("state          %s %s\n", type.c_str(), value ? describe(value.get()).c_str() : "");
+  if (type == "zset")
+    std::printf("state_members  %s (at most the first 10 shown)\n",
+                describe(cmd({"ZCARD", redis_key}).get()).c_str());
+  std::printf("ttl_ms         %s\n", describe(cmd({"PTTL", redis_key}).get()).c_str());
+}
+
+int check_config(int argc, char** argv) {
+  std::string path;
+  auto where = service::placement::any;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--cluster")
+      where = service::placement::one_key_per_group;
+    else if (arg.starts_with("--") || !path.empty())
+      usage_error("check-config takes FILE [--cluster]");
+    else
+      path = arg;
+  }
+  if (path.empty()) usage_error("check-config needs FILE");
+  try {
+    const auto cfg = service::load_config(path, where);
+    std::printf("%s: ok (%zu rules, %zu groups)\n", path.c_str(), cfg.rules().size(),
+                cfg.groups().size());
+    return 0;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+int inspect(int argc, char** argv) {
+  const auto a = parse_key_args(argc, argv);
+  service::config cfg;
+  const auto r = find_rule(a, cfg);
+  try {
+    auto lim = make_limiter(a.url);
+    const auto& p = r.policy;
+    std::printf("rule           %s (%s, limit %lld per %lld ms, capacity %lld%s)\n",
+                p.name().c_str(), std::string(to_string(p.algo())).c_str(),
+                static_cast<long long>(p.limit()), static_cast<long long>(p.window().count()),
+                static_cast<long long>(p.capacity()), r.shadow ? ", shadow" : "");
+    std::printf("key            %s\n", printable(a.key).c_str());
+    const bool raw = redis::iequals_prefix(a.url, "redis://");
+    if (raw) {
+      redis_options ro;
+      redis::apply_url_options(a.url, ro);
+      const auto name = redis::state_key({ro.key_prefix, ro.max_plain_key_size}, p, a.key);
+      std::printf("redis_key      %s\n", printable(name).c_str());
+      print_raw_state(a.url, name);
+    }
+    const auto peek = lim.check(a.key, p, 0);
+    if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
+      fail("backend: " + peek.error.message());
+    std::printf("remaining      %lld of %lld\n", static_cast<long long>(peek.decision.remaining),
+                static_cast<long long>(peek.decision.limit));
+    std::printf("reset_after_ms %lld\n", static_cast<long long>(peek.decision.reset_after.count()));
+    return 0;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+int reset(int argc, char** argv) {
+  const auto a = parse_key_args(argc, argv);
+  service::config cfg;
+  const auto r = find_rule(a, cfg);
+  try {
+    auto lim = make_limiter(a.url);
+    if (const auto ec = lim.reset(a.key, r.policy)) fail("backend: " + ec.message());
+    std::printf("reset: rule %s, key %s\n", r.name().c_str(), printable(a.key).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) usage_error("give a command");
+  const std::string_view command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  if (command == "check-config") return check_config(argc, argv);
+  if (command == "inspect") return inspect(argc, argv);
+  if (command == "reset") return reset(argc, argv);
+  usage_error("unknown command '" + std::string(command) + "'");
+}

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "integration_support.hpp"
-#include "redis_info.hpp"
+#include "info_text.hpp"
 #include "redis/client.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/scripts.hpp"

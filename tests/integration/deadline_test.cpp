@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "integration_support.hpp"
-#include "redis_info.hpp"
+#include "info_text.hpp"
 
 namespace floodgate::test {
 namespace {

@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "floodgate/floodgate.hpp"
-#include "redis_info.hpp"
+#include "info_text.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {

@@ -16,7 +16,7 @@
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
 #include "metrics_text.hpp"
-#include "redis_info.hpp"
+#include "info_text.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {

@@ -7,6 +7,7 @@
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "metrics_text.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {
@@ -25,9 +26,7 @@ std::uint16_t admin_port_of(const floodgated_process& fg) {
 
 // The value of sample `series` in Prometheus text, or -1 when absent.
 double value_of(const std::string& text, const std::string& series) {
-  const auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
+  return metric_value(text, series).value_or(-1);
 }
 
 floodgated_process start(const std::string& rules, const redis_server& redis) {

@@ -65,7 +65,7 @@ void append_state_key(std::string& out, const key_format& f, const policy& p,
 
 std::size_t block_key_size(const key_format& f, const policy& p,
                            std::string_view caller_key) noexcept {
-  return f.prefix.size() + p.name().size() + 4 + 2 + tag_size(f, caller_key) + 1;
+  return f.prefix.size() + p.name().size() + 3 + 2 + tag_size(f, caller_key) + 1;  // ":bk" ":{" "}"
 }
 
 void append_block_key(std::string& out, const key_format& f, const policy& p,

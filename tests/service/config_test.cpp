@@ -176,7 +176,7 @@ TEST(config, bad_files_name_file_line_and_problem) {
        "rules.yaml:5: rule 'api': window must be a duration..."},
       {"  - name: api\n    algorithm: leaky\n    limit: 1\n    window: 1s\n",
        "rules.yaml:3: rule 'api': algorithm must be one of sliding_log, sliding_window, "
-       "fixed_window, token_bucket, gcra (got 'leaky')"},
+       "fixed_window, token_bucket, gcra, concurrency (got 'leaky')"},
       {api + "    limit: 1\n    window: 1s\n    failure_mode: maybe\n",
        "rules.yaml:6: rule 'api': failure_mode must be open, closed or local (got 'maybe')"},
       {api + "    limit: 1\n    window: 1s\n    key: cookie:session\n",

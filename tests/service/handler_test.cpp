@@ -598,7 +598,7 @@ TEST(route, refund_takes_one_rule_key_and_a_cost_of_at_least_one) {
       {R"({"rule":"nope","key":"k"})", "unknown rule"},
       {R"({"rule":"ip"})", "missing field 'key'"},
       {R"({"rule":"ip","key":"k","extra":1})", "unknown field"},
-      {R"({"rules":[{"rule":"ip","key":"k"}]})", "unknown field"},
+      {R"({"rules":[{"rule":"ip","key":"k"}]})", "too deep"},
       {R"([1])", "JSON object"},
       {R"({"rule":"ip",)", ""},
   };

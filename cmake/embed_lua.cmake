@@ -6,6 +6,9 @@
 #   per algorithm:  #!lua, prelude.lua, <algorithm>.lua, `local algorithm = '<name>'`, single.lua
 #   multi:          #!lua, prelude.lua, every <algorithm>.lua, multi.lua
 #   batch:          #!lua, prelude.lua, every <algorithm>.lua, batch.lua
+#   multi_block:    #!lua, prelude.lua, every <algorithm>.lua, penalty.lua, multi_block.lua
+#   refund:         #!lua, prelude.lua, every <algorithm>.lua, refund.lua
+#   acquire, release: #!lua, prelude.lua, acquire.lua / release.lua (concurrency limits)
 # The `#!lua` shebang makes Redis 7 treat the script as declaring its keys (Redis Cluster then
 # rejects any undeclared key), and refuse it as a whole under OOM rather than fail mid-write.
 #
@@ -15,7 +18,7 @@
 #   cmake -DLUA_DIR=<dir> -DOUTPUT=<file.cpp> -P embed_lua.cmake: that build step.
 
 set(FLOODGATE_LUA_ALGORITHMS sliding_log sliding_window fixed_window token_bucket gcra)
-set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi batch)
+set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi batch penalty multi_block refund acquire release)
 
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   set(_floodgate_embed_lua_file ${CMAKE_CURRENT_LIST_FILE})
@@ -74,6 +77,11 @@ foreach(algo IN LISTS FLOODGATE_LUA_ALGORITHMS)
 endforeach()
 add_script(multi "#!lua\n${part_prelude}${all_algorithms}\n${part_multi}")
 add_script(batch "#!lua\n${part_prelude}${all_algorithms}\n${part_batch}")
+add_script(multi_block
+           "#!lua\n${part_prelude}${all_algorithms}\n${part_penalty}\n${part_multi_block}")
+add_script(refund "#!lua\n${part_prelude}${all_algorithms}\n${part_refund}")
+add_script(acquire "#!lua\n${part_prelude}\n${part_acquire}")
+add_script(release "#!lua\n${part_prelude}\n${part_release}")
 
 set(cases "")
 set(index 0)
@@ -92,7 +100,7 @@ namespace {
 
 using namespace std::string_view_literals;
 
-// The algorithms in enum order, then multi and batch.
+// The algorithms in enum order, then multi, batch, multi_block, refund, acquire, release.
 constexpr script scripts[] = {
 ${entries}};
 
@@ -106,6 +114,10 @@ ${cases}  }
 
 const script& multi_script() noexcept { return scripts[${index}]; }
 const script& batch_script() noexcept { return scripts[${index} + 1]; }
+const script& multi_block_script() noexcept { return scripts[${index} + 2]; }
+const script& refund_script() noexcept { return scripts[${index} + 3]; }
+const script& acquire_script() noexcept { return scripts[${index} + 4]; }
+const script& release_script() noexcept { return scripts[${index} + 5]; }
 
 }  // namespace floodgate::redis
 ")

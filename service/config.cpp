@@ -18,8 +18,9 @@
 namespace floodgate::service {
 namespace {
 
-constexpr std::string_view known_fields[] = {"name",  "algorithm",    "limit", "window",
-                                             "burst", "failure_mode", "key",   "shadow"};
+constexpr std::string_view known_fields[] = {"name",      "algorithm", "limit",        "window",
+                                             "burst",     "key",       "block_for",    "lease",
+                                             "failure_mode", "shadow"};
 
 // RFC 9110 token characters: what a header name may hold.
 bool is_tchar(char c) {
@@ -129,12 +130,15 @@ class parser {
 
     const auto& algo_field = required("algorithm");
     const auto algo_text = string_field(what, "algorithm", algo_field);
+    if (algo_text == "concurrency") return parse_concurrency(node, name, what, fields);
     const auto algo = parse_algorithm(algo_text);
     if (!algo)
       fail(algo_field.second, what +
                                   ": algorithm must be one of sliding_log, sliding_window, "
-                                  "fixed_window, token_bucket, gcra (got '" +
+                                  "fixed_window, token_bucket, gcra, concurrency (got '" +
                                   algo_text + "')");
+    if (auto it = fields.find("lease"); it != fields.end())
+      fail(it->second.second, what + ": lease applies only to algorithm: concurrency");
 
     const auto limit = int_field(what, "limit", required("limit"));
 
@@ -158,6 +162,16 @@ class parser {
         fail(it->second.second,
              what + ": failure_mode must be open, closed or local (got '" + text + "')");
       on_failure = *mode;
+    }
+
+    std::chrono::milliseconds block_for{0};
+    if (auto it = fields.find("block_for"); it != fields.end()) {
+      const auto text = string_field(what, "block_for", it->second);
+      const auto d = parse_duration(text);
+      if (!d)
+        fail(it->second.second,
+             what + ": block_for must be a duration such as 30s, 15m or 1h (got '" + text + "')");
+      block_for = *d;
     }
 
     key_source key;
@@ -188,11 +202,59 @@ class parser {
     }
 
     try {
-      return rule{policy(name, *algo, limit, *window, burst, on_failure), std::move(key), shadow};
+      return rule{policy(name, *algo, limit, *window, burst, on_failure).with_block_for(block_for),
+                  std::move(key), shadow, std::nullopt};
     } catch (const config_error& e) {
       // policy's messages read "policy 'NAME': FIELD ...": blame that field's line.
       std::string_view msg = e.what();
       const std::string prefix = "policy '" + name + "': ";
+      if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
+      const auto field = msg.substr(0, msg.find_first_of(" ("));
+      const auto it = fields.find(field);
+      fail(it != fields.end() ? it->second.second : line(node), what + ": " + std::string(msg));
+    }
+  }
+
+  using field_map = std::map<std::string, std::pair<YAML::Node, int>, std::less<>>;
+
+  // algorithm: concurrency: name, limit, lease, optional failure_mode (open or closed).
+  rule parse_concurrency(const YAML::Node& node, const std::string& name, const std::string& what,
+                         const field_map& fields) {
+    for (const char* other : {"window", "burst", "block_for", "key", "shadow"})
+      if (auto it = fields.find(other); it != fields.end())
+        fail(it->second.second, what + ": " + other +
+                                    " does not apply to algorithm: concurrency (it takes limit "
+                                    "and lease)");
+    auto required = [&](std::string_view field) -> const std::pair<YAML::Node, int>& {
+      const auto it = fields.find(field);
+      if (it == fields.end())
+        fail(line(node), what + ": missing field '" + std::string(field) + "'");
+      return it->second;
+    };
+    const auto limit = int_field(what, "limit", required("limit"));
+    const auto& lease_field = required("lease");
+    const auto lease_text = string_field(what, "lease", lease_field);
+    const auto lease = parse_duration(lease_text);
+    if (!lease)
+      fail(lease_field.second,
+           what + ": lease must be a duration such as 30s or 5m (got '" + lease_text + "')");
+    auto on_failure = failure_mode::closed;
+    if (auto it = fields.find("failure_mode"); it != fields.end()) {
+      const auto text = string_field(what, "failure_mode", it->second);
+      if (text != "open" && text != "closed")
+        fail(it->second.second,
+             what + ": failure_mode of a concurrency rule must be open or closed (got '" + text +
+                 "')");
+      on_failure = *parse_failure_mode(text);
+    }
+    try {
+      concurrency_policy c(name, limit, *lease, on_failure);
+      // The policy carries the name only; its numbers are never used (config.hpp).
+      return rule{policy(name, algorithm::fixed_window, 1, std::chrono::milliseconds{1}), {},
+                  false, c};
+    } catch (const config_error& e) {
+      std::string_view msg = e.what();
+      const std::string prefix = "concurrency policy '" + name + "': ";
       if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
       const auto field = msg.substr(0, msg.find_first_of(" ("));
       const auto it = fields.find(field);
@@ -260,6 +322,8 @@ class parser {
         fail(at, what + ": rule '" + name +
                      "' is a shadow rule, which is checked alone (a group's denial by it would "
                      "be enforced)");
+      if (r.concurrency)
+        fail(at, what + ": rule '" + name + "' is a concurrency limit: it cannot be in a group");
       if (!first) first = &r;
       if (where_ == placement::one_key_per_group && !r.key.same_as(first->key))
         fail(at, what + ": rules '" + first->name() + "' (key " + first->key.describe() +

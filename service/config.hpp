@@ -6,7 +6,12 @@
 //       limit: 100
 //       window: 60s              # ms, s, m, h
 //       burst: 20                # token_bucket and gcra only
-//       failure_mode: open       # open | closed (default: closed)
+//       failure_mode: open       # open | closed | local (default: closed)
+//       block_for: 15m           # optional: once refused, refused for this long (penalty)
+//     - name: exports
+//       algorithm: concurrency   # at most `limit` held at once (POST /v1/acquire, /v1/release)
+//       limit: 20
+//       lease: 30s               # a lease not released or renewed by then ends by itself
 //       key: header:X-Api-Key    # for /v1/auth: header:NAME or remote_addr (default)
 //       shadow: true             # decide and count, always answer allowed (default: false)
 //   groups:                      # optional: rules checked together, all-or-nothing
@@ -30,11 +35,13 @@
 // and on SIGHUP, never on the request path.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "floodgate/policy.hpp"
+#include "floodgate/semaphore.hpp"
 #include "ip_address.hpp"
 
 namespace floodgate::service {
@@ -54,11 +61,14 @@ struct key_source {
 };
 
 struct rule {
+  // For a concurrency rule this carries only the name (and is never checked): `concurrency`
+  // is the limit, and /v1/check, /v1/refund, /v1/auth and groups refuse the rule.
   floodgate::policy policy;
   key_source key;
   // Shadow mode: decided and counted as usual, always answered as allowed, a denial reported
   // as "shadow_denied" (shadow.hpp). Checked alone: never in a group or a "rules" list.
   bool shadow = false;
+  std::optional<concurrency_policy> concurrency = std::nullopt;
 
   const std::string& name() const noexcept { return policy.name(); }
 };

@@ -10,6 +10,10 @@
 // Endpoints (docs/service.md has the reference):
 //   POST /v1/check        {"rule","key","cost"}, {"rules":[...]} or {"group","key","cost"}
 //                                                                   → 200 / 429 (JSON)
+//   POST /v1/refund       {"rule","key","cost"}: gives back what a request consumed → 200
+//   POST /v1/acquire      {"rule","key"} of a concurrency rule → 200 with a lease / 429
+//   POST /v1/release      {"rule","key","lease"} → 200 {"released": bool}
+//   POST /v1/renew        {"rule","key","lease"} → 200 {"renewed": bool}
 //   GET  /v1/auth/{name}  a rule or group; keys from the rules' sources → 204 / 403 (nginx)
 //   GET  /healthz, /readyz, /metrics
 #pragma once
@@ -24,6 +28,7 @@
 #include "config.hpp"
 #include "floodgate/backend.hpp"
 #include "floodgate/decision.hpp"
+#include "floodgate/semaphore.hpp"
 #include "http_message.hpp"
 
 namespace floodgate::service {
@@ -40,6 +45,10 @@ struct check_plan {
     json,        // POST /v1/check {"rule": ...}: 200/429 with a JSON body
     json_multi,  // {"rules": [...]} or {"group": ...}: all-or-nothing, 200/429 per-rule results
     auth,        // GET /v1/auth/{rule}: 204/403, no body
+    refund,      // POST /v1/refund: one item, limiter::async_refund, 200 with the state after
+    acquire,     // POST /v1/acquire: one concurrency rule, semaphore::async_acquire
+    release,     // POST /v1/release: semaphore::async_release of `lease`
+    renew,       // POST /v1/renew: semaphore::async_renew of `lease`
   };
   struct item {
     const service::rule* rule;  // points into `rules`
@@ -51,6 +60,7 @@ struct check_plan {
   std::shared_ptr<const config> rules;  // keeps every item's rule alive until rendered
   const service::group* group = nullptr;  // the group asked for, if any (points into `rules`)
   std::vector<item> items;
+  std::string lease;  // release and renew: the lease id
 
   // The items as the limiter takes them; valid while this plan lives.
   std::vector<check_item> check_items() const;
@@ -70,6 +80,9 @@ route_result route(const http_request& req, std::shared_ptr<const config> rules,
 
 // The answer to a check.
 http_response render(const check_plan& plan, const multi_check_result& result);
+// The answers to /v1/acquire, and to /v1/release and /v1/renew.
+http_response render_acquire(const check_plan& plan, const acquire_result& result);
+http_response render_lease(const check_plan& plan, const lease_result& result);
 
 http_response render_health();
 http_response render_ready(bool backend_healthy, std::string_view backend_kind);

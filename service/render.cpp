@@ -70,6 +70,19 @@ http_response error_response(int status, std::string_view message) {
 http_response render(const check_plan& plan, const multi_check_result& result) {
   if (result.outcome == outcome::invalid_request)
     return error_response(400, result.error.message());
+  if (plan.kind == check_plan::style::refund) {
+    // No failure mode applies: a refund that did not happen is said so.
+    if (result.outcome == outcome::backend_error || result.decisions.size() != 1)
+      return error_response(
+          503, "backend unavailable (" + result.error.message() + "): nothing was refunded");
+    const auto& d = result.decisions.front();
+    json::object body;
+    body["refunded"] = plan.items.front().cost;
+    body["limit"] = d.limit;
+    body["remaining"] = d.remaining;
+    body["reset_after_ms"] = d.reset_after.count();
+    return json_response(200, body);
+  }
   if (result.decisions.size() != plan.items.size())
     return error_response(500, "internal error: the backend answered a different number of items");
   if (is_shadow(plan)) return render_shadow(plan, result);
@@ -132,6 +145,43 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
   if (!allowed && !failed)
     res.headers.emplace_back("Retry-After", std::to_string(ceil_seconds(retry_after)));
   return res;
+}
+
+http_response render_acquire(const check_plan& plan, const acquire_result& result) {
+  if (result.outcome == outcome::invalid_request)
+    return error_response(400, result.error.message());
+  const auto& d = result.decision;
+  if (result.outcome == outcome::backend_error && !d.allowed)
+    return error_response(
+        503, "backend unavailable (" + result.error.message() + ") and the rule fails closed");
+  json::object body;
+  body["allowed"] = d.allowed;
+  body["limit"] = d.limit;
+  if (result.outcome == outcome::backend_error) {
+    body["degraded"] = true;  // admitted without a lease: nothing to release
+    return json_response(200, body);
+  }
+  body["remaining"] = d.remaining;
+  body["reset_after_ms"] = d.reset_after.count();
+  body["retry_after_ms"] = d.retry_after.count();
+  if (d.allowed) {
+    body["lease"] = result.lease;
+    body["lease_ms"] = plan.items.front().rule->concurrency->lease().count();
+    return json_response(200, body);
+  }
+  auto res = json_response(429, body);
+  res.headers.emplace_back("Retry-After", std::to_string(ceil_seconds(d.retry_after)));
+  return res;
+}
+
+http_response render_lease(const check_plan& plan, const lease_result& result) {
+  if (result.error && !is_backend_error(result.error))
+    return error_response(400, result.error.message());
+  if (result.error)
+    return error_response(503, "backend unavailable (" + result.error.message() + ")");
+  json::object body;
+  body[plan.kind == check_plan::style::renew ? "renewed" : "released"] = result.done;
+  return json_response(200, body);
 }
 
 http_response render_health() {

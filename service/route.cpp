@@ -92,6 +92,8 @@ std::optional<std::string> parse_item(const json::object& o, const config& rules
   const auto name = std::string_view(f.what->get_string());
   out.rule = rules.find(name);
   if (!out.rule) return "unknown rule " + quoted(name);
+  if (out.rule->concurrency)
+    return "rule " + quoted(name) + " is a concurrency limit: use /v1/acquire and /v1/release";
 
   if (auto err = parse_key(f.key, limits, out.key)) return err;
 
@@ -170,6 +172,67 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
   check_plan::item item;
   if (auto err = parse_item(*obj, *plan.rules, limits, item)) return bad_request(*err);
   plan.kind = check_plan::style::json;
+  plan.items.push_back(std::move(item));
+  return plan;
+}
+
+// POST /v1/refund {"rule", "key", "cost"}: cost 1 by default, at least 1.
+route_result parse_refund(const http_request& req, std::shared_ptr<const config> rules,
+                          const request_limits& limits) {
+  json::value body;
+  if (auto err = parse_json_strict(req.body, 2, body)) return bad_request(*err);
+  const auto* obj = body.if_object();
+  if (!obj) return bad_request("the body must be a JSON object");
+  check_plan plan;
+  plan.rules = std::move(rules);
+  plan.kind = check_plan::style::refund;
+  check_plan::item item;
+  if (auto err = parse_item(*obj, *plan.rules, limits, item)) return bad_request(*err);
+  if (item.cost < 1) return bad_request("'cost' must be at least 1 for a refund");
+  plan.items.push_back(std::move(item));
+  return plan;
+}
+
+// POST /v1/acquire {"rule", "key"}; /v1/release and /v1/renew {"rule", "key", "lease"}.
+route_result parse_lease_call(const http_request& req, check_plan::style kind,
+                              std::shared_ptr<const config> rules, const request_limits& limits) {
+  json::value body;
+  if (auto err = parse_json_strict(req.body, 2, body)) return bad_request(*err);
+  const auto* obj = body.if_object();
+  if (!obj) return bad_request("the body must be a JSON object");
+  const bool wants_lease = kind != check_plan::style::acquire;
+  const json::value *rule_v = nullptr, *key_v = nullptr, *lease_v = nullptr;
+  for (const auto& kv : *obj) {
+    if (kv.key() == "rule")
+      rule_v = &kv.value();
+    else if (kv.key() == "key")
+      key_v = &kv.value();
+    else if (kv.key() == "lease" && wants_lease)
+      lease_v = &kv.value();
+    else
+      return bad_request("unknown field " + quoted(kv.key()) +
+                         (wants_lease ? " (takes rule, key, lease)" : " (takes rule, key)"));
+  }
+  if (!rule_v) return bad_request("missing field 'rule'");
+  if (!rule_v->is_string()) return bad_request("'rule' must be a string");
+  const auto name = std::string_view(rule_v->get_string());
+  check_plan plan;
+  plan.rules = std::move(rules);
+  plan.kind = kind;
+  check_plan::item item;
+  item.rule = plan.rules->find(name);
+  if (!item.rule) return bad_request("unknown rule " + quoted(name));
+  if (!item.rule->concurrency)
+    return bad_request("rule " + quoted(name) + " is not a concurrency limit: use /v1/check");
+  if (auto err = parse_key(key_v, limits, item.key)) return bad_request(*err);
+  if (wants_lease) {
+    if (!lease_v) return bad_request("missing field 'lease'");
+    if (!lease_v->is_string()) return bad_request("'lease' must be a string");
+    const auto lease = std::string_view(lease_v->get_string());
+    if (lease.empty() || lease.size() > 64)
+      return bad_request("'lease' must be the id /v1/acquire answered");
+    plan.lease = lease;
+  }
   plan.items.push_back(std::move(item));
   return plan;
 }
@@ -259,6 +322,9 @@ route_result parse_auth(const http_request& req, std::string_view name,
   plan.kind = check_plan::style::auth;
   // The nginx path: a rule costs no container beyond the plan's own.
   auto add = [&](const rule& r) -> std::optional<http_response> {
+    if (r.concurrency)
+      return bad_request("rule " + quoted(r.name()) +
+                         " is a concurrency limit: use /v1/acquire and /v1/release");
     auto key = key_from_source(req, r, *rules, limits);
     if (auto* res = std::get_if<http_response>(&key)) return std::move(*res);
     plan.items.push_back({&r, std::move(std::get<std::string>(key)), 1});
@@ -294,6 +360,17 @@ route_result route(const http_request& req, std::shared_ptr<const config> rules,
   if (path == "/v1/check") {
     if (req.method != "POST") return method_not_allowed("POST");
     return parse_check(req, std::move(rules), limits);
+  }
+  for (const auto& [name, kind] : {std::pair{"/v1/acquire", check_plan::style::acquire},
+                                   std::pair{"/v1/release", check_plan::style::release},
+                                   std::pair{"/v1/renew", check_plan::style::renew}}) {
+    if (path != name) continue;
+    if (req.method != "POST") return method_not_allowed("POST");
+    return parse_lease_call(req, kind, std::move(rules), limits);
+  }
+  if (path == "/v1/refund") {
+    if (req.method != "POST") return method_not_allowed("POST");
+    return parse_refund(req, std::move(rules), limits);
   }
   if (path.starts_with(auth_prefix)) {
     if (!get_or_head(req)) return method_not_allowed("GET, HEAD");

@@ -24,6 +24,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -412,6 +413,25 @@ class session : public std::enable_shared_from_this<session> {
     // handler of one pointer fits std::function without an allocation. The backend calls it
     // exactly once.
     in_flight_ = shared_from_this();
+    if (plan_.kind == check_plan::style::acquire || plan_.kind == check_plan::style::release ||
+        plan_.kind == check_plan::style::renew)
+      return lease_call();
+    if (plan_.kind == check_plan::style::refund) {
+      const auto& item = items_.front();
+      return server_.limiter->async_refund(
+          item.key, *item.policy, item.cost, [s = this](check_result c) {
+            multi_check_result r;
+            r.outcome = c.outcome;
+            r.error = c.error;
+            if (c.outcome == outcome::allowed) r.decisions.push_back(c.decision);
+            auto self = std::move(s->in_flight_);
+            if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
+            auto executor = self->stream_.get_executor();
+            asio::dispatch(executor, [self = std::move(self), r = std::move(r)]() mutable {
+              self->decided(r);
+            });
+          });
+    }
     server_.limiter->async_check_all(items_, [s = this](multi_check_result r) {
       // May run inline (memory backend: on this thread) or on a backend thread: count here,
       // render on the session's thread (dispatch: at once when already there, no hop).
@@ -426,8 +446,39 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
+  // /v1/acquire, /v1/release, /v1/renew: one semaphore call (no failure-mode decision for
+  // release and renew: a lease that could not be ended ends by itself).
+  void lease_call() {
+    semaphore sem(server_.limiter->get_backend(), server_.options.limits.max_key_size);
+    const auto& item = plan_.items.front();
+    const auto& cp = *item.rule->concurrency;
+    auto finish = [](session* s, auto r) {
+      auto self = std::move(s->in_flight_);
+      if (r.error && is_backend_error(r.error)) self->server_.warn_backend_error(r.error);
+      auto executor = self->stream_.get_executor();
+      asio::dispatch(executor, [self = std::move(self), r = std::move(r)]() mutable {
+        http_response res;
+        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, acquire_result>)
+          res = render_acquire(self->plan_, r);
+        else
+          res = render_lease(self->plan_, r);
+        self->plan_.rules.reset();
+        self->respond(std::move(res), false);
+      });
+    };
+    if (plan_.kind == check_plan::style::acquire)
+      return sem.async_acquire(item.key, cp,
+                               [s = this, finish](acquire_result r) { finish(s, std::move(r)); });
+    auto done = [s = this, finish](lease_result r) { finish(s, r); };
+    if (plan_.kind == check_plan::style::release)
+      sem.async_release(item.key, cp, plan_.lease, done);
+    else
+      sem.async_renew(item.key, cp, plan_.lease, done);
+  }
+
   void decided(const multi_check_result& r) {
-    observe_decision(server_.stats, server_.options.top, plan_, r);
+    if (plan_.kind != check_plan::style::refund)  // a refund is no decision
+      observe_decision(server_.stats, server_.options.top, plan_, r);
     const auto v = verdict_of(r);
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("msg=\"decision\" peer={} rule={} key={} items={} result={}{}",

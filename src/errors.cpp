@@ -17,6 +17,8 @@ class category final : public std::error_category {
       case errc::too_many_items: return "check_all with more items than max_items";
       case errc::duplicate_item: return "check_all names the same (policy, key) twice";
       case errc::no_items: return "check_all with no items";
+      case errc::unsupported: return "the backend does not support this call";
+      case errc::invalid_lease: return "not a lease id (1..64 bytes)";
       case errc::cross_slot:
         return "check_all items live in different Redis Cluster slots (use one caller key for "
                "all items)";

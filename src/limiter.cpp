@@ -367,6 +367,49 @@ check_result limiter::check(std::string_view key, const policy& p, std::int64_t 
   return w.get();
 }
 
+void limiter::async_refund(std::string_view key, const policy& p, std::int64_t cost,
+                           std::function<void(check_result)> handler) {
+  const check_item item{key, &p, cost};
+  auto ec = validate(item);
+  if (!ec && cost < 1) ec = errc::invalid_cost;  // a refund of nothing is a mistake
+  if (ec) {
+    check_result r;
+    r.outcome = outcome::invalid_request;
+    r.error = ec;
+    return handler(r);
+  }
+  // Capacity comes back: a remembered denial would refuse what the backend now admits.
+  if (deny_cache_) deny_cache_->forget(key, p);
+  auto pending = std::make_shared<pending_call<check_result, int>>(std::move(handler), 0);
+  auto answer = [pending](backend_reply reply) {
+    if (!pending->claim()) return;
+    check_result r;
+    if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
+    if (reply.error) {
+      r.outcome = failed_outcome(reply.error);
+      r.error = reply.error;
+    } else {
+      r.outcome = outcome::allowed;
+      r.decision = reply.decisions.front();
+    }
+    pending->handler(std::move(r));
+  };
+  guarded(
+      pending, [&] { backend_->async_refund(item, answer); },
+      [&] {
+        check_result r;
+        r.outcome = outcome::backend_error;
+        r.error = errc::internal_error;
+        pending->handler(std::move(r));
+      });
+}
+
+check_result limiter::refund(std::string_view key, const policy& p, std::int64_t cost) {
+  waiter<check_result> w;
+  async_refund(key, p, cost, w.handler());
+  return w.get();
+}
+
 void limiter::async_reset(std::string_view key, const policy& p,
                           std::function<void(std::error_code)> handler) {
   if (key.empty()) return handler(errc::empty_key);

@@ -94,7 +94,8 @@ const policy* local_mode::scaled(const policy& p, std::int64_t n) {
   std::string name = p.name();
   name += '\0';
   name += to_string(p.algo());
-  for (auto v : {p.limit(), static_cast<std::int64_t>(p.window().count()), p.burst(), n}) {
+  for (auto v : {p.limit(), static_cast<std::int64_t>(p.window().count()), p.burst(), n,
+                 static_cast<std::int64_t>(p.block_for().count())}) {
     name += '\0';
     name += std::to_string(v);
   }
@@ -105,9 +106,10 @@ const policy* local_mode::scaled(const policy& p, std::int64_t n) {
       return scaled(p, n);
     }
     slot = std::make_unique<policy>(
-        p.name(), p.algo(), limit, p.window(),
-        takes_burst(p.algo()) ? std::optional<std::int64_t>(burst) : std::nullopt,
-        failure_mode::closed, local_denials::off);
+        policy(p.name(), p.algo(), limit, p.window(),
+               takes_burst(p.algo()) ? std::optional<std::int64_t>(burst) : std::nullopt,
+               failure_mode::closed, local_denials::off)
+            .with_block_for(p.block_for()));
   }
   return slot.get();
 }

@@ -83,4 +83,12 @@ policy::policy(std::string name, algorithm algo, std::int64_t limit,
                 "or a smaller limit");
 }
 
+policy policy::with_block_for(std::chrono::milliseconds d) const {
+  if (d.count() < 0 || d > max_block_for)
+    fail(name_, "block_for must be in 0..10^15 ms (got " + std::to_string(d.count()) + "ms)");
+  policy out = *this;
+  out.block_for_ = d;
+  return out;
+}
+
 }  // namespace floodgate

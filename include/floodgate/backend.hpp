@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "floodgate/decision.hpp"
+#include "floodgate/errors.hpp"
 #include "floodgate/policy.hpp"
 
 namespace floodgate {
@@ -64,6 +65,15 @@ class backend {
   // Decides all items as one atomic step. The items' strings and policies need only live
   // until async_check returns.
   virtual void async_check(std::span<const check_item> items, backend_handler handler) = 0;
+
+  // Gives back item.cost (1..capacity) of what (key, policy) consumed, never creating capacity
+  // beyond the policy's (docs/algorithms.md, "Refunds"), as one atomic step; a penalty's block
+  // stays. Answers one decision: a peek (cost 0) after the refund. Backends that keep no
+  // state answer errc::unsupported.
+  virtual void async_refund(const check_item& item, backend_handler handler) {
+    (void)item;
+    handler({make_error_code(errc::unsupported), {}});
+  }
 
   // Forgets the state of (key, policy): the next check sees full capacity.
   virtual void async_reset(std::string_view key, const policy& p, reset_handler handler) = 0;

@@ -23,6 +23,8 @@ enum class errc {
   duplicate_item,      // check_all naming the same (policy, key) twice
   no_items,            // check_all with nothing to check
   cross_slot,          // check_all on a Redis Cluster with items in different hash slots
+  unsupported,         // the backend does not implement this call (refund, leases)
+  invalid_lease,       // a lease id that no acquire could have made (empty, over 64 bytes)
   // The backend failed: the policy's failure mode decides.
   timeout = 100,       // no answer within the deadline
   not_connected,       // no connection could be made, or it was lost mid-call

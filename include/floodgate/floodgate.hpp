@@ -7,3 +7,4 @@
 #include "floodgate/limiter.hpp"
 #include "floodgate/options.hpp"
 #include "floodgate/policy.hpp"
+#include "floodgate/semaphore.hpp"

@@ -73,6 +73,15 @@ class limiter {
   void async_check_all(std::span<const check_item> items,
                        std::function<void(multi_check_result)> handler);
 
+  // Gives back `cost` (1..p.capacity()) of what (key, p) consumed, when an admitted request's
+  // work did not happen; never creates capacity beyond the policy's (docs/algorithms.md,
+  // "Refunds"). outcome::allowed with a peek's decision after the refund, or invalid_request
+  // / backend_error (no failure mode applies: nothing was given back). Drops this limiter's
+  // local denial of the key.
+  check_result refund(std::string_view key, const policy& p, std::int64_t cost = 1);
+  void async_refund(std::string_view key, const policy& p, std::int64_t cost,
+                    std::function<void(check_result)> handler);
+
   // Forgets (key, p)'s state, and this limiter's local denial of it. Returns an
   // invalid-request or backend error code, or {}.
   std::error_code reset(std::string_view key, const policy& p);

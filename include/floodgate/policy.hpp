@@ -9,6 +9,8 @@
 //                            /*burst=*/50, floodgate::failure_mode::open};
 //   floodgate::policy quota{"quota", floodgate::algorithm::fixed_window, 1000, 24h, std::nullopt,
 //                           floodgate::failure_mode::closed, floodgate::local_denials::off};
+//   auto login = floodgate::policy{"login", floodgate::algorithm::sliding_log, 5, 1min}
+//                    .with_block_for(15min);  // refused once: refused for 15 minutes
 #pragma once
 
 #include <chrono>
@@ -75,6 +77,15 @@ class policy {
   floodgate::local_denials local_denials() const noexcept { return local_denials_; }
   // The most cost a single request can ever be admitted with; decision::limit reports this.
   std::int64_t capacity() const noexcept { return burst_; }
+  // The penalty: once a check is refused by the window, the key is refused for this long
+  // whatever its window says (docs/algorithms.md, "Penalties"); 0: none.
+  std::chrono::milliseconds block_for() const noexcept { return block_for_; }
+
+  // This policy with a penalty of `d` (0 removes it). Throws config_error unless
+  // 0 <= d <= max_block_for.
+  policy with_block_for(std::chrono::milliseconds d) const;
+  // 10^15 ms: a block's end (now + block_for) stays an exact integer in Lua's doubles.
+  static constexpr std::chrono::milliseconds max_block_for{1'000'000'000'000'000};
 
   friend bool operator==(const policy&, const policy&) = default;
 
@@ -86,6 +97,7 @@ class policy {
   std::int64_t burst_;
   failure_mode failure_mode_;
   floodgate::local_denials local_denials_;
+  std::chrono::milliseconds block_for_{0};
 };
 
 }  // namespace floodgate

@@ -4,6 +4,8 @@
 #include <bit>
 #include <functional>
 
+#include "core/penalty.hpp"
+#include "core/refund.hpp"
 #include "core/state_unit.hpp"
 #include "floodgate/errors.hpp"
 
@@ -15,6 +17,13 @@ void assign_storage_key(std::string& out, const policy& p, std::string_view key)
   out.clear();
   out.reserve(p.name().size() + algo.size() + unit.view().size() + key.size() + 2);
   out.append(p.name()).append(":").append(algo).append(unit.view()).append(":").append(key);
+}
+
+std::string block_key(const policy& p, std::string_view key) {
+  std::string out;
+  out.reserve(p.name().size() + key.size() + 4);
+  out.append(p.name()).append(":bk:").append(key);
+  return out;
 }
 
 std::string storage_key(const policy& p, std::string_view key) {
@@ -48,6 +57,7 @@ void memory_backend::maybe_sweep(shard& s, std::int64_t now) {
   const bool grew = s.entries.size() > 2 * std::max<std::size_t>(s.size_after_sweep, 64);
   if (now < s.next_sweep && !grew) return;
   std::erase_if(s.entries, [now](const auto& kv) { return kv.second.expires_at <= now; });
+  std::erase_if(s.leases, [now](const auto& kv) { return core::expiry(kv.second, now) <= 0; });
   s.size_after_sweep = s.entries.size();
   s.next_sweep = now + options_.sweep_interval.count();
 }
@@ -123,38 +133,63 @@ backend_reply memory_backend::check_one(const check_item& item, std::int64_t now
 
 backend_reply memory_backend::check(std::span<const check_item> items) {
   const std::int64_t t = now();
-  if (items.size() == 1) return check_one(items.front(), t);
+  if (items.size() == 1 && items.front().policy->block_for().count() == 0)
+    return check_one(items.front(), t);
+  // Per item its state key, then (with a penalty) its block key: entries of the same map.
   std::vector<std::string> keys;
   std::vector<shard*> shards;
-  keys.reserve(items.size());
-  shards.reserve(items.size());
+  keys.reserve(2 * items.size());
+  shards.reserve(2 * items.size());
   for (const auto& item : items) {
     keys.push_back(storage_key(*item.policy, item.key));
     shards.push_back(&shard_of(keys.back()));
   }
+  for (const auto& item : items) {
+    keys.push_back(item.policy->block_for().count() > 0 ? block_key(*item.policy, item.key)
+                                                        : std::string());
+    shards.push_back(keys.back().empty() ? nullptr : &shard_of(keys.back()));
+  }
   // Lock every shard involved, each once, in address order: no deadlock between check_alls.
-  std::vector<shard*> locked = shards;
+  std::vector<shard*> locked;
+  for (shard* s : shards)
+    if (s) locked.push_back(s);
   std::sort(locked.begin(), locked.end());
   locked.erase(std::unique(locked.begin(), locked.end()), locked.end());
   std::vector<std::unique_lock<std::mutex>> locks;
   locks.reserve(locked.size());
   for (shard* s : locked) locks.emplace_back(s->mutex);
-  for (shard* s : locked) make_room(*s, items.size(), t);
+  for (shard* s : locked) make_room(*s, 2 * items.size(), t);
 
   // All decided against the state before the call; all committed only if all are allowed.
+  // A block starts for each item its own window refused, whatever the others say.
   // (Entry pointers stay valid across inserts: the map's nodes never move.)
+  const std::size_t n = items.size();
   backend_reply reply;
-  reply.decisions.reserve(items.size());
-  std::vector<entry*> found(items.size(), nullptr);
+  reply.decisions.reserve(n);
+  std::vector<entry*> found(n, nullptr);
+  std::vector<char> starts(n, 0);
   bool all_allowed = true;
-  for (std::size_t i = 0; i < items.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     found[i] = live_entry(*shards[i], keys[i], t);
-    reply.decisions.push_back(decide(found[i], items[i], t));
-    all_allowed = all_allowed && reply.decisions.back().allowed;
+    decision d = decide(found[i], items[i], t);
+    if (shards[n + i]) {
+      const std::int64_t bf = items[i].policy->block_for().count();
+      entry* b = live_entry(*shards[n + i], keys[n + i], t);
+      const std::int64_t left = b ? core::block_left(b->expires_at, t, bf) : 0;
+      if (b && b->expires_at > t + bf) b->expires_at = t + bf;  // cut to block_for from now
+      const auto r = core::penalize(d, items[i].cost, left, bf);
+      d = r.d;
+      starts[i] = r.starts;
+    }
+    reply.decisions.push_back(d);
+    all_allowed = all_allowed && d.allowed;
   }
   if (all_allowed)
-    for (std::size_t i = 0; i < items.size(); ++i)
-      commit(*shards[i], keys[i], found[i], items[i], t);
+    for (std::size_t i = 0; i < n; ++i) commit(*shards[i], keys[i], found[i], items[i], t);
+  for (std::size_t i = 0; i < n; ++i)
+    if (starts[i])  // the state is unused: a block is its end time, expires_at
+      shards[n + i]->entries[keys[n + i]] =
+          entry{core::fixed_window_state{}, t + items[i].policy->block_for().count()};
   for (shard* s : locked) maybe_sweep(*s, t);
   return reply;
 }
@@ -170,13 +205,72 @@ void memory_backend::async_check(std::span<const check_item> items, backend_hand
 }
 
 void memory_backend::async_reset(std::string_view key, const policy& p, reset_handler handler) {
-  const std::string k = storage_key(p, key);
-  shard& s = shard_of(k);
-  {
+  for (const std::string& k : {storage_key(p, key), block_key(p, key)}) {
+    shard& s = shard_of(k);
     std::lock_guard lock(s.mutex);
     s.entries.erase(k);
   }
   handler({});
+}
+
+void memory_backend::async_refund(const check_item& item, backend_handler handler) {
+  const std::string k = storage_key(*item.policy, item.key);
+  const auto params = core::params::of(*item.policy);
+  const std::int64_t t = now();
+  backend_reply reply;
+  reply.decisions.reserve(1);
+  {
+    shard& s = shard_of(k);
+    std::lock_guard lock(s.mutex);
+    entry* found = live_entry(s, k, t);
+    if (found) {
+      core::refund(found->state, t, params, item.cost);
+      found->expires_at = t + core::expiry(found->state, t, params);
+    }
+    reply.decisions.push_back(
+        decide(found && found->expires_at > t ? found : nullptr, {item.key, item.policy, 0}, t));
+  }
+  handler(std::move(reply));
+}
+
+namespace {
+
+std::string lease_key(const concurrency_policy& p, std::string_view key) {
+  std::string out;
+  out.reserve(p.name().size() + key.size() + 4);
+  out.append(p.name()).append(":cc:").append(key);
+  return out;
+}
+
+}  // namespace
+
+void memory_backend::async_acquire(std::string_view key, const concurrency_policy& p,
+                                   std::string_view id, backend_handler handler) {
+  const std::string k = lease_key(p, key);
+  const std::int64_t t = now();
+  backend_reply reply;
+  {
+    shard& s = shard_of(k);
+    std::lock_guard lock(s.mutex);
+    reply.decisions.push_back(core::acquire(s.leases[k], t, p.limit(), p.lease().count(), id));
+    maybe_sweep(s, t);
+  }
+  handler(std::move(reply));
+}
+
+void memory_backend::async_release(std::string_view key, const concurrency_policy& p,
+                                   std::string_view id, std::chrono::milliseconds ttl,
+                                   std::function<void(lease_result)> handler) {
+  const std::string k = lease_key(p, key);
+  const std::int64_t t = now();
+  bool done = false;
+  {
+    shard& s = shard_of(k);
+    std::lock_guard lock(s.mutex);
+    if (auto it = s.leases.find(k); it != s.leases.end())
+      done = core::release_or_renew(it->second, t, id, ttl.count());
+  }
+  handler({done, {}});
 }
 
 std::size_t memory_backend::size() const {

@@ -12,18 +12,26 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/lease_set.hpp"
 #include "core/step.hpp"
 #include "floodgate/backend.hpp"
 #include "floodgate/options.hpp"
+#include "floodgate/semaphore.hpp"
 
 namespace floodgate::memory {
 
-class memory_backend final : public backend {
+class memory_backend final : public backend, public lease_backend {
  public:
   explicit memory_backend(memory_options options = {});
 
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
+  void async_refund(const check_item& item, backend_handler handler) override;
+  void async_acquire(std::string_view key, const concurrency_policy& p, std::string_view id,
+                     backend_handler handler) override;
+  void async_release(std::string_view key, const concurrency_policy& p, std::string_view id,
+                     std::chrono::milliseconds ttl,
+                     std::function<void(lease_result)> handler) override;
   bool healthy() const noexcept override { return true; }
   std::string_view kind() const noexcept override { return "memory"; }
 
@@ -41,6 +49,8 @@ class memory_backend final : public backend {
   struct shard {
     mutable std::mutex mutex;
     std::unordered_map<std::string, entry> entries;
+    // Concurrency limits' leases, under "<name>:cc:<key>"; a set with none live is swept.
+    std::unordered_map<std::string, core::lease_set> leases;
     std::int64_t next_sweep = 0;
     std::size_t size_after_sweep = 0;
   };
@@ -67,6 +77,9 @@ class memory_backend final : public backend {
 
 // The storage key of (policy, caller key): unambiguous because policy names hold no ':'.
 std::string storage_key(const policy& p, std::string_view key);
+// The key of (policy, caller key)'s penalty: its end time, as an entry's expires_at. Not a
+// state key: no algorithm is named "bk".
+std::string block_key(const policy& p, std::string_view key);
 // The same, into `out` (replacing its contents; reuses its capacity).
 void assign_storage_key(std::string& out, const policy& p, std::string_view key);
 

@@ -39,15 +39,47 @@ std::size_t state_key_size(const key_format& f, const policy& p,
          core::state_unit(p).view().size() + 1 + 1 + tag + 1;
 }
 
-void append_state_key(std::string& out, const key_format& f, const policy& p,
-                      std::string_view caller_key) {
-  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo()));
-  out.append(core::state_unit(p).view()).append(":{");
+namespace {
+
+std::size_t tag_size(const key_format& f, std::string_view caller_key) noexcept {
+  return stored_as_hash(caller_key, f.max_plain_key_size) ? hashed_size : caller_key.size();
+}
+
+void append_tag(std::string& out, const key_format& f, std::string_view caller_key) {
+  out.append(":{");
   if (stored_as_hash(caller_key, f.max_plain_key_size))
     out.append("#").append(sha256_hex(caller_key));
   else
     out.append(caller_key);
   out.append("}");
+}
+
+}  // namespace
+
+void append_state_key(std::string& out, const key_format& f, const policy& p,
+                      std::string_view caller_key) {
+  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo()));
+  out.append(core::state_unit(p).view());
+  append_tag(out, f, caller_key);
+}
+
+std::size_t block_key_size(const key_format& f, const policy& p,
+                           std::string_view caller_key) noexcept {
+  return f.prefix.size() + p.name().size() + 3 + 2 + tag_size(f, caller_key) + 1;  // ":bk" ":{" "}"
+}
+
+void append_block_key(std::string& out, const key_format& f, const policy& p,
+                      std::string_view caller_key) {
+  out.append(f.prefix).append(p.name()).append(":bk");
+  append_tag(out, f, caller_key);
+}
+
+std::string lease_key(const key_format& f, const concurrency_policy& p,
+                      std::string_view caller_key) {
+  std::string out;
+  out.append(f.prefix).append(p.name()).append(":cc");
+  append_tag(out, f, caller_key);
+  return out;
 }
 
 std::string state_key(const key_format& f, const policy& p, std::string_view caller_key) {

@@ -2,6 +2,8 @@
 // representation"):
 //
 //   <prefix><policy name>:<code><units>:{<caller key>}     e.g. floodgate:api:gc600:{alice}
+//   <prefix><policy name>:bk:{<caller key>}                a penalty's end (block_for)
+//   <prefix><policy name>:cc:{<caller key>}                a concurrency limit's leases
 //
 // The code is `sl` (sliding_log), `sw` (sliding_window), `fw` (fixed_window), `tb`
 // (token_bucket) or `gc` (gcra): short, so that a state key with a 16-byte caller key stays
@@ -21,6 +23,7 @@
 #include <string_view>
 
 #include "floodgate/policy.hpp"
+#include "floodgate/semaphore.hpp"
 
 namespace floodgate::redis {
 
@@ -38,5 +41,16 @@ std::size_t state_key_size(const key_format& f, const policy& p,
 void append_state_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key);
 std::string state_key(const key_format& f, const policy& p, std::string_view caller_key);
+
+// The key of (policy, caller key)'s penalty: its end time in ms, whatever the algorithm and
+// its units (a time means the same under every policy), in the state key's hash slot.
+std::size_t block_key_size(const key_format& f, const policy& p,
+                           std::string_view caller_key) noexcept;
+void append_block_key(std::string& out, const key_format& f, const policy& p,
+                      std::string_view caller_key);
+
+// The sorted set of a concurrency limit's leases (score: expiry, member: lease id).
+std::string lease_key(const key_format& f, const concurrency_policy& p,
+                      std::string_view caller_key);
 
 }  // namespace floodgate::redis

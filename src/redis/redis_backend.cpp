@@ -18,7 +18,9 @@ std::vector<const script*> all_scripts() {
   return {&script_for(algorithm::sliding_log),  &script_for(algorithm::sliding_window),
           &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
           &script_for(algorithm::gcra),         &multi_script(),
-          &batch_script()};
+          &batch_script(),                      &multi_block_script(),
+          &refund_script(),                     &acquire_script(),
+          &release_script()};
 }
 
 // The scripts answer five integers per item: allowed (0/1), limit, remaining,
@@ -84,6 +86,20 @@ class reset_call final : public request {
   reset_handler handler_;
 };
 
+class lease_call final : public request {
+ public:
+  explicit lease_call(std::function<void(lease_result)> handler) : handler_(std::move(handler)) {}
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    if (!ec && (r->kind != reply::type::integer || (r->integer != 0 && r->integer != 1)))
+      ec = errc::protocol_error;
+    handler_({!ec && r->integer == 1, ec});
+  }
+
+ private:
+  std::function<void(lease_result)> handler_;
+};
+
 class heartbeat_call final : public request {
  public:
   explicit heartbeat_call(std::function<void(std::error_code, std::int64_t)> handler)
@@ -114,6 +130,18 @@ void append_key(std::string& out, const key_format& f, const policy& p, std::str
   append_bulk_header(out, state_key_size(f, p, key));
   append_state_key(out, f, p, key);
   out.append("\r\n");
+}
+
+void append_block(std::string& out, const key_format& f, const policy& p, std::string_view key) {
+  append_bulk_header(out, block_key_size(f, p, key));
+  append_block_key(out, f, p, key);
+  out.append("\r\n");
+}
+
+bool any_penalty(std::span<const check_item> items) noexcept {
+  for (const auto& item : items)
+    if (item.policy->block_for().count() > 0) return true;
+  return false;
 }
 
 // EVALSHA <sha1> <numkeys>: the header every script call starts with. Records where the
@@ -181,9 +209,13 @@ redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& optio
 
 // The slot of the item's state key: of its hash tag, which is the caller key as stored.
 int redis_backend::slot_of(const check_item& item) const {
-  if (stored_as_hash(item.key, options_.max_plain_key_size))
-    return key_slot("#" + sha256_hex(item.key));
-  return static_cast<int>(crc16(item.key) % cluster_slots);
+  return slot_of(item.key);
+}
+
+int redis_backend::slot_of(std::string_view caller_key) const {
+  if (stored_as_hash(caller_key, options_.max_plain_key_size))
+    return key_slot("#" + sha256_hex(caller_key));
+  return static_cast<int>(crc16(caller_key) % cluster_slots);
 }
 
 void redis_backend::async_check(std::span<const check_item> items, backend_handler handler) {
@@ -202,7 +234,23 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   for (const auto& item : items) size += 96 + state_key_size(keys, *item.policy, item.key);
   std::string& out = call->command;
   out.reserve(size);
-  if (items.size() == 1) {
+  if (any_penalty(items)) {
+    // Never batched: the batch script knows no penalties (and checks without one pay nothing
+    // for them).
+    begin_evalsha(*call, multi_block_script(), 2 * items.size(), 1 + 6 * items.size());
+    for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
+    for (const auto& item : items) append_block(out, keys, *item.policy, item.key);
+    append_now(out, options_);
+    for (const auto& item : items) {
+      const policy& p = *item.policy;
+      append_bulk(out, to_string(p.algo()));
+      append_bulk(out, p.limit());
+      append_bulk(out, static_cast<std::int64_t>(p.window().count()));
+      append_bulk(out, p.burst());
+      append_bulk(out, item.cost);
+      append_bulk(out, static_cast<std::int64_t>(p.block_for().count()));
+    }
+  } else if (items.size() == 1) {
     const auto& item = items.front();
     const policy& p = *item.policy;
     begin_evalsha(*call, script_for(p.algo()), 1, 5);
@@ -232,14 +280,67 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   client_->submit(std::move(call));
 }
 
+void redis_backend::async_refund(const check_item& item, backend_handler handler) {
+  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  const policy& p = *item.policy;
+  auto call = std::make_unique<check_call>(1, std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  if (cluster_) call->slot = slot_of(item);
+  begin_evalsha(*call, refund_script(), 1, 6);
+  std::string& out = call->command;
+  append_key(out, keys, p, item.key);
+  append_bulk(out, to_string(p.algo()));
+  append_bulk(out, p.limit());
+  append_bulk(out, static_cast<std::int64_t>(p.window().count()));
+  append_bulk(out, p.burst());
+  append_bulk(out, item.cost);
+  append_now(out, options_);
+  client_->submit(std::move(call));
+}
+
+void redis_backend::async_acquire(std::string_view key, const concurrency_policy& p,
+                                  std::string_view id, backend_handler handler) {
+  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  auto call = std::make_unique<check_call>(1, std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  if (cluster_) call->slot = slot_of(key);
+  begin_evalsha(*call, acquire_script(), 1, 4);
+  std::string& out = call->command;
+  append_bulk(out, lease_key(keys, p, key));
+  append_bulk(out, p.limit());
+  append_bulk(out, static_cast<std::int64_t>(p.lease().count()));
+  append_bulk(out, id);
+  append_now(out, options_);
+  client_->submit(std::move(call));
+}
+
+void redis_backend::async_release(std::string_view key, const concurrency_policy& p,
+                                  std::string_view id, std::chrono::milliseconds ttl,
+                                  std::function<void(lease_result)> handler) {
+  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  auto call = std::make_unique<lease_call>(std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  if (cluster_) call->slot = slot_of(key);
+  begin_evalsha(*call, release_script(), 1, 3);
+  std::string& out = call->command;
+  append_bulk(out, lease_key(keys, p, key));
+  append_bulk(out, id);
+  append_bulk(out, static_cast<std::int64_t>(ttl.count()));
+  append_now(out, options_);
+  client_->submit(std::move(call));
+}
+
 void redis_backend::async_reset(std::string_view key, const policy& p, reset_handler handler) {
   const key_format keys{options_.key_prefix, options_.max_plain_key_size};
   auto call = std::make_unique<reset_call>(std::move(handler));
   call->deadline = request::clock::now() + options_.timeout;
   if (cluster_) call->slot = slot_of({key, &p, 0});
-  append_array_header(call->command, 2);
+  // The penalty too, with or without one now: a block left by an earlier policy must not
+  // outlive a reset.
+  append_array_header(call->command, 3);
   append_bulk(call->command, "DEL");
   append_key(call->command, keys, p, key);
+  append_block(call->command, keys, p, key);
   client_->submit(std::move(call));
 }
 

@@ -25,12 +25,13 @@
 
 #include "floodgate/backend.hpp"
 #include "floodgate/options.hpp"
+#include "floodgate/semaphore.hpp"
 #include "redis/transport.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
 
-class redis_backend final : public backend {
+class redis_backend final : public backend, public lease_backend {
  public:
   // Throws config_error for a malformed URL (see url.hpp) or unusable options. Does not wait
   // for the server: connecting happens in the background, and calls made before it is done
@@ -40,6 +41,14 @@ class redis_backend final : public backend {
 
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
+  // One call of the refund script (lua/refund.lua).
+  void async_refund(const check_item& item, backend_handler handler) override;
+  // One call of lua/acquire.lua or lua/release.lua on the key's lease set.
+  void async_acquire(std::string_view key, const concurrency_policy& p, std::string_view id,
+                     backend_handler handler) override;
+  void async_release(std::string_view key, const concurrency_policy& p, std::string_view id,
+                     std::chrono::milliseconds ttl,
+                     std::function<void(lease_result)> handler) override;
   // One sorted set per key prefix, `<prefix>{instances}`: member = instance, score = its last
   // heartbeat on Redis's clock; members older than ttl are dropped and the rest counted.
   void async_heartbeat(std::string_view instance, std::chrono::milliseconds ttl,
@@ -54,6 +63,7 @@ class redis_backend final : public backend {
 
  private:
   int slot_of(const check_item& item) const;
+  int slot_of(std::string_view caller_key) const;
 
   redis_options options_;
   bool cluster_ = false;

@@ -5,6 +5,8 @@
 //   per-algorithm: KEYS[1] = state key; ARGV = {limit, window_ms, burst, cost, now_ms}
 //   multi, batch:  KEYS[1..n];          ARGV = {now_ms, then per item: algorithm name,
 //                                               limit, window_ms, burst, cost}
+//   multi_block:   KEYS[1..2n] (state keys, then block keys); ARGV = {now_ms, then per item:
+//                  algorithm name, limit, window_ms, burst, cost, block_for_ms}
 //   now_ms is "" unless a test clock is set. Each returns 5 integers per item:
 //   allowed (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never).
 #pragma once
@@ -28,5 +30,16 @@ const script& multi_script() noexcept;
 // Independent items decided in order, each written as it is allowed (lua/batch.lua); an
 // item whose arguments are refused answers an error in its first element.
 const script& batch_script() noexcept;
+// Checks whose policies have a penalty (block_for): multi with a block key per item
+// (lua/multi_block.lua); one item is a single check.
+const script& multi_block_script() noexcept;
+// Gives back a request's cost (lua/refund.lua): KEYS[1] = state key, ARGV = {algorithm,
+// limit, window_ms, burst, cost, now_ms}; answers a peek's five integers after it.
+const script& refund_script() noexcept;
+// Concurrency limits (lua/acquire.lua, lua/release.lua): KEYS[1] = lease set;
+// acquire ARGV = {limit, lease_ms, lease id, now_ms} → five integers of a decision;
+// release ARGV = {lease id, lease_ms (0: release, else renew), now_ms} → 1 or 0.
+const script& acquire_script() noexcept;
+const script& release_script() noexcept;
 
 }  // namespace floodgate::redis

@@ -10,6 +10,7 @@ redis_env redis;
 INSTANTIATE_TEST_SUITE_P(redis, algorithm_suite, ::testing::ValuesIn(all_algorithms(&redis)),
                          param_name);
 INSTANTIATE_TEST_SUITE_P(redis, boundary_suite, ::testing::Values(&redis), env_name);
+INSTANTIATE_TEST_SUITE_P(redis, lease_suite, ::testing::Values(&redis), env_name);
 
 }  // namespace
 }  // namespace floodgate::test

@@ -2,8 +2,10 @@
 // same instant. Every exact algorithm must admit exactly its limit: Redis runs each script
 // atomically, and two requests in one millisecond are two requests.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <atomic>
+#include <new>
 #include <thread>
 
 #include "forked_burst.hpp"
@@ -26,11 +28,11 @@ struct counts {
 
 // One child: connects, starts its threads, waits to be released, fires, reports.
 void child(burst_child& me, const std::string& url, const std::string& prefix, algorithm a,
-           const std::string& key) {
+           const std::string& key, std::chrono::milliseconds block_for = 0ms) {
   backend_options o = redis_options_for(prefix, fixed_clock());  // one millisecond for all
   o.redis.timeout = 5s;  // a burst of 256 on two cores: this is about counting, not latency
   limiter l{url, o};
-  const policy p{"burst", a, limit, 1h};
+  const policy p = policy{"burst", a, limit, 1h}.with_block_for(block_for);
   if (!wait_healthy(l.get_backend())) ::_exit(4);
   std::atomic<bool> go{false};
   std::atomic<int> admitted{0}, errors{0};
@@ -78,6 +80,25 @@ TEST_P(burst_test, admits_exactly_the_limit) {
   }
 }
 
+// With a penalty the checks run another script (multi_block, never batched): still exactly
+// the limit, and the refusals started one block.
+TEST_P(burst_test, admits_exactly_the_limit_with_block_for) {
+  redis_server redis;
+  const algorithm a = GetParam();
+  const auto prefix = unique_prefix("burstb");
+  const auto results = forked_burst<counts>(
+      processes, [&](burst_child& me) { child(me, redis.url(), prefix, a, "hot", 1h); });
+  ASSERT_TRUE(results) << "a child failed";
+  counts r;
+  for (const auto& c : *results) {
+    r.admitted += c.admitted;
+    r.errors += c.errors;
+  }
+  EXPECT_EQ(r.errors, 0) << to_string(a);
+  EXPECT_EQ(r.admitted, limit) << to_string(a);
+  EXPECT_EQ(redis.command({"EXISTS", prefix + "burst:bk:{hot}"}).integer, 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(exact, burst_test,
                          ::testing::Values(algorithm::sliding_log, algorithm::sliding_window,
                                            algorithm::fixed_window, algorithm::token_bucket,
@@ -85,6 +106,87 @@ INSTANTIATE_TEST_SUITE_P(exact, burst_test,
                          [](const ::testing::TestParamInfo<algorithm>& param) {
                            return std::string(to_string(param.param));
                          });
+
+// Concurrency limits under forked bursts: 4 processes x 16 threads acquire, hold briefly and
+// release one key with limit 5. Holders are counted in memory shared by every process,
+// raised after an acquire is granted and lowered before the release is sent, so its maximum
+// is at least the number of leases live at once: it must never exceed the limit. Every
+// release of a held lease frees it; a second release, or a foreign lease, frees nothing.
+struct lease_counts {
+  int granted = 0, refused = 0, errors = 0, bad_releases = 0;
+};
+
+TEST(lease_burst, never_more_than_the_limit_held_at_once) {
+  redis_server redis;
+  constexpr std::int64_t lease_limit = 5;
+  constexpr int lease_threads = 16, rounds = 25;
+  const auto prefix = unique_prefix("lease");
+  struct shared_counter {
+    std::atomic<int> holders{0}, max_holders{0};
+  };
+  void* mem = ::mmap(nullptr, sizeof(shared_counter), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* shared = new (mem) shared_counter;
+  const auto results = forked_burst<lease_counts>(processes, [&](burst_child& me) {
+    backend_options o = redis_options_for(prefix);
+    o.redis.timeout = 5s;  // counting, not latency, on two loaded cores
+    auto b = make_backend(redis.url(), o);
+    semaphore sem{*b};
+    const concurrency_policy p{"jobs", lease_limit, 1h};
+    if (!wait_healthy(*b)) ::_exit(4);
+    std::atomic<bool> go{false};
+    std::atomic<int> granted{0}, refused{0}, errors{0}, bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < lease_threads; ++t)
+      threads.emplace_back([&] {
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        for (int i = 0; i < rounds; ++i) {
+          const auto a = sem.acquire("hot", p);
+          if (a.outcome == outcome::over_limit) {
+            refused.fetch_add(1);
+            continue;
+          }
+          if (a.outcome != outcome::allowed) {
+            errors.fetch_add(1);
+            continue;
+          }
+          granted.fetch_add(1);
+          const int now_held = shared->holders.fetch_add(1) + 1;
+          int seen = shared->max_holders.load();
+          while (now_held > seen && !shared->max_holders.compare_exchange_weak(seen, now_held)) {
+          }
+          std::this_thread::sleep_for(200us);
+          shared->holders.fetch_sub(1);
+          if (!sem.release("hot", p, a.lease).done) bad.fetch_add(1);
+          if (sem.release("hot", p, a.lease).done) bad.fetch_add(1);  // twice frees nothing
+          if (sem.release("hot", p, "ffffffffffffffffffffffffffffffff").done) bad.fetch_add(1);
+        }
+      });
+    me.ready_and_wait();
+    go.store(true, std::memory_order_release);
+    for (auto& t : threads) t.join();
+    me.report(lease_counts{granted.load(), refused.load(), errors.load(), bad.load()});
+  });
+  ASSERT_TRUE(results) << "a child failed";
+  lease_counts r;
+  for (const auto& c : *results) {
+    r.granted += c.granted;
+    r.refused += c.refused;
+    r.errors += c.errors;
+    r.bad_releases += c.bad_releases;
+  }
+  std::cout << "[ stats    ] leases: " << r.granted << " granted, " << r.refused
+            << " refused, max held at once " << shared->max_holders.load() << "\n";
+  EXPECT_EQ(r.errors, 0);
+  EXPECT_EQ(r.bad_releases, 0);
+  EXPECT_EQ(r.granted + r.refused, processes * lease_threads * rounds);
+  EXPECT_GT(r.refused, 0) << "the burst never met the limit: it proves nothing";
+  EXPECT_LE(shared->max_holders.load(), lease_limit);
+  EXPECT_GE(shared->max_holders.load(), 2);
+  EXPECT_EQ(redis.command({"ZCARD", prefix + "jobs:cc:{hot}"}).integer, 0) << "all released";
+  ::munmap(mem, sizeof(shared_counter));
+}
 
 }  // namespace
 }  // namespace floodgate::test

@@ -37,6 +37,20 @@ TEST(state_key, size_matches_the_key) {
     EXPECT_EQ(state_key_size(format, api, k), state_key(format, api, k).size());
 }
 
+// The block key's size goes into its RESP header: one byte off broke every penalty call.
+TEST(state_key, block_key_size_matches_the_key_and_lease_keys_share_the_tag) {
+  for (const std::string& k : {"a"s, "{"s, std::string(200, 'q'), "\0"s}) {
+    std::string block;
+    append_block_key(block, format, api, k);
+    EXPECT_EQ(block_key_size(format, api, k), block.size());
+  }
+  std::string block;
+  append_block_key(block, format, api, "alice");
+  EXPECT_EQ(block, "floodgate:api:bk:{alice}");
+  EXPECT_EQ(lease_key(format, concurrency_policy("jobs", 2, 1s), "alice"),
+            "floodgate:jobs:cc:{alice}");
+}
+
 TEST(state_key, algorithm_is_part_of_the_key) {
   const policy same_name{"api", algorithm::sliding_log, 10, 1s};
   EXPECT_EQ(state_key(format, same_name, "alice"), "floodgate:api:sl:{alice}");

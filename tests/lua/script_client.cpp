@@ -80,7 +80,7 @@ script_client::script_client(std::uint16_t port) {
     throw std::runtime_error("script_client: connect: " + err);
   }
   redisSetTimeout(context_, tv);
-  std::vector<const redis::script*> all = {&redis::multi_script()};
+  std::vector<const redis::script*> all = {&redis::multi_script(), &redis::multi_block_script()};
   for (auto a : {algorithm::sliding_log, algorithm::sliding_window, algorithm::fixed_window,
                  algorithm::token_bucket, algorithm::gcra})
     all.push_back(&redis::script_for(a));
@@ -143,6 +143,24 @@ std::vector<std::string> script_client::eval_multi(const std::vector<item>& item
                              str(i.p.window), str(i.p.burst), str(i.cost)});
   }
   return eval_multi_raw(std::move(keys), std::move(argv));
+}
+
+std::vector<std::string> script_client::eval_multi_block(const std::vector<item>& items,
+                                                         const std::vector<std::int64_t>& block_for,
+                                                         std::optional<std::int64_t> now) {
+  std::vector<std::string> keys, argv = {now ? str(*now) : ""};
+  for (const auto& i : items) keys.push_back(i.key);
+  for (const auto& i : items) keys.push_back(i.key + ":bk");
+  for (std::size_t n = 0; n < items.size(); ++n) {
+    const auto& i = items[n];
+    argv.insert(argv.end(), {std::string(floodgate::to_string(i.algo)), str(i.p.limit),
+                             str(i.p.window), str(i.p.burst), str(i.cost), str(block_for[n])});
+  }
+  std::vector<std::string> out = {"EVALSHA", std::string(redis::multi_block_script().sha1),
+                                  str(static_cast<std::int64_t>(keys.size()))};
+  out.insert(out.end(), keys.begin(), keys.end());
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
 
 std::vector<std::string> script_client::eval_multi_raw(std::vector<std::string> keys,

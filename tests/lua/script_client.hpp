@@ -65,6 +65,10 @@ class script_client {
   };
   static std::vector<std::string> eval_multi(const std::vector<item>& items,
                                              std::optional<std::int64_t> now);
+  // multi_block: item i's block key is its key + ":bk"; block_for[i] its penalty (0: none).
+  static std::vector<std::string> eval_multi_block(const std::vector<item>& items,
+                                                   const std::vector<std::int64_t>& block_for,
+                                                   std::optional<std::int64_t> now);
   static std::vector<std::string> eval_multi_raw(std::vector<std::string> keys,
                                                  std::vector<std::string> argv);
 

@@ -69,6 +69,57 @@ rules:
   EXPECT_EQ(cfg.find("nope"), nullptr);
 }
 
+TEST(config, block_for_is_a_duration_and_bad_ones_name_their_line) {
+  const auto cfg = parse_config(
+      "rules:\n  - {name: login, algorithm: sliding_log, limit: 5, window: 1m, block_for: 15m}\n"
+      "  - {name: api, algorithm: gcra, limit: 5, window: 1m}\n",
+      "rules.yaml");
+  EXPECT_EQ(cfg.find("login")->policy.block_for(), 15min);
+  EXPECT_EQ(cfg.find("api")->policy.block_for(), 0ms);
+  EXPECT_NE(error_for(std::string(header) +
+                      "  - name: a\n    algorithm: gcra\n    limit: 1\n    window: 1s\n"
+                      "    block_for: soon\n")
+                .find("rules.yaml:6: rule 'a': block_for must be a duration"),
+            std::string::npos);
+  EXPECT_NE(
+      error_for(std::string(header) +
+                "  - {name: a, algorithm: gcra, limit: 1, window: 1s, block_for: 5000000000h}\n")
+          .find("block_for must be in 0..10^15 ms"),
+      std::string::npos);
+}
+
+TEST(config, concurrency_rules_take_limit_and_lease_and_stay_out_of_groups) {
+  const auto cfg = parse_config(
+      "rules:\n  - {name: exports, algorithm: concurrency, limit: 20, lease: 30s}\n"
+      "  - {name: jobs, algorithm: concurrency, limit: 2, lease: 5m, failure_mode: open}\n",
+      "rules.yaml");
+  const rule* r = cfg.find("exports");
+  ASSERT_TRUE(r && r->concurrency);
+  EXPECT_EQ(r->concurrency->limit(), 20);
+  EXPECT_EQ(r->concurrency->lease(), 30s);
+  EXPECT_EQ(r->concurrency->on_failure(), failure_mode::closed);
+  EXPECT_EQ(cfg.find("jobs")->concurrency->on_failure(), failure_mode::open);
+  const std::string c = "  - {name: c, algorithm: concurrency, limit: 2, lease: 1s";
+  const std::pair<std::string, std::string> bad[] = {
+      {c + ", window: 1s}\n", "rules.yaml:2: rule 'c': window does not apply"},
+      {c + ", block_for: 1s}\n", "block_for does not apply"},
+      {"  - {name: c, algorithm: concurrency, limit: 2}\n", "missing field 'lease'"},
+      {"  - {name: c, algorithm: concurrency, lease: 1s}\n", "missing field 'limit'"},
+      {c + ", failure_mode: local}\n", "must be open or closed"},
+      {"  - {name: c, algorithm: concurrency, limit: 0, lease: 1s}\n",
+       "limit must be in 1..1000000"},
+      {"  - {name: c, algorithm: concurrency, limit: 1, lease: soon}\n",
+       "lease must be a duration"},
+      {"  - {name: c, algorithm: gcra, limit: 1, window: 1s, lease: 1s}\n",
+       "lease applies only to algorithm: concurrency"},
+      {c + "}\ngroups:\n  - {name: g, rules: [c]}\n",
+       "is a concurrency limit: it cannot be in a group"},
+  };
+  for (const auto& [text, why] : bad)
+    EXPECT_NE(error_for(std::string(header) + text).find(why), std::string::npos)
+        << text << " -> " << error_for(std::string(header) + text);
+}
+
 TEST(config, the_shipped_example_is_valid) {
   const auto cfg = load_config(FLOODGATE_SOURCE_DIR "/examples/rules.yaml");
   EXPECT_GE(cfg.rules().size(), 2u);
@@ -125,7 +176,7 @@ TEST(config, bad_files_name_file_line_and_problem) {
        "rules.yaml:5: rule 'api': window must be a duration..."},
       {"  - name: api\n    algorithm: leaky\n    limit: 1\n    window: 1s\n",
        "rules.yaml:3: rule 'api': algorithm must be one of sliding_log, sliding_window, "
-       "fixed_window, token_bucket, gcra (got 'leaky')"},
+       "fixed_window, token_bucket, gcra, concurrency (got 'leaky')"},
       {api + "    limit: 1\n    window: 1s\n    failure_mode: maybe\n",
        "rules.yaml:6: rule 'api': failure_mode must be open, closed or local (got 'maybe')"},
       {api + "    limit: 1\n    window: 1s\n    key: cookie:session\n",

@@ -20,9 +20,14 @@ std::shared_ptr<const config> test_rules(std::vector<std::string> trusted = {"10
   std::vector<rule> rules;
   rules.push_back(
       {policy("api", algorithm::sliding_log, 100, 60s, std::nullopt, failure_mode::open),
-       {key_source::kind::header, "X-Api-Key"}});
-  rules.push_back({policy("ip", algorithm::gcra, 10, 1s, 20, failure_mode::closed), {}});
-  rules.push_back({policy("fast", algorithm::fixed_window, 3, 500ms), {}});
+       {key_source::kind::header, "X-Api-Key"},
+       std::nullopt});
+  rules.push_back(
+      {policy("ip", algorithm::gcra, 10, 1s, 20, failure_mode::closed), {}, std::nullopt});
+  rules.push_back({policy("fast", algorithm::fixed_window, 3, 500ms), {}, std::nullopt});
+  rules.push_back({policy("exports", algorithm::fixed_window, 1, 1ms),
+                   {},
+                   concurrency_policy("exports", 2, 30s)});
   // Groups: "signup" (every rule on the client address), "mixed" (one per key source).
   std::vector<group> groups{{"signup", {2, 1}}, {"mixed", {0, 1}}};
   std::vector<cidr> proxies;
@@ -573,6 +578,117 @@ TEST(handler, route_limiter_render_end_to_end_without_sockets) {
   // fixed_window: at most 3 per aligned window; a window boundary may fall inside the loop.
   EXPECT_GE(allowed, 3);
   EXPECT_EQ(allowed + denied, 5);
+}
+
+http_request post_refund(std::string body) {
+  return {
+      "POST", "/v1/refund", {{"Content-Type", "application/json"}}, std::move(body), "10.0.0.9"};
+}
+
+TEST(route, refund_takes_one_rule_key_and_a_cost_of_at_least_one) {
+  const auto plan = routed_plan(post_refund(R"({"rule":"ip","key":"k"})"));
+  EXPECT_EQ(plan.kind, check_plan::style::refund);
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].cost, 1);
+  EXPECT_EQ(routed_plan(post_refund(R"({"rule":"ip","key":"k","cost":20})")).items[0].cost, 20);
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"rule":"ip","key":"k","cost":0})", "at least 1 for a refund"},
+      {R"({"rule":"ip","key":"k","cost":21})", "exceeds the capacity"},
+      {R"({"rule":"ip","key":"k","cost":-1})", "must not be negative"},
+      {R"({"rule":"nope","key":"k"})", "unknown rule"},
+      {R"({"rule":"ip"})", "missing field 'key'"},
+      {R"({"rule":"ip","key":"k","extra":1})", "unknown field"},
+      {R"({"rules":[{"rule":"ip","key":"k"}]})", "too deep"},
+      {R"([1])", "JSON object"},
+      {R"({"rule":"ip",)", ""},
+  };
+  for (const auto& [body, why] : bad) {
+    const auto res = routed_error(post_refund(body));
+    EXPECT_EQ(res.status, 400) << body;
+    EXPECT_NE(error_of(res).find(why), std::string::npos) << body << ": " << res.body;
+  }
+  EXPECT_EQ(routed_error({"GET", "/v1/refund", {}, "", "10.0.0.9"}).status, 405);
+}
+
+TEST(handler, refund_end_to_end_gives_back_what_was_consumed) {
+  limiter lim("memory://");
+  auto rules = test_rules();
+  const auto check = post_check(R"({"rule":"api","key":"refund-me","cost":100})");
+  auto plan = routed_plan(check, rules);
+  ASSERT_EQ(render(plan, lim.check_all(plan.check_items())).status, 200);
+  ASSERT_EQ(render(plan, lim.check_all(plan.check_items())).status, 429);
+  const auto refund =
+      routed_plan(post_refund(R"({"rule":"api","key":"refund-me","cost":30})"), rules);
+  const auto& item = refund.items.front();
+  const auto r = lim.refund(item.key, item.rule->policy, item.cost);
+  multi_check_result m;
+  m.outcome = r.outcome;
+  m.decisions.push_back(r.decision);
+  const auto res = render(refund, m);
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto body = body_of(res);
+  EXPECT_EQ(body["refunded"].as_int64(), 30);
+  EXPECT_EQ(body["remaining"].as_int64(), 30);
+  EXPECT_EQ(body["limit"].as_int64(), 100);
+  multi_check_result failed;
+  failed.outcome = outcome::backend_error;
+  failed.error = errc::timeout;
+  EXPECT_EQ(render(refund, failed).status, 503);
+}
+
+http_request post(std::string path, std::string body) {
+  return {
+      "POST", std::move(path), {{"Content-Type", "application/json"}}, std::move(body), "10.0.0.9"};
+}
+
+TEST(route, acquire_and_release_take_a_concurrency_rule) {
+  auto plan = routed_plan(post("/v1/acquire", R"({"rule":"exports","key":"u"})"));
+  EXPECT_EQ(plan.kind, check_plan::style::acquire);
+  plan = routed_plan(post("/v1/release", R"({"rule":"exports","key":"u","lease":"abc"})"));
+  EXPECT_EQ(plan.kind, check_plan::style::release);
+  EXPECT_EQ(plan.lease, "abc");
+  EXPECT_EQ(routed_plan(post("/v1/renew", R"({"rule":"exports","key":"u","lease":"abc"})")).kind,
+            check_plan::style::renew);
+  const std::pair<std::string, const char*> bad[] = {
+      {"/v1/acquire", R"({"rule":"api","key":"u"})"},                  // not a concurrency rule
+      {"/v1/acquire", R"({"rule":"exports"})"},                        // no key
+      {"/v1/acquire", R"({"rule":"exports","key":"u","lease":"x"})"},  // acquire takes no lease
+      {"/v1/acquire", R"({"rule":"exports","key":"u","cost":2})"},
+      {"/v1/release", R"({"rule":"exports","key":"u"})"},  // no lease
+      {"/v1/release", R"({"rule":"exports","key":"u","lease":""})"},
+      {"/v1/release", R"({"rule":"exports","key":"u","lease":7})"},
+      {"/v1/release", R"({"rule":"nope","key":"u","lease":"a"})"},
+      {"/v1/check", R"({"rule":"exports","key":"u"})"},  // /v1/check refuses it
+      {"/v1/refund", R"({"rule":"exports","key":"u"})"},
+  };
+  for (const auto& [path, body] : bad)
+    EXPECT_EQ(routed_error(post(path, body)).status, 400) << path << " " << body;
+  EXPECT_EQ(routed_error(get_auth("exports")).status, 400);
+  EXPECT_EQ(routed_error({"GET", "/v1/acquire", {}, "", "10.0.0.9"}).status, 405);
+}
+
+TEST(handler, acquire_release_end_to_end_without_sockets) {
+  auto b = make_backend("memory://");
+  semaphore sem{*b};
+  const auto rules = test_rules();
+  const auto plan = routed_plan(post("/v1/acquire", R"({"rule":"exports","key":"e2e"})"), rules);
+  const auto& cp = *plan.items.front().rule->concurrency;
+  const auto first = render_acquire(plan, sem.acquire("e2e", cp));
+  ASSERT_EQ(first.status, 200) << first.body;
+  const auto lease = std::string(body_of(first)["lease"].as_string());
+  EXPECT_EQ(body_of(first)["lease_ms"].as_int64(), 30000);
+  EXPECT_EQ(render_acquire(plan, sem.acquire("e2e", cp)).status, 200);
+  const auto refused = render_acquire(plan, sem.acquire("e2e", cp));
+  EXPECT_EQ(refused.status, 429);
+  EXPECT_EQ(refused.header("Retry-After").value_or(""), "30");
+  auto release = routed_plan(
+      post("/v1/release", R"({"rule":"exports","key":"e2e","lease":")" + lease + "\"}"), rules);
+  auto res = render_lease(release, sem.release("e2e", cp, release.lease));
+  ASSERT_EQ(res.status, 200);
+  EXPECT_TRUE(body_of(res)["released"].as_bool());
+  res = render_lease(release, sem.release("e2e", cp, release.lease));
+  EXPECT_FALSE(body_of(res)["released"].as_bool()) << "released twice";
+  EXPECT_EQ(render_lease(release, {false, make_error_code(errc::timeout)}).status, 503);
 }
 
 }  // namespace

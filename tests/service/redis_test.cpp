@@ -293,5 +293,101 @@ TEST(redis, repeated_denials_are_answered_locally_and_counted) {
   EXPECT_GE(local, 5);
 }
 
+// A rule with block_for: refused once, refused for the whole block though the window admits
+// again, with Retry-After telling when (docs/algorithms.md, "Penalties"); the block is a key
+// of its own in Redis.
+TEST(redis, block_for_in_the_rules_file_refuses_for_the_whole_block) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: login, algorithm: fixed_window, limit: 1, window: 1s, block_for: 1h}
+)";
+  START_OR_SKIP(fg, rules, redis.url());
+  http_connection c(fg->port());
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("login", "mallory")).status, 200);
+  const auto refused = c.request("POST", "/v1/check", check_body("login", "mallory"));
+  ASSERT_EQ(refused.status, 429);
+  const auto body = json::parse(refused.body).as_object();
+  // Decided within the call: at most the call's duration (a second, generously) below 1 h.
+  EXPECT_LE(body.at("retry_after_ms").as_int64(), 3'600'000) << refused.body;
+  EXPECT_GT(body.at("retry_after_ms").as_int64(), 3'599'000) << refused.body;
+  EXPECT_EQ(refused.header("Retry-After").value_or(""), "3600");
+  EXPECT_EQ(redis.command({"EXISTS", "floodgate:login:bk:{mallory}"}).integer, 1);
+  // The 1 s window admits again after 1.1 s (local denials last at most 1 s); the block not.
+  std::this_thread::sleep_for(1100ms);
+  const auto still = c.request("POST", "/v1/check", check_body("login", "mallory"));
+  EXPECT_EQ(still.status, 429) << still.body;
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("login", "alice")).status, 200);
+}
+
+// POST /v1/refund through floodgated on Redis: a refunded unit is admitted again, never more
+// than the limit, and bad refunds are 400 and change nothing.
+TEST(redis, refund_gives_back_a_unit_over_http) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: upstream, algorithm: sliding_log, limit: 2, window: 1h}
+)";
+  START_OR_SKIP(fg, rules, redis.url());
+  http_connection c(fg->port());
+  const auto check = check_body("upstream", "svc");
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 429);
+  for (const char* bad : {R"({"rule":"upstream","key":"svc","cost":0})",
+                          R"({"rule":"upstream","key":"svc","cost":3})",
+                          R"({"rule":"nope","key":"svc"})", R"({"rule":"upstream"})", "{"})
+    EXPECT_EQ(c.request("POST", "/v1/refund", bad).status, 400) << bad;
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 429) << "a bad refund gave back";
+  const auto refunded = c.request("POST", "/v1/refund", check);
+  ASSERT_EQ(refunded.status, 200) << refunded.body;
+  const auto body = json::parse(refunded.body).as_object();
+  EXPECT_EQ(body.at("refunded").as_int64(), 1);
+  EXPECT_EQ(body.at("remaining").as_int64(), 1);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200) << "the refunded unit";
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 429);
+  // Refunding more than was consumed never makes more than the limit available.
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(c.request("POST", "/v1/refund", check).status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("upstream", "svc")).status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 429);
+}
+
+// A concurrency rule through floodgated on Redis: at most the limit held, a release frees
+// one slot, a second release and a made-up lease free nothing.
+TEST(redis, acquire_and_release_over_http) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: exports, algorithm: concurrency, limit: 2, lease: 1h}
+)";
+  START_OR_SKIP(fg, rules, redis.url());
+  http_connection c(fg->port());
+  const std::string acquire = R"({"rule":"exports","key":"acme"})";
+  auto lease_of = [](const http_reply& r) {
+    return std::string(json::parse(r.body).as_object().at("lease").as_string());
+  };
+  const auto a = c.request("POST", "/v1/acquire", acquire);
+  ASSERT_EQ(a.status, 200) << a.body;
+  ASSERT_EQ(c.request("POST", "/v1/acquire", acquire).status, 200);
+  const auto full = c.request("POST", "/v1/acquire", acquire);
+  EXPECT_EQ(full.status, 429) << full.body;
+  EXPECT_EQ(redis.command({"ZCARD", "floodgate:exports:cc:{acme}"}).integer, 2);
+  const auto release = R"({"rule":"exports","key":"acme","lease":")" + lease_of(a) + "\"}";
+  auto released = [&](const std::string& body) {
+    const auto r = c.request("POST", "/v1/release", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body).as_object().at("released").as_bool();
+  };
+  EXPECT_FALSE(released(R"({"rule":"exports","key":"acme","lease":"not-a-lease"})"));
+  EXPECT_TRUE(released(release));
+  EXPECT_FALSE(released(release)) << "released twice";
+  const auto b = c.request("POST", "/v1/acquire", acquire);
+  EXPECT_EQ(b.status, 200) << "the released slot";
+  EXPECT_EQ(c.request("POST", "/v1/acquire", acquire).status, 429);
+  const auto renew = c.request("POST", "/v1/renew",
+                               R"({"rule":"exports","key":"acme","lease":")" + lease_of(b) + "\"}");
+  EXPECT_EQ(renew.status, 200);
+  EXPECT_TRUE(json::parse(renew.body).as_object().at("renewed").as_bool());
+  EXPECT_EQ(c.request("POST", "/v1/check", acquire).status, 400);
+}
+
 }  // namespace
 }  // namespace floodgate::test

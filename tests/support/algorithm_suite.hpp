@@ -249,6 +249,164 @@ TEST_P(algorithm_suite, check_all_denial_changes_no_other_policy) {
   EXPECT_EQ(peek(narrow).decision.remaining, 0);
 }
 
+// Penalties (docs/algorithms.md, "Penalties"): 2 per 10 s, then 60 s out. Every algorithm's
+// window admits again within 20 s of the refusal (sliding_window's previous window weighs
+// until then), so what refuses at +30 s is the block alone.
+TEST_P(algorithm_suite, block_for_refuses_until_it_ends) {
+  const auto p = make(2, 10s).with_block_for(60s);
+  ASSERT_TRUE(check(p, 2).decision.allowed);
+  const auto refused = check(p);
+  ASSERT_EQ(refused.outcome, outcome::over_limit);
+  EXPECT_EQ(refused.decision.retry_after, 60s) << "the block, not the window's own wait";
+  EXPECT_EQ(refused.decision.reset_after, 60s);
+  EXPECT_EQ(refused.decision.remaining, 0);
+  clock_.advance(30s);
+  const auto still = check(p);
+  EXPECT_EQ(still.outcome, outcome::over_limit) << "the window admits; the block must not";
+  EXPECT_EQ(still.decision.retry_after, 30s) << "a refusal during a block does not extend it";
+  const auto peeked = peek(p);
+  EXPECT_TRUE(peeked.decision.allowed);
+  EXPECT_EQ(peeked.decision.remaining, 0);
+  clock_.advance(30s - 1ms);
+  EXPECT_EQ(check(p).outcome, outcome::over_limit) << "admitted 1 ms before retry_after";
+  clock_.advance(1ms);
+  const auto again = check(p);
+  EXPECT_EQ(again.outcome, outcome::allowed) << "refused at retry_after";
+  EXPECT_EQ(again.decision.remaining, 1);
+}
+
+TEST_P(algorithm_suite, block_for_starts_only_for_the_policy_that_refused) {
+  const auto wide = make(5, 10s).with_block_for(60s), narrow = make(1, 10s).with_block_for(60s);
+  ASSERT_TRUE(check(narrow).decision.allowed);
+  const auto r = limiter_.check_all({{key_, &wide, 1}, {key_, &narrow, 1}});
+  EXPECT_EQ(r.outcome, outcome::over_limit);
+  ASSERT_EQ(r.decisions.size(), 2u);
+  EXPECT_TRUE(r.decisions[0].allowed);
+  EXPECT_EQ(r.decisions[1].retry_after, 60s);
+  EXPECT_EQ(check(wide, 5).outcome, outcome::allowed) << "blocked for another policy's refusal";
+  clock_.advance(20s);
+  const auto blocked = limiter_.check_all({{key_, &narrow, 1}});
+  EXPECT_EQ(blocked.outcome, outcome::over_limit);
+  ASSERT_EQ(blocked.decisions.size(), 1u);
+  EXPECT_EQ(blocked.decisions[0].retry_after, 40s);
+}
+
+TEST_P(algorithm_suite, reset_lifts_a_block) {
+  const auto p = make(1, 10s).with_block_for(1h);
+  ASSERT_TRUE(check(p).decision.allowed);
+  ASSERT_EQ(check(p).decision.retry_after, 1h);
+  EXPECT_FALSE(limiter_.reset(key_, p));
+  EXPECT_TRUE(check(p).decision.allowed);
+}
+
+TEST_P(algorithm_suite, a_shortened_block_for_cuts_the_block_in_force) {
+  const auto p = make(1, 1s).with_block_for(1h);
+  ASSERT_TRUE(check(p).decision.allowed);
+  ASSERT_EQ(check(p).decision.retry_after, 1h);
+  clock_.advance(2s);  // the window admits again; past any local denial (1 s)
+  const auto shorter = p.with_block_for(15s);  // a reload of the rule
+  const auto r = check(shorter);
+  EXPECT_EQ(r.outcome, outcome::over_limit);
+  EXPECT_EQ(r.decision.retry_after, 15s) << "cut to the new block_for from now";
+  clock_.advance(15s - 1ms);
+  EXPECT_EQ(check(shorter).outcome, outcome::over_limit);
+  clock_.advance(1ms);
+  EXPECT_EQ(check(shorter).outcome, outcome::allowed) << "a block of the old 1 h";
+  EXPECT_EQ(p.with_block_for(0ms).block_for(), 0ms);
+}
+
+// Refunds (docs/algorithms.md, "Refunds"): what was consumed comes back, never more than
+// the capacity, and a block stays.
+TEST_P(algorithm_suite, refund_gives_back_what_was_consumed_and_never_more) {
+  const auto p = make(3, 10s);
+  ASSERT_TRUE(check(p, 3).decision.allowed);
+  ASSERT_FALSE(check(p).decision.allowed);
+  auto r = limiter_.refund(key_, p, 1);
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.decision.remaining, 1);
+  EXPECT_TRUE(check(p).decision.allowed) << "the local denial outlived the refund";
+  EXPECT_FALSE(check(p).decision.allowed);
+  EXPECT_EQ(limiter_.refund(key_, p, 3).decision.remaining, 3);
+  EXPECT_EQ(limiter_.refund(key_, p, 3).decision.remaining, 3) << "a refund beyond the capacity";
+  EXPECT_TRUE(check(p, 3).decision.allowed);
+  EXPECT_FALSE(check(p).decision.allowed);
+  EXPECT_EQ(limiter_.refund(key_, p, 0).outcome, outcome::invalid_request);
+  EXPECT_EQ(limiter_.refund(key_, p, 4).outcome, outcome::invalid_request);
+  EXPECT_EQ(limiter_.refund("", p, 1).outcome, outcome::invalid_request);
+}
+
+TEST_P(algorithm_suite, refund_keeps_a_block) {
+  const auto p = make(1, 10s).with_block_for(1h);
+  ASSERT_TRUE(check(p).decision.allowed);
+  ASSERT_FALSE(check(p).decision.allowed);
+  EXPECT_EQ(limiter_.refund(key_, p, 1).decision.remaining, 1) << "the window's state";
+  clock_.advance(2s);
+  EXPECT_EQ(check(p).decision.retry_after, 1h - 2s);
+}
+
+// Concurrency limits (docs/algorithms.md, "Concurrency limits"): at most `limit` leases live,
+// a release frees exactly one slot, and only a live lease of that key can be released.
+class lease_suite : public ::testing::TestWithParam<backend_env*>, protected backend_test {
+ protected:
+  lease_suite() : backend_test(GetParam()), sem_(*backend_) {}
+  semaphore sem_;
+};
+
+TEST_P(lease_suite, at_most_the_limit_is_held_and_a_release_frees_exactly_one) {
+  const concurrency_policy p{unique_name("c"), 3, 30s};
+  std::vector<std::string> held;
+  for (int i = 0; i < 3; ++i) {
+    const auto a = sem_.acquire(key_, p);
+    ASSERT_EQ(a.outcome, outcome::allowed) << a.error.message();
+    EXPECT_EQ(a.decision.remaining, 2 - i);
+    EXPECT_EQ(a.lease.size(), 32u);
+    held.push_back(a.lease);
+  }
+  clock_.advance(10s);
+  const auto refused = sem_.acquire(key_, p);
+  EXPECT_EQ(refused.outcome, outcome::over_limit);
+  EXPECT_TRUE(refused.lease.empty());
+  EXPECT_EQ(refused.decision.retry_after, 20s) << "until the oldest lease ends";
+  EXPECT_EQ(refused.decision.reset_after, 20s);
+
+  EXPECT_TRUE(sem_.release(key_, p, held[1]).done);
+  EXPECT_FALSE(sem_.release(key_, p, held[1]).done) << "a second release freed a slot";
+  EXPECT_FALSE(sem_.release(key_, p, "0123456789abcdef0123456789abcdef").done);
+  EXPECT_FALSE(sem_.release("another-key", p, held[0]).done) << "another key's lease";
+  const auto again = sem_.acquire(key_, p);
+  EXPECT_EQ(again.outcome, outcome::allowed) << "the released slot";
+  EXPECT_EQ(again.decision.remaining, 0);
+  EXPECT_EQ(sem_.acquire(key_, p).outcome, outcome::over_limit) << "one release, one slot";
+}
+
+TEST_P(lease_suite, an_expired_lease_frees_its_slot_and_renew_keeps_one_alive) {
+  const concurrency_policy p{unique_name("c"), 2, 10s};
+  const auto crashed = sem_.acquire(key_, p);
+  const auto long_job = sem_.acquire(key_, p);
+  ASSERT_EQ(long_job.outcome, outcome::allowed);
+  clock_.advance(8s);
+  EXPECT_TRUE(sem_.renew(key_, p, long_job.lease).done);  // until +18 s
+  clock_.advance(2s - 1ms);
+  EXPECT_EQ(sem_.acquire(key_, p).outcome, outcome::over_limit);
+  clock_.advance(1ms);  // +10 s: the crashed holder's lease is over
+  EXPECT_EQ(sem_.acquire(key_, p).outcome, outcome::allowed) << "a crashed holder's slot";
+  EXPECT_FALSE(sem_.release(key_, p, crashed.lease).done) << "expired: nothing to free";
+  EXPECT_FALSE(sem_.renew(key_, p, crashed.lease).done);
+  clock_.advance(8s - 1ms);
+  EXPECT_TRUE(sem_.release(key_, p, long_job.lease).done) << "renewed until +18 s";
+}
+
+TEST_P(lease_suite, bad_requests_are_invalid) {
+  const concurrency_policy p{unique_name("c"), 1, 1s};
+  EXPECT_EQ(sem_.acquire("", p).outcome, outcome::invalid_request);
+  EXPECT_EQ(sem_.release(key_, p, "").error, make_error_code(errc::invalid_lease));
+  EXPECT_EQ(sem_.release(key_, p, std::string(65, 'a')).error,
+            make_error_code(errc::invalid_lease));
+  EXPECT_THROW(concurrency_policy("c", 0, 1s), config_error);
+  EXPECT_THROW(concurrency_policy("c", 1, 0ms), config_error);
+  EXPECT_THROW(concurrency_policy("bad name", 1, 1s), config_error);
+}
+
 // Exact boundaries, one table per algorithm: each row is (time offset, cost) and the whole
 // expected decision. The tables are derived by hand from docs/algorithms.md.
 struct row {

@@ -1,7 +1,8 @@
+#include "floodgate/policy.hpp"
+
 #include <gtest/gtest.h>
 
 #include "floodgate/errors.hpp"
-#include "floodgate/policy.hpp"
 
 namespace floodgate {
 namespace {
@@ -61,6 +62,26 @@ TEST(policy, bad_values_are_rejected_with_a_clear_message) {
     EXPECT_NE(c.message.find(c.expected), std::string::npos)
         << "got '" << c.message << "', expected it to contain '" << c.expected << "'";
     EXPECT_NE(c.message.find("policy '"), std::string::npos) << c.message;
+  }
+}
+
+TEST(policy, block_for_is_validated_and_part_of_equality) {
+  const policy p{"login", algorithm::sliding_log, 5, 1min};
+  EXPECT_EQ(p.block_for(), 0ms);
+  const auto q = p.with_block_for(15min);
+  EXPECT_EQ(q.block_for(), 15min);
+  EXPECT_NE(p, q) << "a reload that changes block_for must be seen";
+  EXPECT_EQ(q.with_block_for(0ms), p);
+  EXPECT_EQ(q.with_block_for(policy::max_block_for).block_for(), policy::max_block_for);
+  for (auto bad : {-1ms, policy::max_block_for + 1ms}) {
+    try {
+      (void)p.with_block_for(bad);
+      ADD_FAILURE() << bad.count() << " accepted";
+    } catch (const config_error& e) {
+      EXPECT_NE(std::string(e.what()).find("policy 'login': block_for must be in 0..10^15 ms"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

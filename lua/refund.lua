@@ -1,0 +1,110 @@
+-- Entry of the refund script (docs/algorithms.md, "Refunds"): gives back what an admitted
+-- request consumed, never more than the state holds. Only this script holds the refund
+-- functions, so checks pay nothing for them.
+-- KEYS[1] = state key; ARGV = {algorithm, limit, window_ms, burst, cost, now_ms}.
+-- Returns the five integers of a peek (cost 0) after the refund.
+local refunds = {}
+
+-- The newest live units go first.
+function refunds.sliding_log(key, now, l, w, b, cost)
+  local horizon = now - w
+  local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+  while cost > 0 and last[1] and tonumber(last[2]) > horizon do
+    local total, own = log_entry(last[1])
+    redis.call('ZREM', key, last[1])
+    if own > cost then
+      redis.call('ZADD', key, last[2], str(total - cost) .. ':' .. str(own - cost))
+      cost = 0
+    else
+      cost = cost - own
+      last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+    end
+  end
+  last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+  if last[1] and tonumber(last[2]) > horizon then
+    redis.call('PEXPIRE', key, str(last[2] + w - now))
+  elseif last[1] then
+    redis.call('DEL', key)  -- nothing live left: the empty log
+  end
+end
+
+-- From the current window's count first, then the previous one's; the expiry stays.
+function refunds.sliding_window(key, now, l, w, b, cost)
+  local v = redis.call('GET', key)
+  if not v then return end
+  local i = floor_div(now, w)
+  local si, p, c = unpack3(v)
+  if si == i then
+    local from_current = cost < c and cost or c
+    c = c - from_current
+    p = p - (cost - from_current)
+    if p < 0 then p = 0 end
+  elseif si == i - 1 then
+    c = c - cost
+    if c < 0 then c = 0 end
+  else
+    return
+  end
+  redis.call('SET', key, pack(si, p, c), 'KEEPTTL')
+end
+
+-- Only the current window; the expiry stays.
+function refunds.fixed_window(key, now, l, w, b, cost)
+  local v = redis.call('GET', key)
+  if not v then return end
+  local si, q = unpack2(v)
+  if si ~= floor_div(now, w) then return end
+  q = q - cost
+  if q < 0 then q = 0 end
+  redis.call('SET', key, pack(si, q), 'KEEPTTL')
+end
+
+-- The tokens go back, up to a full bucket (which is no key at all).
+function refunds.token_bucket(key, now, l, w, b, cost)
+  local s = redis.call('GET', key)
+  if not s then return end
+  local capacity = b * w
+  local t, v = unpack2(s)
+  local lag, updated, elapsed = 0, now, 0
+  if t > now then lag, updated = t - now, t else elapsed = now - t end
+  local level = capacity
+  if elapsed < -floor_div(v - capacity, l) then level = v + elapsed * l end
+  if capacity - level <= cost * w then
+    redis.call('DEL', key)
+    return
+  end
+  level = level + cost * w
+  redis.call('SET', key, pack(updated, level), 'PX', str(lag - floor_div(level - capacity, l)))
+end
+
+-- The TAT moves back by cost x W / L, never before now (TAT <= now is no key at all).
+function refunds.gcra(key, now, l, w, b, cost)
+  local s = redis.call('GET', key)
+  if not s then return end
+  local a, r = unpack2(s)
+  local x = r - cost * w
+  local q = floor_div(x, l)
+  a, r = a + q, x - q * l
+  if a < now or (a == now and r == 0) then
+    redis.call('DEL', key)
+    return
+  end
+  redis.call('SET', key, pack(a, r), 'PX', str(a - now - floor_div(-r, l)))
+end
+
+if #KEYS ~= 1 or #ARGV ~= 6 then
+  return redis.error_reply('ERR floodgate: refund takes 1 key and 6 arguments (algorithm, ' ..
+                           'limit, window_ms, burst, cost, now_ms), got ' .. #KEYS .. ' and ' ..
+                           #ARGV)
+end
+local refund, decide = refunds[ARGV[1]], algorithms[ARGV[1]]
+if refund == nil then return redis.error_reply(explain_item('algorithm', '', ARGV[1])) end
+local l, w, b, cost = parse_item(ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+if l == nil then return redis.error_reply(explain_item('', ARGV[2], ARGV[3], ARGV[4], ARGV[5])) end
+if cost < 1 then return redis.error_reply('ERR floodgate: a refund\'s cost must be at least 1') end
+local now, err = read_now(ARGV[6])
+if now == nil then return redis.error_reply(err) end
+refund(KEYS[1], now, l, w, b, cost)
+local out = {0, 0, 0, 0, 0}
+decide(KEYS[1], now, l, w, b, 0, out, 0)
+return out

@@ -1,0 +1,157 @@
+#include "floodgate/semaphore.hpp"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <random>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate {
+namespace {
+
+[[noreturn]] void fail(const std::string& name, const std::string& what) {
+  throw config_error("concurrency policy '" + name + "': " + what);
+}
+
+// 128 random bits as 32 hex digits: a lease id no other holder has (ids are never reused, so
+// a release of an old lease can never free a newer holder's slot).
+std::string new_lease_id() {
+  thread_local std::mt19937_64 rng{[] {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seq);
+  }()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (int half = 0; half < 2; ++half) {
+    std::uint64_t v = rng();
+    for (int i = 0; i < 16; ++i, v >>= 4)
+      out[static_cast<std::size_t>(16 * half + i)] = hex[v & 15];
+  }
+  return out;
+}
+
+// Waits for a handler that may run inline or on another thread (as limiter.cpp's waiter).
+template <class T>
+T wait_for(const std::function<void(std::function<void(T)>)>& start) {
+  struct shared {
+    std::optional<T> value;
+    std::atomic<bool> done{false};
+  };
+  auto state = std::make_shared<shared>();
+  start([state](T v) {
+    state->value.emplace(std::move(v));
+    state->done.store(true, std::memory_order_release);
+    state->done.notify_one();
+  });
+  state->done.wait(false, std::memory_order_acquire);
+  return std::move(*state->value);
+}
+
+}  // namespace
+
+concurrency_policy::concurrency_policy(std::string name, std::int64_t limit,
+                                       std::chrono::milliseconds lease, failure_mode on_failure)
+    : name_(std::move(name)),
+      limit_(limit),
+      lease_(lease),
+      failure_mode_(on_failure == failure_mode::open ? failure_mode::open : failure_mode::closed) {
+  // The name's rules are policy's: build one to check them (and throw its message).
+  try {
+    (void)policy(name_, algorithm::fixed_window, 1, std::chrono::milliseconds{1});
+  } catch (const config_error&) {
+    fail(name_, "name must be 1..64 of [A-Za-z0-9_.-]");
+  }
+  if (limit_ < 1 || limit_ > max_limit)
+    fail(name_, "limit must be in 1..1000000 (got " + std::to_string(limit_) + ")");
+  if (lease_.count() < 1 || lease_ > max_lease)
+    fail(name_, "lease must be in 1ms..10^12 ms (got " + std::to_string(lease_.count()) + "ms)");
+}
+
+semaphore::semaphore(backend& b, std::size_t max_key_size)
+    : backend_(b), leases_(dynamic_cast<lease_backend*>(&b)), max_key_size_(max_key_size) {}
+
+void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
+                              std::function<void(acquire_result)> handler) {
+  acquire_result r;
+  if (key.empty()) r.error = errc::empty_key;
+  if (key.size() > max_key_size_) r.error = errc::key_too_long;
+  if (!leases_) r.error = errc::unsupported;
+  if (r.error) return handler(std::move(r));
+  std::string id = new_lease_id();
+  decision on_failure;
+  on_failure.allowed = p.on_failure() == failure_mode::open;
+  on_failure.limit = p.limit();
+  try {
+    leases_->async_acquire(
+        key, p, id, [id, on_failure, handler = std::move(handler)](backend_reply reply) {
+          acquire_result a;
+          if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
+          if (reply.error) {
+            a.outcome =
+                is_backend_error(reply.error) ? outcome::backend_error : outcome::invalid_request;
+            a.error = reply.error;
+            if (a.outcome == outcome::backend_error) a.decision = on_failure;
+          } else {
+            a.decision = reply.decisions.front();
+            a.outcome = a.decision.allowed ? outcome::allowed : outcome::over_limit;
+            if (a.decision.allowed) a.lease = id;
+          }
+          handler(std::move(a));
+        });
+  } catch (const std::exception&) {  // std::bad_alloc building the call: a backend error
+    acquire_result a;
+    a.outcome = outcome::backend_error;
+    a.error = errc::internal_error;
+    a.decision = on_failure;
+    handler(std::move(a));
+  }
+}
+
+namespace {
+
+void release_or_renew(lease_backend* leases, std::size_t max_key_size, std::string_view key,
+                      const concurrency_policy& p, std::string_view lease,
+                      std::chrono::milliseconds ttl, std::function<void(lease_result)> handler) {
+  lease_result r;
+  if (key.empty()) r.error = errc::empty_key;
+  if (key.size() > max_key_size) r.error = errc::key_too_long;
+  if (lease.empty() || lease.size() > 64) r.error = errc::invalid_lease;
+  if (!leases) r.error = errc::unsupported;
+  if (r.error) return handler(r);
+  try {
+    leases->async_release(key, p, lease, ttl, handler);
+  } catch (const std::exception&) {
+    handler({false, make_error_code(errc::internal_error)});
+  }
+}
+
+}  // namespace
+
+void semaphore::async_release(std::string_view key, const concurrency_policy& p,
+                              std::string_view lease, std::function<void(lease_result)> handler) {
+  release_or_renew(leases_, max_key_size_, key, p, lease, std::chrono::milliseconds{0},
+                   std::move(handler));
+}
+
+void semaphore::async_renew(std::string_view key, const concurrency_policy& p,
+                            std::string_view lease, std::function<void(lease_result)> handler) {
+  release_or_renew(leases_, max_key_size_, key, p, lease, p.lease(), std::move(handler));
+}
+
+acquire_result semaphore::acquire(std::string_view key, const concurrency_policy& p) {
+  return wait_for<acquire_result>([&](auto h) { async_acquire(key, p, std::move(h)); });
+}
+
+lease_result semaphore::release(std::string_view key, const concurrency_policy& p,
+                                std::string_view lease) {
+  return wait_for<lease_result>([&](auto h) { async_release(key, p, lease, std::move(h)); });
+}
+
+lease_result semaphore::renew(std::string_view key, const concurrency_policy& p,
+                              std::string_view lease) {
+  return wait_for<lease_result>([&](auto h) { async_renew(key, p, lease, std::move(h)); });
+}
+
+}  // namespace floodgate

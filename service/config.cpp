@@ -203,7 +203,7 @@ class parser {
 
     try {
       return rule{policy(name, *algo, limit, *window, burst, on_failure).with_block_for(block_for),
-                  std::move(key), shadow, std::nullopt};
+                  std::move(key), std::nullopt, shadow};
     } catch (const config_error& e) {
       // policy's messages read "policy 'NAME': FIELD ...": blame that field's line.
       std::string_view msg = e.what();
@@ -250,8 +250,7 @@ class parser {
     try {
       concurrency_policy c(name, limit, *lease, on_failure);
       // The policy carries the name only; its numbers are never used (config.hpp).
-      return rule{policy(name, algorithm::fixed_window, 1, std::chrono::milliseconds{1}), {},
-                  false, c};
+      return rule{policy(name, algorithm::fixed_window, 1, std::chrono::milliseconds{1}), {}, c};
     } catch (const config_error& e) {
       std::string_view msg = e.what();
       const std::string prefix = "concurrency policy '" + name + "': ";

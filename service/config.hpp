@@ -65,10 +65,10 @@ struct rule {
   // is the limit, and /v1/check, /v1/refund, /v1/auth and groups refuse the rule.
   floodgate::policy policy;
   key_source key;
+  std::optional<concurrency_policy> concurrency = std::nullopt;
   // Shadow mode: decided and counted as usual, always answered as allowed, a denial reported
   // as "shadow_denied" (shadow.hpp). Checked alone: never in a group or a "rules" list.
   bool shadow = false;
-  std::optional<concurrency_policy> concurrency = std::nullopt;
 
   const std::string& name() const noexcept { return policy.name(); }
 };

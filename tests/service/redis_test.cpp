@@ -301,7 +301,7 @@ TEST(redis, block_for_in_the_rules_file_refuses_for_the_whole_block) {
   const std::string rules = R"(rules:
   - {name: login, algorithm: fixed_window, limit: 1, window: 1s, block_for: 1h}
 )";
-  START_OR_SKIP(fg, rules, redis.url());
+  START_ON_REDIS(fg, rules, redis.url());
   http_connection c(fg->port());
   EXPECT_EQ(c.request("POST", "/v1/check", check_body("login", "mallory")).status, 200);
   const auto refused = c.request("POST", "/v1/check", check_body("login", "mallory"));
@@ -326,7 +326,7 @@ TEST(redis, refund_gives_back_a_unit_over_http) {
   const std::string rules = R"(rules:
   - {name: upstream, algorithm: sliding_log, limit: 2, window: 1h}
 )";
-  START_OR_SKIP(fg, rules, redis.url());
+  START_ON_REDIS(fg, rules, redis.url());
   http_connection c(fg->port());
   const auto check = check_body("upstream", "svc");
   EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
@@ -358,7 +358,7 @@ TEST(redis, acquire_and_release_over_http) {
   const std::string rules = R"(rules:
   - {name: exports, algorithm: concurrency, limit: 2, lease: 1h}
 )";
-  START_OR_SKIP(fg, rules, redis.url());
+  START_ON_REDIS(fg, rules, redis.url());
   http_connection c(fg->port());
   const std::string acquire = R"({"rule":"exports","key":"acme"})";
   auto lease_of = [](const http_reply& r) {

@@ -59,24 +59,29 @@ bool iequals_prefix(std::string_view s, std::string_view prefix) noexcept {
 }
 
 std::string redact_url(std::string_view url) {
-  // A password in the query string (sentinel_password=...) up to the next '&' or the end.
-  std::string out(url);
-  constexpr std::string_view secret = "password=";
-  for (auto at = out.find(secret); at != std::string::npos; at = out.find(secret, at + 1)) {
-    const auto value = at + secret.size();
-    const auto end = std::min(out.find('&', value), out.size());
-    out.replace(value, end - value, "***");
-  }
-  url = out;
   const auto scheme_end = url.find("://");
   const std::size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
-  const auto query = std::min(url.find('?'), url.size());
-  // The parsers take userinfo up to the last '@' (a user name may hold one): mask to there.
-  const auto at = url.substr(0, query).rfind('@');
-  if (at == std::string_view::npos || at < start) return out;
-  const auto colon = url.find(':', start);
-  if (colon == std::string_view::npos || colon > at) return out;
-  return std::string(url.substr(0, colon + 1)) + "***" + std::string(url.substr(at));
+  const std::size_t query = std::min(url.find('?'), url.size());
+  // The userinfo: the parsers take it up to the last '@' (a user name may hold one), and the
+  // password from its first ':': masked from there to that '@'.
+  const std::string_view head = url.substr(0, query);
+  std::string out(head);
+  const auto at = head.rfind('@');
+  if (at != std::string_view::npos && at >= start) {
+    const auto colon = head.find(':', start);
+    if (colon != std::string_view::npos && colon < at)
+      out = std::string(head.substr(0, colon + 1)) + "***" + std::string(head.substr(at));
+  }
+  // The query string: a password option (sentinel_password=...) up to the next '&' or the end.
+  // Only here: "password=" inside the userinfo is a password's own text, masked above.
+  std::string rest(url.substr(query));
+  constexpr std::string_view secret = "password=";
+  for (auto p = rest.find(secret); p != std::string::npos; p = rest.find(secret, p + 1)) {
+    const auto value = p + secret.size();
+    const auto end = std::min(rest.find('&', value), rest.size());
+    rest.replace(value, end - value, "***");
+  }
+  return out + rest;
 }
 
 redis_endpoint parse_redis_url(std::string_view url) {

@@ -90,6 +90,12 @@ TEST(redis_url, messages_never_show_the_password) {
   EXPECT_EQ(redact_url("redis://u:top@secret@h:1/0"), "redis://u:***@h:1/0");
   EXPECT_EQ(redact_url("redis+sentinel://a@b:pw@s:1/m?tls_ca_file=/x@y"),
             "redis+sentinel://a@b:***@s:1/m?tls_ca_file=/x@y");
+  // A password holding "password=" (found by fuzzing: masking that as a query option ate the
+  // '@' that ends the userinfo, and then the password itself was shown).
+  EXPECT_EQ(parse_redis_url("redis://:my-password=@h:1").password, "my-password=");
+  EXPECT_EQ(redact_url("redis://:my-password=@h:1"), "redis://:***@h:1");
+  EXPECT_EQ(redact_url("redis+sentinel://s:1/m?sentinel_password=x&a=1"),
+            "redis+sentinel://s:1/m?sentinel_password=***&a=1");
 }
 
 TEST(redis_url, make_backend_rejects_bad_urls_at_construction) {

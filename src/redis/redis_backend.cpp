@@ -156,6 +156,16 @@ void begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t ar
   append_bulk(r.command, static_cast<std::int64_t>(keys));
 }
 
+// One item of the all-or-nothing scripts (multi.lua, multi_block.lua): algorithm, limit,
+// window, burst, cost.
+void append_item(std::string& out, const policy& p, std::int64_t cost) {
+  append_bulk(out, to_string(p.algo()));
+  append_bulk(out, p.limit());
+  append_bulk(out, static_cast<std::int64_t>(p.window().count()));
+  append_bulk(out, p.burst());
+  append_bulk(out, cost);
+}
+
 void append_now(std::string& out, const redis_options& o) {
   if (o.test_clock)
     append_bulk(out, static_cast<std::int64_t>(o.test_clock().count()));
@@ -242,13 +252,8 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     for (const auto& item : items) append_block(out, keys, *item.policy, item.key);
     append_now(out, options_);
     for (const auto& item : items) {
-      const policy& p = *item.policy;
-      append_bulk(out, to_string(p.algo()));
-      append_bulk(out, p.limit());
-      append_bulk(out, static_cast<std::int64_t>(p.window().count()));
-      append_bulk(out, p.burst());
-      append_bulk(out, item.cost);
-      append_bulk(out, static_cast<std::int64_t>(p.block_for().count()));
+      append_item(out, *item.policy, item.cost);
+      append_bulk(out, static_cast<std::int64_t>(item.policy->block_for().count()));
     }
   } else if (items.size() == 1) {
     const auto& item = items.front();
@@ -268,14 +273,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     begin_evalsha(*call, multi_script(), items.size(), 1 + 5 * items.size());
     for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
     append_now(out, options_);
-    for (const auto& item : items) {
-      const policy& p = *item.policy;
-      append_bulk(out, to_string(p.algo()));
-      append_bulk(out, p.limit());
-      append_bulk(out, static_cast<std::int64_t>(p.window().count()));
-      append_bulk(out, p.burst());
-      append_bulk(out, item.cost);
-    }
+    for (const auto& item : items) append_item(out, *item.policy, item.cost);
   }
   client_->submit(std::move(call));
 }

@@ -50,6 +50,8 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
                        every floodgated using it; a Redis Cluster: redis+cluster://host:port[,...];
                        Sentinel: redis+sentinel://host:port[,...]/master (docs/operations.md).
+                       TLS: rediss://, rediss+cluster://, rediss+sentinel:// (options such
+                       as ?tls_ca_file=PATH in docs/operations.md).
                        Without it, state lives in this process (memory://).
   --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080; port 0 picks a free one,
                        logged at start-up). IPv6: [::1]:8080.

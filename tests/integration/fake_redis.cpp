@@ -1,4 +1,5 @@
 #include "fake_redis.hpp"
+#include "loopback_listener.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,17 +15,10 @@
 namespace floodgate::test {
 
 fake_redis::fake_redis(responder r, options o) : responder_(std::move(r)), options_(o) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listen_fd_, 64) != 0 ||
-      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      ::pipe(stop_pipe_) != 0)
-    throw std::runtime_error("fake_redis: cannot listen");
-  port_ = ntohs(addr.sin_port);
+  const auto l = listen_loopback("fake_redis", 64);
+  listen_fd_ = l.fd;
+  port_ = l.port;
+  if (::pipe(stop_pipe_) != 0) throw std::runtime_error("fake_redis: cannot make its stop pipe");
   acceptor_ = std::thread([this] { accept_loop(); });
 }
 

@@ -1,4 +1,5 @@
 #include "fault_relay.hpp"
+#include "loopback_listener.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -57,17 +58,10 @@ bool write_some(int fd, std::string& bytes, std::size_t at_most) {
 }  // namespace
 
 fault_relay::fault_relay(std::uint16_t target_port) : target_port_(target_port) {
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listen_fd_, 128) != 0 ||
-      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      ::pipe(wake_) != 0)
-    throw std::runtime_error("fault_relay: cannot listen");
-  port_ = ntohs(addr.sin_port);
+  const auto l = listen_loopback("fault_relay", 128);
+  listen_fd_ = l.fd;
+  port_ = l.port;
+  if (::pipe(wake_) != 0) throw std::runtime_error("fault_relay: cannot make its wake pipe");
   thread_ = std::thread([this] { run(); });
 }
 

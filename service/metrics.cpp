@@ -66,10 +66,6 @@ metrics::rule_counters& metrics::counters_of(std::string_view rule) {
   return decisions_.try_emplace(std::string(rule)).first->second;
 }
 
-void metrics::record_decision(std::string_view rule, verdict v) {
-  counters_of(rule).verdicts[static_cast<std::size_t>(v)].fetch_add(1, std::memory_order_relaxed);
-}
-
 void metrics::record_rule(std::string_view rule, verdict v, std::int64_t cost, const decision* d,
                           bool shadow_denied) {
   auto& c = counters_of(rule);

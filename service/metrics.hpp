@@ -1,7 +1,6 @@
 // The service's counters, rendered as Prometheus text for GET /metrics.
 //
 //   metrics m;
-//   m.record_decision("api", verdict::denied);
 //   m.record_rule("api", verdict::allowed, cost, &decision, /*shadow_denied=*/false);
 //   m.record_backend_call(latency, error);
 //   m.record_algorithm_latency(algorithm::gcra, latency);
@@ -62,7 +61,6 @@ class metrics {
   static constexpr std::array<double, 13> latency_buckets = {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0};
 
-  void record_decision(std::string_view rule, verdict v);
   // One rule's part in a decided check: the check's verdict `v`, the cost the item asked, and
   // the item's decision when the backend (or local mode) made one (null otherwise). Counts the
   // verdict, the cost charged (allowed and local_allowed), admissions that left less than 10 %

@@ -18,10 +18,10 @@ bool has_line(const std::string& text, const std::string& line) {
 
 TEST(metrics, counts_decisions_by_rule_and_result) {
   metrics m;
-  m.record_decision("api", verdict::allowed);
-  m.record_decision("api", verdict::allowed);
-  m.record_decision("api", verdict::denied);
-  m.record_decision("ip", verdict::failed);
+  m.record_rule("api", verdict::allowed, 0, nullptr, false);
+  m.record_rule("api", verdict::allowed, 0, nullptr, false);
+  m.record_rule("api", verdict::denied, 0, nullptr, false);
+  m.record_rule("ip", verdict::failed, 0, nullptr, false);
   const auto text = m.render();
   EXPECT_TRUE(has_line(text, "# TYPE floodgate_decisions_total counter")) << text;
   EXPECT_TRUE(has_line(text, R"(floodgate_decisions_total{rule="api",result="allowed"} 2)"));
@@ -171,7 +171,7 @@ TEST(redis_info, parses_cpu_memory_keys_and_our_commands) {
 
 TEST(admin, serves_metrics_and_probes_and_nothing_else) {
   metrics m;
-  m.record_decision("api", verdict::denied);
+  m.record_rule("api", verdict::denied, 0, nullptr, false);
   admin_sources s{&m, [] { return backend_state{false, "redis"}; }};
   http_request req{"GET", "/metrics", {}, {}, "127.0.0.1"};
   auto res = handle_admin(req, s);

@@ -54,41 +54,51 @@ memory_backend::shard& memory_backend::shard_of(const std::string& key) {
 // Called with the shard locked. Sweeps on a timer, and also when the shard has doubled since
 // its last sweep, so a flood of new keys cannot outgrow memory between two timer sweeps.
 void memory_backend::maybe_sweep(shard& s, std::int64_t now) {
-  const bool grew = s.entries.size() > 2 * std::max<std::size_t>(s.size_after_sweep, 64);
+  const bool grew = held(s) > 2 * std::max<std::size_t>(s.size_after_sweep, 64);
   if (now < s.next_sweep && !grew) return;
-  std::erase_if(s.entries, [now](const auto& kv) { return kv.second.expires_at <= now; });
-  std::erase_if(s.leases, [now](const auto& kv) { return core::expiry(kv.second, now) <= 0; });
-  s.size_after_sweep = s.entries.size();
+  drop_expired(s, now);
   s.next_sweep = now + options_.sweep_interval.count();
 }
 
-// Called with the shard locked, before a call's lookups (so no entry it holds can go). The
-// expired keys go first, then the ones closest to expiry, which hold the least state: each
-// evicted key starts again at full capacity. Down to 7/8 of the share, so a flood of new keys
-// pays O(1) per key.
-void memory_backend::make_room(shard& s, std::size_t adding, std::int64_t now) {
-  if (s.entries.size() + adding <= max_per_shard_) return;
+void memory_backend::drop_expired(shard& s, std::int64_t now) {
   std::erase_if(s.entries, [now](const auto& kv) { return kv.second.expires_at <= now; });
-  s.size_after_sweep = s.entries.size();
+  std::erase_if(s.leases, [now](const auto& kv) { return core::expiry(kv.second, now) <= 0; });
+  s.size_after_sweep = held(s);
+}
+
+// Called with the shard locked, before a call's lookups (so no entry it holds can go). Rate
+// limits' entries and concurrency limits' lease sets share the shard's share of max_keys. The
+// expired go first, then the ones closest to expiry, which hold the least state: an evicted
+// key starts again at full capacity (an evicted lease set frees its slots). Down to 7/8 of
+// the share, so a flood of new keys pays O(1) per key.
+void memory_backend::make_room(shard& s, std::size_t adding, std::int64_t now) {
+  if (held(s) + adding <= max_per_shard_) return;
+  drop_expired(s, now);
   const std::size_t target = max_per_shard_ - std::min(max_per_shard_, max_per_shard_ / 8 + adding);
-  if (s.entries.size() <= target) return;
+  if (held(s) <= target) return;
+  const auto lease_end = [now](const core::lease_set& l) { return now + core::expiry(l, now); };
   std::vector<std::int64_t> expiries;
-  expiries.reserve(s.entries.size());
+  expiries.reserve(held(s));
   for (const auto& kv : s.entries) expiries.push_back(kv.second.expires_at);
-  const std::size_t drop = s.entries.size() - target;
+  for (const auto& kv : s.leases) expiries.push_back(lease_end(kv.second));
+  const std::size_t drop = held(s) - target;
   std::nth_element(expiries.begin(), expiries.begin() + static_cast<std::ptrdiff_t>(drop - 1),
                    expiries.end());
   const std::int64_t cutoff = expiries[drop - 1];
   std::size_t dropped = 0;
-  for (auto it = s.entries.begin(); it != s.entries.end() && dropped < drop;) {
-    if (it->second.expires_at <= cutoff) {
-      it = s.entries.erase(it);
-      ++dropped;
-    } else {
-      ++it;
+  const auto evict = [&](auto& map, auto expires_at) {
+    for (auto it = map.begin(); it != map.end() && dropped < drop;) {
+      if (expires_at(it->second) <= cutoff) {
+        it = map.erase(it);
+        ++dropped;
+      } else {
+        ++it;
+      }
     }
-  }
-  s.size_after_sweep = s.entries.size();
+  };
+  evict(s.entries, [](const entry& e) { return e.expires_at; });
+  evict(s.leases, lease_end);
+  s.size_after_sweep = held(s);
   evictions_.fetch_add(dropped, std::memory_order_relaxed);
 }
 
@@ -252,6 +262,7 @@ void memory_backend::async_acquire(std::string_view key, const concurrency_polic
   {
     shard& s = shard_of(k);
     std::lock_guard lock(s.mutex);
+    make_room(s, 1, t);
     reply.decisions.push_back(core::acquire(s.leases[k], t, p.limit(), p.lease().count(), id));
     maybe_sweep(s, t);
   }
@@ -277,7 +288,7 @@ std::size_t memory_backend::size() const {
   std::size_t n = 0;
   for (const auto& s : shards_) {
     std::lock_guard lock(s->mutex);
-    n += s->entries.size();
+    n += held(*s);
   }
   return n;
 }

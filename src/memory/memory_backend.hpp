@@ -37,7 +37,7 @@ class memory_backend final : public backend, public lease_backend {
 
   // Synchronous core of async_check (the memory backend never waits).
   backend_reply check(std::span<const check_item> items);
-  // Keys currently held (for tests and metrics).
+  // Keys currently held, lease sets included (for tests and metrics).
   std::size_t size() const;
   backend_stats stats() const noexcept override;
 
@@ -66,7 +66,11 @@ class memory_backend final : public backend, public lease_backend {
   static void commit(shard& s, const std::string& key, entry* found, const check_item& item,
                      std::int64_t now);
   void maybe_sweep(shard& s, std::int64_t now);
-  // With `s` locked: room for `adding` more keys within the shard's share of max_keys.
+  static void drop_expired(shard& s, std::int64_t now);
+  // Keys a shard holds: rate limits' entries and concurrency limits' lease sets.
+  static std::size_t held(const shard& s) { return s.entries.size() + s.leases.size(); }
+  // With `s` locked: room for `adding` more keys (entries or lease sets) within the shard's
+  // share of max_keys.
   void make_room(shard& s, std::size_t adding, std::int64_t now);
 
   memory_options options_;

@@ -122,6 +122,31 @@ TEST(memory_backend, max_keys_bounds_a_flood_of_distinct_keys) {
   EXPECT_GE(stats.evictions, 900u);
 }
 
+// Lease sets are keys too: a flood of acquires on distinct keys (each lease an hour long) is
+// bounded by max_keys like any other state, the sets closest to expiry going first. Before:
+// 1,000 keys held 1,000 lease sets whatever the bound, and size() did not count them.
+TEST(memory_backend, max_keys_bounds_a_flood_of_lease_sets) {
+  test_clock clock;
+  memory_options options;
+  options.clock = clock.fn();
+  options.shards = 4;
+  options.max_keys = 100;
+  auto backend = std::make_shared<memory::memory_backend>(options);
+  semaphore sem(*backend);
+  const concurrency_policy day("day", 1, 24h), hour("hour", 5, 1h);
+  ASSERT_EQ(sem.acquire("victim", day).outcome, outcome::allowed);
+  clock.advance(1s);
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(sem.acquire("k" + std::to_string(i), hour).outcome, outcome::allowed);
+  EXPECT_LE(backend->size(), 100u);
+  EXPECT_GE(backend->size(), 50u) << "evicts a fraction at a time, not everything";
+  EXPECT_EQ(sem.acquire("victim", day).outcome, outcome::over_limit)
+      << "the longest-lived lease set was evicted";
+  const auto stats = backend->stats();
+  EXPECT_EQ(stats.keys, backend->size());
+  EXPECT_GE(stats.evictions, 900u);
+}
+
 TEST(memory_backend, max_keys_comes_from_the_url) {
   auto b = make_backend("memory://?max_keys=3");
   limiter l(b);

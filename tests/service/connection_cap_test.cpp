@@ -60,11 +60,21 @@ TEST(connection_caps, one_peer_holding_idle_keep_alive_connections_cannot_lock_o
   EXPECT_EQ(other.request("GET", "/healthz").status, 200);
   EXPECT_EQ(other.request("GET", "/metrics").status, 200);
 
-  // The oldest 48 were closed to make room for the newer ones; the newest 12 still work.
-  int closed = 0;
-  for (int i = 0; i < 48; ++i) closed += hog[i]->closed_by_peer(2s) ? 1 : 0;
-  EXPECT_EQ(closed, 48);
-  for (int i = 48; i < 60; ++i) EXPECT_EQ(hog[i]->request("GET", "/healthz").status, 200) << i;
+  // 48 were closed to make room for newer ones: the oldest, with one allowance. A connection
+  // counts as idle once its reply is written, and the client may read that reply and open the
+  // next connection before the server has marked it so: the eviction then takes the oldest
+  // idle one instead, and the previous one survives in its place (seen under ASan, ~1 run in
+  // 15). A request on each tells: answered (open) or not (closed, or claimed and closed on
+  // arrival).
+  int open = 0;
+  for (int i = 0; i < 60; ++i) {
+    const int status = hog[i]->request("GET", "/healthz").status;
+    EXPECT_TRUE(status == 200 || status == 0) << i << ": " << status;
+    if (status != 200) continue;
+    ++open;
+    EXPECT_GE(i, 47) << "an old connection survived";
+  }
+  EXPECT_EQ(open, 12);
 
   EXPECT_EQ(metric(fg.port(), "127.0.0.4",
                    R"(floodgate_connection_cap_total{cap="per_peer",action="closed_idle"})"),

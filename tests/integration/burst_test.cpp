@@ -99,6 +99,68 @@ TEST_P(burst_test, admits_exactly_the_limit_with_block_for) {
   EXPECT_EQ(redis.command({"EXISTS", prefix + "burst:bk:{hot}"}).integer, 1);
 }
 
+// Refunds racing checks: half of each child's threads give back every request they were
+// admitted, at once, while the others keep checking. Whatever the interleaving, what the
+// key's state holds afterwards is exactly what was admitted and not given back: a peek shows
+// remaining = limit - (admitted - refunded), and never more in use than the limit.
+TEST_P(burst_test, refunds_racing_checks_give_back_exactly_what_they_refund) {
+  redis_server redis;
+  const algorithm a = GetParam();
+  const auto prefix = unique_prefix("burstr");
+  const policy p{"burst", a, limit, 1h};
+  struct refund_counts {
+    int admitted = 0, refunded = 0, errors = 0;
+  };
+  const auto results = forked_burst<refund_counts>(processes, [&](burst_child& me) {
+    backend_options o = redis_options_for(prefix, fixed_clock());
+    o.redis.timeout = 5s;  // counting, not latency, on two loaded cores
+    limiter l{redis.url(), o};
+    if (!wait_healthy(l.get_backend())) ::_exit(4);
+    std::atomic<bool> go{false};
+    std::atomic<int> admitted{0}, refunded{0}, errors{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < threads_per_process; ++t)
+      threads.emplace_back([&, gives_back = t % 2 == 0] {
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        for (int i = 0; i < calls_per_thread; ++i) {
+          const auto r = l.check("hot", p);
+          if (r.outcome == outcome::over_limit) continue;
+          if (r.outcome != outcome::allowed) {
+            errors.fetch_add(1);
+            continue;
+          }
+          admitted.fetch_add(1);
+          if (!gives_back) continue;
+          const auto back = l.refund("hot", p);
+          if (back.outcome == outcome::allowed)
+            refunded.fetch_add(1);
+          else
+            errors.fetch_add(1);
+        }
+      });
+    me.ready_and_wait();
+    go.store(true, std::memory_order_release);
+    for (auto& t : threads) t.join();
+    me.report(refund_counts{admitted.load(), refunded.load(), errors.load()});
+  });
+  ASSERT_TRUE(results) << "a child failed";
+  refund_counts r;
+  for (const auto& c : *results) {
+    r.admitted += c.admitted;
+    r.refunded += c.refunded;
+    r.errors += c.errors;
+  }
+  EXPECT_EQ(r.errors, 0) << to_string(a);
+  EXPECT_GT(r.refunded, 0) << to_string(a);
+  EXPECT_GE(r.admitted, limit) << to_string(a) << ": refunds only add capacity";
+  EXPECT_LE(r.admitted - r.refunded, limit) << to_string(a);
+  limiter l{redis.url(), redis_options_for(prefix, fixed_clock())};
+  const auto peek = l.check("hot", p, 0);
+  ASSERT_EQ(peek.outcome, outcome::allowed) << to_string(a);
+  EXPECT_EQ(peek.decision.remaining, limit - (r.admitted - r.refunded))
+      << to_string(a) << ": admitted " << r.admitted << ", refunded " << r.refunded;
+}
+
 INSTANTIATE_TEST_SUITE_P(exact, burst_test,
                          ::testing::Values(algorithm::sliding_log, algorithm::sliding_window,
                                            algorithm::fixed_window, algorithm::token_bucket,

@@ -80,9 +80,8 @@ constexpr std::array<std::string_view, 3> refund_result_names = {"refunded", "fa
 // Rules are few and never forgotten (counters must not go backwards across reloads); a map's
 // elements never move, so the reference outlives the lock.
 template <class Counters>
-Counters& entry_of(std::shared_mutex& m,
-                          std::map<std::string, Counters, std::less<>>& map,
-                          std::string_view rule) {
+Counters& entry_of(std::shared_mutex& m, std::map<std::string, Counters, std::less<>>& map,
+                   std::string_view rule) {
   {
     std::shared_lock lock(m);
     if (auto it = map.find(rule); it != map.end()) return it->second;

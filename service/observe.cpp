@@ -54,7 +54,8 @@ void observe_lease(metrics& stats, const check_plan& plan, const acquire_result&
 
 void observe_lease(metrics& stats, const check_plan& plan, const lease_result& r) {
   const bool renew = plan.kind == check_plan::style::renew;
-  const auto o = r.error ? (is_backend_error(r.error) ? lease_outcome::failed : lease_outcome::invalid)
+  const auto o = r.error
+                     ? (is_backend_error(r.error) ? lease_outcome::failed : lease_outcome::invalid)
                  : r.done ? (renew ? lease_outcome::renewed : lease_outcome::released)
                           : lease_outcome::not_held;
   stats.record_lease(plan.items.front().rule->name(),

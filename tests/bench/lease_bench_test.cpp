@@ -71,13 +71,12 @@ TEST(lease_bench_options, concurrency_takes_limit_hold_and_lease) {
   const auto d = parse({"--redis", "memory://", "--algorithm", "concurrency"});
   EXPECT_EQ(d.hold, 10ms);
   EXPECT_EQ(d.lease, 30000ms);
-  EXPECT_EQ(parse({"--redis", "memory://", "--algorithm", "concurrency", "--hold", "0"}).hold,
-            0ms);
+  EXPECT_EQ(parse({"--redis", "memory://", "--algorithm", "concurrency", "--hold", "0"}).hold, 0ms);
 }
 
 TEST(lease_bench_options, what_concurrency_cannot_do_is_refused) {
   for (auto args : std::vector<std::vector<const char*>>{
-           {"--hold", "10ms"},                                    // without concurrency
+           {"--hold", "10ms"},                                               // without concurrency
            {"--algorithm", "concurrency", "--hold", "2s", "--lease", "1s"},  // expires held
            {"--algorithm", "concurrency", "--hold", "-1ms"},
            {"--algorithm", "concurrency", "--hold", "2h"},

@@ -148,7 +148,8 @@ TEST(floodgated_cluster, leases_refunds_and_penalties_on_every_master) {
               2);
     // A foreign lease (another key's, live) frees nothing here.
     if (k > 0) {
-      const auto foreign = c.request("POST", "/v1/release", body("exports", key, with_lease(held[k - 1])));
+      const auto foreign =
+          c.request("POST", "/v1/release", body("exports", key, with_lease(held[k - 1])));
       ASSERT_EQ(foreign.status, 200) << foreign.body;
       EXPECT_FALSE(object(foreign).at("released").as_bool());
       EXPECT_EQ(c.request("POST", "/v1/acquire", body("exports", key)).status, 429);
@@ -162,7 +163,8 @@ TEST(floodgated_cluster, leases_refunds_and_penalties_on_every_master) {
     const auto again = c.request("POST", "/v1/acquire", body("exports", key));
     ASSERT_EQ(again.status, 200) << "the released slot: " << again.body;
     EXPECT_EQ(c.request("POST", "/v1/acquire", body("exports", key)).status, 429);
-    const auto renew = c.request("POST", "/v1/renew", body("exports", key, with_lease(lease_of(b))));
+    const auto renew =
+        c.request("POST", "/v1/renew", body("exports", key, with_lease(lease_of(b))));
     ASSERT_EQ(renew.status, 200) << renew.body;
     EXPECT_TRUE(object(renew).at("renewed").as_bool());
     held.push_back(lease_of(again));
@@ -195,7 +197,8 @@ TEST(floodgated_cluster, leases_refunds_and_penalties_on_every_master) {
     ASSERT_EQ(refused.status, 429) << refused.body;
     EXPECT_GT(object(refused).at("retry_after_ms").as_int64(), 3'599'000) << refused.body;
     EXPECT_LE(object(refused).at("retry_after_ms").as_int64(), 3'600'000) << refused.body;
-    EXPECT_EQ(cluster.command(owners[k], {"EXISTS", "floodgate:login:bk:{" + key + "}"}).integer, 1);
+    EXPECT_EQ(cluster.command(owners[k], {"EXISTS", "floodgate:login:bk:{" + key + "}"}).integer,
+              1);
   }
 
   // The 1 s window admits again after 1.1 s (local denials last at most 1 s); the blocks not,

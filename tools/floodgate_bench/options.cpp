@@ -144,8 +144,7 @@ bench_options parse_options(int argc, const char* const* argv) {
        [&](std::string_view v) {
          o.replay_max = parse_integer<std::size_t>("--replay-max", v, 1, 100'000'000);
        }},
-      {"--max-lag",
-       [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
+      {"--max-lag", [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
       {"--duration",
        [&](std::string_view v) {
          o.duration = parse_duration_flag("--duration", v);
@@ -200,8 +199,9 @@ bench_options parse_options(int argc, const char* const* argv) {
          // 0 releases at once; at most an hour (a run of held leases, not a soak test).
          auto d = parse_duration(v);
          if (!d || *d > std::chrono::hours(1))
-           throw usage_error("--hold: expected a duration in [0, 1h] such as 0ms, 10ms or 1s, got '" +
-                             std::string(v) + "'");
+           throw usage_error(
+               "--hold: expected a duration in [0, 1h] such as 0ms, 10ms or 1s, got '" +
+               std::string(v) + "'");
          o.hold = *d;
          hold_given = true;
        }},
@@ -334,20 +334,22 @@ bench_options parse_options(int argc, const char* const* argv) {
           "--algorithm concurrency needs the library target (--redis URL without --naive)");
     if (o.rate) throw usage_error("--algorithm concurrency runs closed loop: drop --rate");
     if (o.inflight > 1)
-      throw usage_error("--algorithm concurrency: each thread holds one lease at a time, drop --inflight");
-    if (o.replay) throw usage_error("--replay replays rate decisions: not with --algorithm concurrency");
+      throw usage_error(
+          "--algorithm concurrency: each thread holds one lease at a time, drop --inflight");
+    if (o.replay)
+      throw usage_error("--replay replays rate decisions: not with --algorithm concurrency");
     if (cost_given || window_given || burst_size_given)
       throw usage_error(
           "--algorithm concurrency takes --limit (holders at once), --lease and --hold, not "
           "--cost, --window or --burst-size");
     // The shared board of holders keeps 16 bytes per key in memory shared by the processes.
-    if (o.keys > 1'000'000)
-      throw usage_error("--algorithm concurrency: --keys at most 1000000");
+    if (o.keys > 1'000'000) throw usage_error("--algorithm concurrency: --keys at most 1000000");
     // A lease that expires while held would count as held after Redis let it go: the observed
     // holders could then exceed the limit without a bug.
     if (o.lease <= o.hold)
-      throw usage_error("--lease must be longer than --hold: a lease that expires while held "
-                        "makes the holders count meaningless");
+      throw usage_error(
+          "--lease must be longer than --hold: a lease that expires while held "
+          "makes the holders count meaningless");
     o.make_concurrency_policy();  // validates limit and lease
     return o;
   }

@@ -198,8 +198,7 @@ std::string report::text() const {
   else
     std::snprintf(line, sizeof line,
                   "policy      %s, limit %lld per %lld ms, burst %lld, cost %lld\n",
-                  std::string(to_string(rule.algo())).c_str(),
-                  static_cast<long long>(rule.limit()),
+                  std::string(to_string(rule.algo())).c_str(), static_cast<long long>(rule.limit()),
                   static_cast<long long>(rule.window().count()),
                   static_cast<long long>(rule.burst()), static_cast<long long>(opts.cost));
   out += line;
@@ -254,10 +253,9 @@ std::string report::text() const {
                   static_cast<unsigned long long>(result.allowed),
                   static_cast<unsigned long long>(result.denied),
                   static_cast<unsigned long long>(result.released),
-                  static_cast<unsigned long long>(result.lost),
-                  static_cast<long long>(max_held()), static_cast<long long>(opts.limit),
-                  held ? held->keys_reaching(opts.limit) : 0, opts.keys,
-                  held ? held->keys_reaching(opts.limit + 1) : 0);
+                  static_cast<unsigned long long>(result.lost), static_cast<long long>(max_held()),
+                  static_cast<long long>(opts.limit), held ? held->keys_reaching(opts.limit) : 0,
+                  opts.keys, held ? held->keys_reaching(opts.limit + 1) : 0);
     out += line;
     if (!result.first_error.empty()) out += "first error " + result.first_error + "\n";
     return out;

@@ -20,15 +20,14 @@
 // over_admission {max, mean, key_windows, key_windows_over}} (replay.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
 
-#include <optional>
-
 #include "accuracy.hpp"
-#include "held_board.hpp"
-#include "replay.hpp"
 #include "floodgate/policy.hpp"
+#include "held_board.hpp"
 #include "options.hpp"
+#include "replay.hpp"
 #include "run_result.hpp"
 
 namespace floodgate::bench {
@@ -39,7 +38,7 @@ struct report {
   const run_result& result;
   const accuracy_report& accuracy;
   const std::optional<replay_report>& replayed;  // --replay
-  const held_board* held = nullptr;               // --algorithm concurrency
+  const held_board* held = nullptr;              // --algorithm concurrency
 
   double elapsed_s() const;
   double decisions_per_sec() const;

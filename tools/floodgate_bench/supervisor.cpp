@@ -139,8 +139,7 @@ class crew {
 
 }  // namespace
 
-run_result supervise(const bench_options& opts, const progress_fn& progress,
-                     held_board* held) {
+run_result supervise(const bench_options& opts, const progress_fn& progress, held_board* held) {
   stop_signal = 0;
   set_stop_handlers(true);
   ::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe: write() fails, the loop reports it

@@ -353,15 +353,11 @@ int run_worker_process(const bench_options& opts, std::size_t index, const std::
       leases.emplace(opts.make_concurrency_policy());
       lease_limiter = make_bench_limiter(opts);
     }
-    plan.reset(new shared_plan{opts,
-                               std::move(keys),
-                               key_distribution(opts.keys, opts.zipf),
+    plan.reset(new shared_plan{opts, std::move(keys), key_distribution(opts.keys, opts.zipf),
                                opts.concurrency ? target_maker{} : make_target_maker(opts, p),
                                std::chrono::microseconds(opts.clock_tolerance).count(),
                                (opts.replay_max + opts.workers() - 1) / opts.workers(),
-                               std::move(leases),
-                               std::move(lease_limiter),
-                               held,
+                               std::move(leases), std::move(lease_limiter), held,
                                std::latch(static_cast<std::ptrdiff_t>(opts.threads))});
   } catch (const std::exception& e) {
     write_frame(up_fd, frame_type::failure, e.what());

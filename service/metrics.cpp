@@ -55,15 +55,58 @@ verdict verdict_of(const multi_check_result& r) noexcept {
   return verdict::invalid;
 }
 
-metrics::rule_counters& metrics::counters_of(std::string_view rule) {
-  {
-    std::shared_lock lock(decisions_mutex_);
-    if (auto it = decisions_.find(rule); it != decisions_.end()) return it->second;
+namespace {
+
+// The operations a lease call has, and the outcomes each can end in (the series rendered).
+constexpr std::array<std::string_view, 3> lease_operation_names = {"acquire", "release", "renew"};
+constexpr std::array<std::string_view, lease_outcome_count> lease_outcome_names = {
+    "granted", "refused", "degraded", "released", "renewed", "not_held", "failed", "invalid"};
+constexpr bool lease_outcome_of(std::size_t op, std::size_t outcome) {
+  const auto o = static_cast<lease_outcome>(outcome);
+  if (o == lease_outcome::failed || o == lease_outcome::invalid) return true;
+  switch (static_cast<lease_operation>(op)) {
+    case lease_operation::acquire:
+      return o == lease_outcome::granted || o == lease_outcome::refused ||
+             o == lease_outcome::degraded;
+    case lease_operation::release:
+      return o == lease_outcome::released || o == lease_outcome::not_held;
+    case lease_operation::renew:
+      return o == lease_outcome::renewed || o == lease_outcome::not_held;
   }
-  // Rules are few and never forgotten (counters must not go backwards across reloads); a map's
-  // elements never move, so the reference outlives the lock.
-  std::unique_lock lock(decisions_mutex_);
-  return decisions_.try_emplace(std::string(rule)).first->second;
+  return false;
+}
+constexpr std::array<std::string_view, 3> refund_result_names = {"refunded", "failed", "invalid"};
+
+// Rules are few and never forgotten (counters must not go backwards across reloads); a map's
+// elements never move, so the reference outlives the lock.
+template <class Counters>
+Counters& entry_of(std::shared_mutex& m, std::map<std::string, Counters, std::less<>>& map,
+                   std::string_view rule) {
+  {
+    std::shared_lock lock(m);
+    if (auto it = map.find(rule); it != map.end()) return it->second;
+  }
+  std::unique_lock lock(m);
+  return map.try_emplace(std::string(rule)).first->second;
+}
+
+}  // namespace
+
+metrics::rule_counters& metrics::counters_of(std::string_view rule) {
+  return entry_of(decisions_mutex_, decisions_, rule);
+}
+
+void metrics::record_lease(std::string_view rule, lease_operation op, lease_outcome o) {
+  auto& c = entry_of(decisions_mutex_, leases_, rule);
+  c.calls[static_cast<std::size_t>(op) * lease_outcome_count + static_cast<std::size_t>(o)]
+      .fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics::record_refund(std::string_view rule, refund_result r, std::int64_t cost) {
+  auto& c = entry_of(decisions_mutex_, refunds_, rule);
+  c.results[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+  if (r == refund_result::refunded && cost > 0)
+    c.cost.fetch_add(static_cast<std::uint64_t>(cost), std::memory_order_relaxed);
 }
 
 void metrics::record_rule(std::string_view rule, verdict v, std::int64_t cost, const decision* d,
@@ -177,6 +220,44 @@ std::string metrics::render() const {
             .append(std::to_string((counts.*per_rule[f].second).load(std::memory_order_relaxed)))
             .append("\n");
     }
+
+    header(out, "floodgate_lease_operations_total", "counter",
+           "Calls of concurrency-limit rules (/v1/acquire, /v1/release, /v1/renew), by "
+           "operation and outcome.");
+    for (const auto& [rule, counts] : leases_)
+      for (std::size_t op = 0; op < lease_operation_names.size(); ++op)
+        for (std::size_t o = 0; o < lease_outcome_count; ++o)
+          if (lease_outcome_of(op, o))
+            out.append("floodgate_lease_operations_total{rule=\"")
+                .append(rule)
+                .append("\",operation=\"")
+                .append(lease_operation_names[op])
+                .append("\",outcome=\"")
+                .append(lease_outcome_names[o])
+                .append("\"} ")
+                .append(std::to_string(
+                    counts.calls[op * lease_outcome_count + o].load(std::memory_order_relaxed)))
+                .append("\n");
+
+    header(out, "floodgate_refunds_total", "counter", "Refunds (/v1/refund), by rule and result.");
+    for (const auto& [rule, counts] : refunds_)
+      for (std::size_t r = 0; r < refund_result_names.size(); ++r)
+        out.append("floodgate_refunds_total{rule=\"")
+            .append(rule)
+            .append("\",result=\"")
+            .append(refund_result_names[r])
+            .append("\"} ")
+            .append(std::to_string(counts.results[r].load(std::memory_order_relaxed)))
+            .append("\n");
+    header(out, "floodgate_cost_refunded_total", "counter",
+           "Cost asked back by refunds that were made (what came back is at most that: a refund "
+           "never makes capacity beyond the limit).");
+    for (const auto& [rule, counts] : refunds_)
+      out.append("floodgate_cost_refunded_total{rule=\"")
+          .append(rule)
+          .append("\"} ")
+          .append(std::to_string(counts.cost.load(std::memory_order_relaxed)))
+          .append("\n");
   }
 
   header(out, "floodgate_backend_errors_total", "counter", "Backend calls that failed, by kind.");

@@ -48,6 +48,27 @@ std::string_view to_string(verdict v) noexcept;
 // The verdict of a check_all (every item of it shares the combined verdict).
 verdict verdict_of(const multi_check_result& r) noexcept;
 
+// Concurrency limits' calls (/v1/acquire, /v1/release, /v1/renew) and how they ended.
+enum class lease_operation { acquire, release, renew };
+enum class lease_outcome {
+  granted,   // acquire: a lease
+  refused,   // acquire: every slot held (a 429)
+  degraded,  // acquire: backend failed, admitted without a lease (fail-open)
+  released,  // release: the lease was live and its slot is free
+  renewed,   // renew: the lease was live and runs a full lease from now
+  not_held,  // release, renew: not live (released already, expired, or another key's)
+  failed,    // backend failed: a 503
+  invalid,   // the limiter refused the request (a 400)
+};
+constexpr std::size_t lease_outcome_count = 8;
+
+// A refund (/v1/refund) and how it ended.
+enum class refund_result {
+  refunded,  // given back (at most up to the limit)
+  failed,    // backend failed: nothing given back, a 503
+  invalid,   // the limiter refused the request (a 400)
+};
+
 // Which connection cap a new connection met, and what was done about it.
 enum class connection_cap { per_peer, global };
 enum class cap_action {
@@ -72,6 +93,10 @@ class metrics {
                                 std::chrono::nanoseconds latency) noexcept;
   // One call to the backend: its latency, and its error if it failed.
   void record_backend_call(std::chrono::nanoseconds latency, std::error_code error);
+  // A concurrency limit's call (lease_outcome says which outcomes each operation has).
+  void record_lease(std::string_view rule, lease_operation op, lease_outcome o);
+  // A refund of `cost` (the cost asked back, counted when refunded).
+  void record_refund(std::string_view rule, refund_result r, std::int64_t cost);
   void record_response(int status) noexcept;
   void record_reload(bool ok) noexcept;
   void record_connection_cap(connection_cap cap, cap_action action) noexcept;
@@ -109,8 +134,20 @@ class metrics {
   static constexpr std::array<int, 14> statuses = {200, 204, 400, 403, 404, 405, 408,
                                                    413, 429, 431, 500, 501, 503, 0};
 
+  // Concurrency limits' and refunds' counters of one rule, apart from its decisions: a rule
+  // shows the families it has used.
+  struct lease_counters {
+    std::array<counter, 3 * lease_outcome_count> calls{};  // [operation * count + outcome]
+  };
+  struct refund_counters {
+    std::array<counter, 3> results{};
+    counter cost{0};  // cost asked back by refunds that were made
+  };
+
   mutable std::shared_mutex decisions_mutex_;
   std::map<std::string, rule_counters, std::less<>> decisions_;
+  std::map<std::string, lease_counters, std::less<>> leases_;
+  std::map<std::string, refund_counters, std::less<>> refunds_;
   rule_counters& counters_of(std::string_view rule);
 
   std::array<counter, error_kinds> backend_errors_{};

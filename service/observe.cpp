@@ -34,4 +34,40 @@ void observe_decision(metrics& stats, hot_keys* top, const check_plan& plan,
   }
 }
 
+void observe_lease(metrics& stats, const check_plan& plan, const acquire_result& r) {
+  auto o = lease_outcome::invalid;
+  switch (r.outcome) {
+    case outcome::allowed:
+      o = lease_outcome::granted;
+      break;
+    case outcome::over_limit:
+      o = lease_outcome::refused;
+      break;
+    case outcome::backend_error:
+      o = r.decision.allowed ? lease_outcome::degraded : lease_outcome::failed;
+      break;
+    case outcome::invalid_request:
+      break;
+  }
+  stats.record_lease(plan.items.front().rule->name(), lease_operation::acquire, o);
+}
+
+void observe_lease(metrics& stats, const check_plan& plan, const lease_result& r) {
+  const bool renew = plan.kind == check_plan::style::renew;
+  const auto o = r.error
+                     ? (is_backend_error(r.error) ? lease_outcome::failed : lease_outcome::invalid)
+                 : r.done ? (renew ? lease_outcome::renewed : lease_outcome::released)
+                          : lease_outcome::not_held;
+  stats.record_lease(plan.items.front().rule->name(),
+                     renew ? lease_operation::renew : lease_operation::release, o);
+}
+
+void observe_refund(metrics& stats, const check_plan& plan, const multi_check_result& r) {
+  const auto& item = plan.items.front();
+  const auto result = r.outcome == outcome::allowed         ? refund_result::refunded
+                      : r.outcome == outcome::backend_error ? refund_result::failed
+                                                            : refund_result::invalid;
+  stats.record_refund(item.rule->name(), result, item.cost);
+}
+
 }  // namespace floodgate::service

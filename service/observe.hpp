@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "floodgate/decision.hpp"
+#include "floodgate/semaphore.hpp"
 #include "handler.hpp"
 #include "metrics.hpp"
 
@@ -25,5 +26,12 @@ void observe_backend_call(metrics& stats, const check_plan& plan, const multi_ch
 // checked and denied into `top` (null: hot keys are off).
 void observe_decision(metrics& stats, hot_keys* top, const check_plan& plan,
                       const multi_check_result& r);
+
+// A concurrency limit's call (/v1/acquire; /v1/release or /v1/renew, from plan.kind), per rule.
+void observe_lease(metrics& stats, const check_plan& plan, const acquire_result& r);
+void observe_lease(metrics& stats, const check_plan& plan, const lease_result& r);
+
+// A refund (/v1/refund), per rule: its result, and the cost asked back when it was made.
+void observe_refund(metrics& stats, const check_plan& plan, const multi_check_result& r);
 
 }  // namespace floodgate::service

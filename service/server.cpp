@@ -455,6 +455,7 @@ class session : public std::enable_shared_from_this<session> {
     auto finish = [](session* s, auto r) {
       auto self = std::move(s->in_flight_);
       if (r.error && is_backend_error(r.error)) self->server_.warn_backend_error(r.error);
+      observe_lease(self->server_.stats, self->plan_, r);
       auto executor = self->stream_.get_executor();
       asio::dispatch(executor, [self = std::move(self), r = std::move(r)]() mutable {
         http_response res;
@@ -479,6 +480,8 @@ class session : public std::enable_shared_from_this<session> {
   void decided(const multi_check_result& r) {
     if (plan_.kind != check_plan::style::refund)  // a refund is no decision
       observe_decision(server_.stats, server_.options.top, plan_, r);
+    else
+      observe_refund(server_.stats, plan_, r);
     const auto v = verdict_of(r);
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("msg=\"decision\" peer={} rule={} key={} items={} result={}{}",

@@ -125,6 +125,41 @@ TEST(metrics, per_rule_cost_near_limit_and_shadow_denials) {
   EXPECT_TRUE(has_line(text, "# TYPE floodgate_near_limit_total counter"));
 }
 
+TEST(metrics, lease_calls_by_operation_and_outcome_and_refunds_by_result) {
+  metrics m;
+  EXPECT_EQ(m.render().find("floodgate_lease_operations_total{"), std::string::npos)
+      << "no series before a rule used leases";
+  m.record_lease("jobs", lease_operation::acquire, lease_outcome::granted);
+  m.record_lease("jobs", lease_operation::acquire, lease_outcome::granted);
+  m.record_lease("jobs", lease_operation::acquire, lease_outcome::refused);
+  m.record_lease("jobs", lease_operation::release, lease_outcome::not_held);
+  m.record_lease("jobs", lease_operation::renew, lease_outcome::failed);
+  m.record_refund("api", refund_result::refunded, 3);
+  m.record_refund("api", refund_result::failed, 5);  // nothing given back: no cost
+  const auto text = m.render();
+  const std::string l = "floodgate_lease_operations_total{rule=\"jobs\",operation=";
+  EXPECT_TRUE(has_line(text, "# TYPE floodgate_lease_operations_total counter")) << text;
+  EXPECT_TRUE(has_line(text, l + R"("acquire",outcome="granted"} 2)"));
+  EXPECT_TRUE(has_line(text, l + R"("acquire",outcome="refused"} 1)"));
+  EXPECT_TRUE(has_line(text, l + R"("acquire",outcome="degraded"} 0)"));
+  EXPECT_TRUE(has_line(text, l + R"("release",outcome="released"} 0)"));
+  EXPECT_TRUE(has_line(text, l + R"("release",outcome="not_held"} 1)"));
+  EXPECT_TRUE(has_line(text, l + R"("renew",outcome="failed"} 1)"));
+  // Only the outcomes an operation can have: 5 for acquire, 4 each for release and renew.
+  EXPECT_EQ(text.find(l + R"("release",outcome="granted"})"), std::string::npos);
+  EXPECT_EQ(text.find(l + R"("acquire",outcome="not_held"})"), std::string::npos);
+  std::size_t series = 0;
+  for (auto at = text.find(l); at != std::string::npos; at = text.find(l, at + 1)) ++series;
+  EXPECT_EQ(series, 13u);
+  EXPECT_TRUE(has_line(text, R"(floodgate_refunds_total{rule="api",result="refunded"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(floodgate_refunds_total{rule="api",result="failed"} 1)"));
+  EXPECT_TRUE(has_line(text, R"(floodgate_refunds_total{rule="api",result="invalid"} 0)"));
+  EXPECT_TRUE(has_line(text, R"(floodgate_cost_refunded_total{rule="api"} 3)"));
+  // Neither is a decision of the rule.
+  EXPECT_EQ(text.find(R"(floodgate_decisions_total{rule="jobs")"), std::string::npos);
+  EXPECT_EQ(text.find(R"(floodgate_decisions_total{rule="api")"), std::string::npos);
+}
+
 TEST(metrics, latency_by_algorithm_is_a_histogram_per_algorithm) {
   metrics m;
   m.record_algorithm_latency(algorithm::gcra, 200us);

@@ -349,6 +349,21 @@ TEST(redis, refund_gives_back_a_unit_over_http) {
   EXPECT_EQ(c.request("POST", "/v1/check", check_body("upstream", "svc")).status, 200);
   EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
   EXPECT_EQ(c.request("POST", "/v1/check", check).status, 429);
+
+  // /metrics: the four refunds made; the five bad ones were refused while parsing (cost 3 >
+  // the capacity 2 too), so they are 400s of floodgate_http_responses_total only.
+  const auto metrics = c.request("GET", "/metrics").body;
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="refunded"})"),
+            4)
+      << metrics;
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="failed"})"),
+            0);
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="invalid"})"),
+            0);
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_cost_refunded_total{rule="upstream"})"), 4);
+  // A refund is no decision: the checks alone are counted as decisions.
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_decisions_total{rule="upstream",result="allowed"})"),
+            5);
 }
 
 // A concurrency rule through floodgated on Redis: at most the limit held, a release frees
@@ -387,6 +402,26 @@ TEST(redis, acquire_and_release_over_http) {
   EXPECT_EQ(renew.status, 200);
   EXPECT_TRUE(json::parse(renew.body).as_object().at("renewed").as_bool());
   EXPECT_EQ(c.request("POST", "/v1/check", acquire).status, 400);
+
+  // /metrics counted each call by operation and outcome: 3 granted and 2 refused acquires,
+  // 1 release that freed a slot and 2 that found nothing, 1 renewal.
+  const auto metrics = c.request("GET", "/metrics").body;
+  auto count = [&](std::string_view op, std::string_view outcome) {
+    return metric_value(metrics, R"(floodgate_lease_operations_total{rule="exports",operation=")" +
+                                     std::string(op) + R"(",outcome=")" + std::string(outcome) +
+                                     R"("})");
+  };
+  EXPECT_EQ(count("acquire", "granted"), 3) << metrics;
+  EXPECT_EQ(count("acquire", "refused"), 2);
+  EXPECT_EQ(count("acquire", "failed"), 0);
+  EXPECT_EQ(count("release", "released"), 1);
+  EXPECT_EQ(count("release", "not_held"), 2);
+  EXPECT_EQ(count("renew", "renewed"), 1);
+  EXPECT_EQ(count("renew", "not_held"), 0);
+  EXPECT_EQ(count("release", "granted"), std::nullopt) << "an outcome release cannot have";
+  // Lease calls are not rate decisions.
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_decisions_total{rule="exports",result="allowed"})"),
+            std::nullopt);
 }
 
 }  // namespace

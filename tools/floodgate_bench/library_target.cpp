@@ -62,7 +62,7 @@ class library_target final : public target {
 
 }  // namespace
 
-target_maker make_library_target(const bench_options& opts, const policy& p) {
+std::shared_ptr<limiter> make_bench_limiter(const bench_options& opts) {
   backend_options b;
   b.redis.connections = opts.connections;
   b.redis.timeout = opts.timeout;
@@ -70,7 +70,11 @@ target_maker make_library_target(const bench_options& opts, const policy& p) {
     b.memory.clock = recording_clock;
     b.redis.test_clock = recording_clock;
   }
-  auto shared = std::make_shared<limiter>(opts.url, b);
+  return std::make_shared<limiter>(opts.url, b);
+}
+
+target_maker make_library_target(const bench_options& opts, const policy& p) {
+  auto shared = make_bench_limiter(opts);
   return [shared, &p, record = opts.replay] {
     return std::make_unique<library_target>(shared, p, record);
   };

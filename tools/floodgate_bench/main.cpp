@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "accuracy.hpp"
+#include "held_board.hpp"
 #include "options.hpp"
 #include "print_script.hpp"
 #include "progress_bar.hpp"
@@ -33,7 +34,10 @@ int main(int argc, char** argv) {
   try {
     const auto policy = opts.make_policy();
     progress_bar bar(opts.progress && !opts.json);
-    auto result = supervise(opts, [&](double f, std::uint64_t n) { bar.update(f, n); });
+    std::optional<held_board> held;
+    if (opts.concurrency) held.emplace(opts.keys);  // before fork: the workers share it
+    auto result = supervise(
+        opts, [&](double f, std::uint64_t n) { bar.update(f, n); }, held ? &*held : nullptr);
     bar.clear();
     const auto accuracy = check_accuracy(policy, std::move(result.admissions));
     std::optional<replay_report> replayed;
@@ -41,7 +45,7 @@ int main(int argc, char** argv) {
       replayed = replay_sliding_log(policy.limit(), policy.window().count(),
                                     std::move(result.decision_log), result.decision_log_cutoff_ms);
     if (replayed) replayed->unjudged = result.decisions() - replayed->judged;
-    const report r{opts, policy, result, accuracy, replayed};
+    const report r{opts, policy, result, accuracy, replayed, held ? &*held : nullptr};
     std::cout << (opts.json ? r.json() + "\n" : r.text()) << std::flush;
     return 0;
   } catch (const interrupted& e) {

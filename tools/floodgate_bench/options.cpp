@@ -56,6 +56,14 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(value * scale)));
 }
 
+concurrency_policy bench_options::make_concurrency_policy() const {
+  try {
+    return concurrency_policy(rule, limit, lease, failure_mode::closed);
+  } catch (const config_error& e) {
+    throw usage_error(std::string("concurrency policy: ") + e.what());
+  }
+}
+
 policy bench_options::make_policy() const {
   try {
     return policy(rule, algo, limit, window, burst_size, failure_mode::closed);
@@ -67,7 +75,8 @@ policy bench_options::make_policy() const {
 bench_options parse_options(int argc, const char* const* argv) {
   bench_options o;
   bool naive = false, duration_given = false, algorithm_given = false, arrivals_given = false,
-       limit_given = false;
+       limit_given = false, hold_given = false, lease_given = false, cost_given = false,
+       window_given = false, burst_size_given = false;
   std::optional<std::string> redis_url, http_url, grpc_address;
 
   using setter = std::function<void(std::string_view)>;
@@ -135,8 +144,7 @@ bench_options parse_options(int argc, const char* const* argv) {
        [&](std::string_view v) {
          o.replay_max = parse_integer<std::size_t>("--replay-max", v, 1, 100'000'000);
        }},
-      {"--max-lag",
-       [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
+      {"--max-lag", [&](std::string_view v) { o.max_lag = parse_duration_flag("--max-lag", v); }},
       {"--duration",
        [&](std::string_view v) {
          o.duration = parse_duration_flag("--duration", v);
@@ -152,28 +160,55 @@ bench_options parse_options(int argc, const char* const* argv) {
        }},
       {"--algorithm",
        [&](std::string_view v) {
+         algorithm_given = true;
+         if (v == "concurrency") {
+           o.concurrency = true;
+           return;
+         }
+         o.concurrency = false;
          auto a = parse_algorithm(v);
          if (!a)
            throw usage_error(
                "--algorithm: expected sliding_log, sliding_window, fixed_window, "
-               "token_bucket or gcra, got '" +
+               "token_bucket, gcra or concurrency, got '" +
                std::string(v) + "'");
          o.algo = *a;
-         algorithm_given = true;
        }},
       {"--limit",
        [&](std::string_view v) {
          o.limit = parse_integer<std::int64_t>("--limit", v, 1, INT64_MAX);
          limit_given = true;
        }},
-      {"--window", [&](std::string_view v) { o.window = parse_duration_flag("--window", v); }},
+      {"--window",
+       [&](std::string_view v) {
+         o.window = parse_duration_flag("--window", v);
+         window_given = true;
+       }},
       {"--burst-size",
        [&](std::string_view v) {
          o.burst_size = parse_integer<std::int64_t>("--burst-size", v, 1, INT64_MAX);
+         burst_size_given = true;
        }},
       {"--cost",
        [&](std::string_view v) {
          o.cost = parse_integer<std::int64_t>("--cost", v, 1, INT64_MAX);
+         cost_given = true;
+       }},
+      {"--hold",
+       [&](std::string_view v) {
+         // 0 releases at once; at most an hour (a run of held leases, not a soak test).
+         auto d = parse_duration(v);
+         if (!d || *d > std::chrono::hours(1))
+           throw usage_error(
+               "--hold: expected a duration in [0, 1h] such as 0ms, 10ms or 1s, got '" +
+               std::string(v) + "'");
+         o.hold = *d;
+         hold_given = true;
+       }},
+      {"--lease",
+       [&](std::string_view v) {
+         o.lease = parse_duration_flag("--lease", v);
+         lease_given = true;
        }},
       {"--connections",
        [&](std::string_view v) {
@@ -291,6 +326,33 @@ bench_options parse_options(int argc, const char* const* argv) {
                                          *o.over_limit_share, o.cost);
   }
 
+  if ((hold_given || lease_given) && !o.concurrency)
+    throw usage_error("--hold and --lease are for --algorithm concurrency");
+  if (o.concurrency) {
+    if (o.target != target_kind::library)
+      throw usage_error(
+          "--algorithm concurrency needs the library target (--redis URL without --naive)");
+    if (o.rate) throw usage_error("--algorithm concurrency runs closed loop: drop --rate");
+    if (o.inflight > 1)
+      throw usage_error(
+          "--algorithm concurrency: each thread holds one lease at a time, drop --inflight");
+    if (o.replay)
+      throw usage_error("--replay replays rate decisions: not with --algorithm concurrency");
+    if (cost_given || window_given || burst_size_given)
+      throw usage_error(
+          "--algorithm concurrency takes --limit (holders at once), --lease and --hold, not "
+          "--cost, --window or --burst-size");
+    // The shared board of holders keeps 16 bytes per key in memory shared by the processes.
+    if (o.keys > 1'000'000) throw usage_error("--algorithm concurrency: --keys at most 1000000");
+    // A lease that expires while held would count as held after Redis let it go: the observed
+    // holders could then exceed the limit without a bug.
+    if (o.lease <= o.hold)
+      throw usage_error(
+          "--lease must be longer than --hold: a lease that expires while held "
+          "makes the holders count meaningless");
+    o.make_concurrency_policy();  // validates limit and lease
+    return o;
+  }
   const auto p = o.make_policy();  // validates limit, window, burst size
   if (o.cost > p.capacity())
     throw usage_error("--cost " + std::to_string(o.cost) + " exceeds the policy's capacity " +
@@ -335,12 +397,21 @@ Open loop (default: closed loop, each call waits for the previous answer):
                          --zipf, a few keys far over, some near, most well under. The share
                          got (the key shares come in steps) is reported as traffic.
 Policy (for --http and --grpc, describe the service's rule: the accuracy check uses it):
-  --algorithm A          sliding_log, sliding_window, fixed_window, token_bucket, gcra
-                         (default gcra; fixed_window with --naive)
+  --algorithm A          sliding_log, sliding_window, fixed_window, token_bucket, gcra,
+                         concurrency (below) (default gcra; fixed_window with --naive)
   --limit L              requests per window (default 100)
   --window W             default 1s
   --burst-size B         token_bucket and gcra only (default: L)
   --cost C               cost of each request (default 1)
+Concurrency (--algorithm concurrency, library target, closed loop): each thread acquires
+a lease on a key (floodgate::semaphore), holds it, releases it, and goes on; a refused
+acquire is retried at once. Reports acquires/s and their latency, grants, refusals,
+leases lost (expired before their release) and the most leases held at once per key as
+the bench saw them (from the acquire's reply to the release's send, across every process
+and thread): more than --limit is a bug.
+  --limit L              holders at once per key (default 100)
+  --hold D               how long each lease is held (default 10ms; 0 releases at once)
+  --lease D              the lease's TTL, longer than --hold (default 30s)
 Backend (redis://):
   --connections N        connections per process (redis_options::connections, default 2)
   --timeout D            per-call deadline (default 1s)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "floodgate/policy.hpp"
+#include "floodgate/semaphore.hpp"
 
 namespace floodgate::bench {
 
@@ -73,6 +74,12 @@ struct bench_options {
   std::optional<std::int64_t> burst_size;
   std::int64_t cost = 1;
 
+  // --algorithm concurrency: each request acquires a lease of --limit concurrent holders per
+  // key, holds it for `hold` (the simulated work), then releases it; `lease` is its TTL.
+  bool concurrency = false;
+  std::chrono::milliseconds hold{10};
+  std::chrono::milliseconds lease{30'000};
+
   // Backend knobs (library target on redis://).
   std::size_t connections = 2;
   std::chrono::milliseconds timeout{1000};
@@ -95,6 +102,8 @@ struct bench_options {
   std::size_t workers() const noexcept { return processes * threads; }
   // The policy every worker checks against; throws usage_error if the flags make none.
   policy make_policy() const;
+  // --algorithm concurrency: the lease policy (name --rule, --limit, --lease).
+  concurrency_policy make_concurrency_policy() const;
 };
 
 bench_options parse_options(int argc, const char* const* argv);

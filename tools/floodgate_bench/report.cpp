@@ -1,5 +1,6 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
 #include <sstream>
@@ -87,7 +88,42 @@ double report::decisions_per_sec() const {
   return s > 0 ? static_cast<double>(result.decisions()) / s : 0.0;
 }
 
+std::int64_t report::max_held() const {
+  return held ? held->max_held() : 0;
+}
+
+std::string report::lease_json() const {
+  const auto limit = opts.limit;
+  std::ostringstream o;
+  o << "{\"target\":" << quoted(target_name(opts.target)) << ",\"url\":" << quoted(opts.url)
+    << ",\"mode\":" << quoted(opts.is_burst() ? "burst" : "duration")
+    << ",\"algorithm\":\"concurrency\",\"limit\":" << limit
+    << ",\"lease_ms\":" << opts.lease.count() << ",\"hold_ms\":" << opts.hold.count()
+    << ",\"processes\":" << opts.processes << ",\"threads\":" << opts.threads
+    << ",\"connections\":" << opts.connections << ",\"keys\":" << opts.keys
+    << ",\"zipf\":" << opts.zipf;
+  if (opts.is_burst())
+    o << ",\"burst\":" << *opts.burst;
+  else
+    o << ",\"duration_ms\":" << opts.duration.count();
+  o << ",\"elapsed_s\":" << number(elapsed_s()) << ",\"decisions\":" << result.decisions()
+    << ",\"decisions_per_sec\":" << number(decisions_per_sec()) << ",\"allowed\":" << result.allowed
+    << ",\"denied\":" << result.denied << ",\"errors\":" << result.errors
+    << ",\"over_admitted\":" << std::max<std::int64_t>(0, max_held() - limit)
+    << ",\"leases\":{\"limit\":" << limit << ",\"granted\":" << result.allowed
+    << ",\"refused\":" << result.denied << ",\"released\":" << result.released
+    << ",\"lost\":" << result.lost << ",\"max_held\":" << max_held()
+    << ",\"keys_at_limit\":" << (held ? held->keys_reaching(limit) : 0)
+    << ",\"keys_over_limit\":" << (held ? held->keys_reaching(limit + 1) : 0)
+    << "},\"latency_us\":";
+  latency_object(o, result.latency_us);
+  if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
+  o << "}";
+  return o.str();
+}
+
 std::string report::json() const {
+  if (opts.concurrency) return lease_json();
   const auto& h = result.latency_us;
   std::ostringstream o;
   o << "{\"target\":" << quoted(target_name(opts.target)) << ",\"url\":" << quoted(opts.url)
@@ -153,11 +189,18 @@ std::string report::text() const {
   std::snprintf(line, sizeof line, "floodgate-bench  %s on %s\n", target_name(opts.target),
                 opts.url.c_str());
   out += line;
-  std::snprintf(line, sizeof line,
-                "policy      %s, limit %lld per %lld ms, burst %lld, cost %lld\n",
-                std::string(to_string(rule.algo())).c_str(), static_cast<long long>(rule.limit()),
-                static_cast<long long>(rule.window().count()), static_cast<long long>(rule.burst()),
-                static_cast<long long>(opts.cost));
+  if (opts.concurrency)
+    std::snprintf(line, sizeof line,
+                  "policy      concurrency, %lld holders at once per key, lease %lld ms, each "
+                  "held %lld ms\n",
+                  static_cast<long long>(opts.limit), static_cast<long long>(opts.lease.count()),
+                  static_cast<long long>(opts.hold.count()));
+  else
+    std::snprintf(line, sizeof line,
+                  "policy      %s, limit %lld per %lld ms, burst %lld, cost %lld\n",
+                  std::string(to_string(rule.algo())).c_str(), static_cast<long long>(rule.limit()),
+                  static_cast<long long>(rule.window().count()),
+                  static_cast<long long>(rule.burst()), static_cast<long long>(opts.cost));
   out += line;
   std::snprintf(line, sizeof line,
                 "load        %zu processes x %zu threads x %zu in flight, %zu keys%s, %s\n",
@@ -201,6 +244,21 @@ std::string report::text() const {
                   "at 50-100%% of it\n",
                   100 * shape.over_limit_share, shape.keys_over, 100 * shape.near_limit_share);
     out += line;
+  }
+  if (opts.concurrency) {
+    std::snprintf(line, sizeof line,
+                  "leases      granted %llu   refused %llu   released %llu   lost (expired) %llu\n"
+                  "held        at most %lld at once of limit %lld (%zu of %zu keys reached it, "
+                  "%zu over)\n",
+                  static_cast<unsigned long long>(result.allowed),
+                  static_cast<unsigned long long>(result.denied),
+                  static_cast<unsigned long long>(result.released),
+                  static_cast<unsigned long long>(result.lost), static_cast<long long>(max_held()),
+                  static_cast<long long>(opts.limit), held ? held->keys_reaching(opts.limit) : 0,
+                  opts.keys, held ? held->keys_reaching(opts.limit + 1) : 0);
+    out += line;
+    if (!result.first_error.empty()) out += "first error " + result.first_error + "\n";
+    return out;
   }
   std::snprintf(line, sizeof line,
                 "accuracy    over-admitted %lld of %lld admitted (%s; clock tolerance %lld ms",

@@ -10,19 +10,24 @@
 // request's intended send time) and traffic {over_limit_share, near_limit_share, keys_over
 // [, requested_over_limit_share]}: the shares of requests from keys whose offered load (their
 // share of rate x cost per window) is over the limit, and within [limit/2, limit].
+// --algorithm concurrency: algorithm "concurrency", lease_ms and hold_ms instead of
+// window_ms, burst_size and cost; decisions are acquires (allowed: granted, denied: refused),
+// latency_us theirs; over_admitted = max(0, max_held - limit), and leases {limit, granted,
+// refused, released, lost, max_held, keys_at_limit, keys_over_limit} replaces accuracy:
+// max_held is the most leases of one key held at once as the bench saw them (held_board.hpp).
 // --replay adds wrong_decisions {reference: "sliding_log", recorded, judged, unjudged,
 // wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share,
 // over_admission {max, mean, key_windows, key_windows_over}} (replay.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
 
-#include <optional>
-
 #include "accuracy.hpp"
-#include "replay.hpp"
 #include "floodgate/policy.hpp"
+#include "held_board.hpp"
 #include "options.hpp"
+#include "replay.hpp"
 #include "run_result.hpp"
 
 namespace floodgate::bench {
@@ -33,11 +38,16 @@ struct report {
   const run_result& result;
   const accuracy_report& accuracy;
   const std::optional<replay_report>& replayed;  // --replay
+  const held_board* held = nullptr;              // --algorithm concurrency
 
   double elapsed_s() const;
   double decisions_per_sec() const;
   std::string json() const;
   std::string text() const;
+
+ private:
+  std::int64_t max_held() const;
+  std::string lease_json() const;
 };
 
 }  // namespace floodgate::bench

@@ -58,6 +58,8 @@ void run_result::merge(const run_result& other) {
   latency_us.merge(other.latency_us);
   corrected_latency_us.merge(other.corrected_latency_us);
   dropped += other.dropped;
+  released += other.released;
+  lost += other.lost;
   admissions.insert(admissions.end(), other.admissions.begin(), other.admissions.end());
   decision_log.insert(decision_log.end(), other.decision_log.begin(), other.decision_log.end());
   decision_log_cutoff_ms = std::min(decision_log_cutoff_ms, other.decision_log_cutoff_ms);
@@ -81,6 +83,8 @@ std::string run_result::serialize() const {
   const auto buckets = latency_us.buckets();
   put_array(out, buckets.data(), buckets.size());
   put(out, dropped);
+  put(out, released);
+  put(out, lost);
   put(out, corrected_latency_us.max());
   put(out, corrected_latency_us.sum());
   const auto corrected = corrected_latency_us.buckets();
@@ -106,6 +110,8 @@ run_result run_result::deserialize(std::string_view bytes) {
   const auto buckets = c.get_array<std::uint64_t>();
   r.latency_us = histogram::from_buckets(buckets, max, sum);
   r.dropped = c.get<std::uint64_t>();
+  r.released = c.get<std::uint64_t>();
+  r.lost = c.get<std::uint64_t>();
   const auto corrected_max = c.get<std::uint64_t>();
   const auto corrected_sum = c.get<std::uint64_t>();
   const auto corrected = c.get_array<std::uint64_t>();

@@ -24,6 +24,10 @@ struct run_result {
   // counts its wait), every decision; and the requests dropped after waiting --max-lag.
   histogram corrected_latency_us;
   std::uint64_t dropped = 0;
+  // --algorithm concurrency (allowed: leases granted, denied: refused): leases released, and
+  // lost (the release found nothing: the lease had expired); a failed release is an error.
+  std::uint64_t released = 0;
+  std::uint64_t lost = 0;
   std::vector<admission> admissions;
   // --replay: the decisions recorded, and the ms from which the record may be partial (the
   // earliest decision a full thread left out; every decision before it is recorded).

@@ -94,7 +94,7 @@ class crew {
     }
   }
 
-  void spawn(const bench_options& opts, const std::string& run_id) {
+  void spawn(const bench_options& opts, const std::string& run_id, held_board* held) {
     const pid_t parent = ::getpid();
     children_.resize(opts.processes);
     for (std::size_t i = 0; i < opts.processes; ++i) {
@@ -115,7 +115,7 @@ class crew {
         ::close(up[0]);
         ::close(down[1]);
         // _exit: the parent's buffered output and static objects are not the worker's.
-        ::_exit(run_worker_process(opts, i, run_id, up[1], down[0]));
+        ::_exit(run_worker_process(opts, i, run_id, up[1], down[0], held));
       }
       ::close(up[1]);
       ::close(down[0]);
@@ -139,13 +139,13 @@ class crew {
 
 }  // namespace
 
-run_result supervise(const bench_options& opts, const progress_fn& progress) {
+run_result supervise(const bench_options& opts, const progress_fn& progress, held_board* held) {
   stop_signal = 0;
   set_stop_handlers(true);
   ::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe: write() fails, the loop reports it
 
   crew workers;
-  workers.spawn(opts, make_run_id());
+  workers.spawn(opts, make_run_id(), held);
   auto& children = workers.children();
 
   const auto connect_deadline = now_us() + 30'000'000;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "held_board.hpp"
 #include "options.hpp"
 #include "run_result.hpp"
 
@@ -25,6 +26,8 @@ class interrupted : public std::runtime_error {
 using progress_fn = std::function<void(double fraction, std::uint64_t decisions)>;
 
 // Throws std::runtime_error naming the worker that failed and why, or interrupted.
-run_result supervise(const bench_options& opts, const progress_fn& progress);
+// `held`: --algorithm concurrency's board of leases held, shared with the workers (else null).
+run_result supervise(const bench_options& opts, const progress_fn& progress,
+                     held_board* held = nullptr);
 
 }  // namespace floodgate::bench

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "floodgate/limiter.hpp"
 #include "floodgate/policy.hpp"
 #include "options.hpp"
 
@@ -42,6 +43,10 @@ using target_maker = std::function<std::unique_ptr<target>()>;
 
 // Throws std::runtime_error (or floodgate::config_error) if the target cannot be set up.
 target_maker make_target_maker(const bench_options& opts, const policy& p);
+
+// The library target's limiter (one per process): --redis URL with --connections, --timeout
+// and --replay's clock. --algorithm concurrency holds its leases on its backend.
+std::shared_ptr<limiter> make_bench_limiter(const bench_options& opts);
 
 // One per kind; make_target_maker picks.
 target_maker make_library_target(const bench_options& opts, const policy& p);

@@ -17,6 +17,7 @@
 #include "arrival_schedule.hpp"
 #include "channel.hpp"
 #include "clock.hpp"
+#include "floodgate/semaphore.hpp"
 #include "key_distribution.hpp"
 #include "run_result.hpp"
 #include "target.hpp"
@@ -32,6 +33,11 @@ struct shared_plan {
   target_maker make_target;
   std::int64_t tolerance_us;
   std::size_t log_share;  // --replay: decisions each thread records at most
+  // --algorithm concurrency: the lease policy, the limiter whose backend holds the leases (one
+  // per process), and the board of leases held shared with the parent; make_target is unset.
+  std::optional<concurrency_policy> leases;
+  std::shared_ptr<limiter> lease_limiter;
+  held_board* held;
   std::latch ready;
   std::atomic<std::int64_t> start_us{0};  // 0: not yet; < 0: abort
   std::atomic<std::size_t> finished{0};
@@ -91,6 +97,13 @@ void record(const shared_plan& plan, thread_state& st, std::uint32_t key, std::i
 // Connects and peeks (cost 0 consumes nothing), so the run measures decisions, not connects.
 std::unique_ptr<target> set_up(shared_plan& plan, thread_state& st) {
   std::unique_ptr<target> t;
+  if (plan.leases) {
+    // A release of a lease nobody holds reaches the backend and changes nothing.
+    semaphore sem(plan.lease_limiter->get_backend());
+    const auto r = sem.release(plan.keys.front(), *plan.leases, "warm-up");
+    if (r.error) st.setup_error = "cannot reach the target: " + r.error.message();
+    return t;
+  }
   try {
     t = plan.make_target();
     std::binary_semaphore warmed{0};
@@ -166,6 +179,73 @@ class driver {
   std::latch finished_;  // one count per slot
 };
 
+// --algorithm concurrency, closed loop: acquire a lease on a key, hold it --hold, release it;
+// a refused acquire goes on at once. Each thread is one holder at a time (the sync calls); the
+// board counts the lease from the acquire's reply to just before the release is sent.
+class lease_driver {
+ public:
+  lease_driver(shared_plan& plan, thread_state& st, std::int64_t start_us, std::uint64_t seed)
+      : plan_(plan),
+        st_(st),
+        sem_(plan.lease_limiter->get_backend()),
+        stop_us_(start_us + std::chrono::microseconds(plan.opts.duration).count()),
+        remaining_(plan.opts.is_burst() ? static_cast<std::int64_t>(*plan.opts.burst) : 0),
+        rng_(seed) {}
+
+  void run() {
+    const auto& p = *plan_.leases;
+    while (plan_.opts.is_burst() ? remaining_-- > 0 : now_us() < stop_us_) {
+      const auto key = plan_.distribution.pick(rng_);
+      const auto& name = plan_.keys[key];
+      const auto send_us = now_us();
+      auto a = sem_.acquire(name, p);
+      const auto receive_us = now_us();
+      if (a.outcome == outcome::allowed) plan_.held->enter(key);
+      {
+        std::lock_guard lock(st_.mutex);
+        auto& r = st_.result;
+        r.finished_us = std::max(r.finished_us, receive_us);
+        if (a.outcome == outcome::allowed)
+          ++r.allowed;
+        else if (a.outcome == outcome::over_limit)
+          ++r.denied;
+        else
+          error(r, a.error);
+        if (a.outcome == outcome::allowed || a.outcome == outcome::over_limit)
+          r.latency_us.record(
+              static_cast<std::uint64_t>(std::max<std::int64_t>(0, receive_us - send_us)));
+      }
+      st_.answered.fetch_add(1, std::memory_order_relaxed);
+      if (a.outcome != outcome::allowed) continue;
+      if (plan_.opts.hold.count() > 0) std::this_thread::sleep_for(plan_.opts.hold);
+      plan_.held->leave(key);
+      const auto released = sem_.release(name, p, a.lease);
+      std::lock_guard lock(st_.mutex);
+      auto& r = st_.result;
+      r.finished_us = std::max(r.finished_us, now_us());
+      if (released.error)
+        error(r, released.error);
+      else if (released.done)
+        ++r.released;
+      else
+        ++r.lost;
+    }
+  }
+
+ private:
+  static void error(run_result& r, std::error_code ec) {
+    ++r.errors;
+    if (r.first_error.empty()) r.first_error = ec.message();
+  }
+
+  shared_plan& plan_;
+  thread_state& st_;
+  semaphore sem_;
+  const std::int64_t stop_us_;
+  std::int64_t remaining_;  // burst mode: acquires left to make
+  std::mt19937_64 rng_;
+};
+
 // Open loop: sends each request at its scheduled instant whether or not earlier answers have
 // arrived, up to --inflight at once. A request due while all slots are busy waits for one and
 // is sent late; its latency still counts from the intended instant (wrk2's correction for
@@ -231,7 +311,11 @@ void thread_main(shared_plan& plan, std::size_t process, std::size_t index, thre
   if (start > 0 && st.setup_error.empty()) {
     st.result.started_us = start;
     const auto seed = plan.opts.seed * 1'000'003 + process * 10'007 + index * 101;
-    if (plan.opts.is_open_loop()) {
+    if (plan.leases) {
+      lease_driver d(plan, st, start, seed);
+      wait_until_us(start);
+      d.run();
+    } else if (plan.opts.is_open_loop()) {
       // Thread i of n starts i/n of a gap in, so the run's sends interleave evenly.
       const auto n = plan.opts.workers();
       const double phase =
@@ -255,17 +339,25 @@ std::string key_name(const std::string& run_id, std::size_t k) {
 }
 
 int run_worker_process(const bench_options& opts, std::size_t index, const std::string& run_id,
-                       int up_fd, int down_fd) {
+                       int up_fd, int down_fd, held_board* held) {
   const auto p = opts.make_policy();  // outlives the plan: targets refer to it
   std::unique_ptr<shared_plan> plan;
   try {
     std::vector<std::string> keys;
     keys.reserve(opts.keys);
     for (std::size_t k = 0; k < opts.keys; ++k) keys.push_back(key_name(run_id, k));
+    if (opts.concurrency && !held) throw std::logic_error("concurrency run without a board");
+    std::optional<concurrency_policy> leases;
+    std::shared_ptr<limiter> lease_limiter;
+    if (opts.concurrency) {
+      leases.emplace(opts.make_concurrency_policy());
+      lease_limiter = make_bench_limiter(opts);
+    }
     plan.reset(new shared_plan{opts, std::move(keys), key_distribution(opts.keys, opts.zipf),
-                               make_target_maker(opts, p),
+                               opts.concurrency ? target_maker{} : make_target_maker(opts, p),
                                std::chrono::microseconds(opts.clock_tolerance).count(),
                                (opts.replay_max + opts.workers() - 1) / opts.workers(),
+                               std::move(leases), std::move(lease_limiter), held,
                                std::latch(static_cast<std::ptrdiff_t>(opts.threads))});
   } catch (const std::exception& e) {
     write_frame(up_fd, frame_type::failure, e.what());

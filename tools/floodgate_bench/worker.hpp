@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <string>
 
+#include "held_board.hpp"
 #include "options.hpp"
 
 namespace floodgate::bench {
@@ -16,7 +17,8 @@ namespace floodgate::bench {
 // The key every process uses for key index k in a run.
 std::string key_name(const std::string& run_id, std::size_t k);
 
+// `held`: with --algorithm concurrency, the board shared with the parent (held_board.hpp).
 int run_worker_process(const bench_options& opts, std::size_t index, const std::string& run_id,
-                       int up_fd, int down_fd);
+                       int up_fd, int down_fd, held_board* held = nullptr);
 
 }  // namespace floodgate::bench

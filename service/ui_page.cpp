@@ -17,7 +17,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0;padding:10px;background:#f6f6f6
 h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:0 0 6px}h3{font-size:13px;margin:8px 0 4px}
 section{background:#fff;border:1px solid #ddd;border-radius:6px;padding:8px 10px;margin:10px 0;overflow-x:auto}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:3px 6px;border-bottom:1px solid #eee}
-th{font-weight:600}.num{text-align:right;white-space:nowrap}
+th{font-weight:600}.num{text-align:right;white-space:nowrap}th.num{white-space:normal}
 .ok{color:#176f2c;font-weight:600}.bad{color:#b00020;font-weight:600}.muted{color:#777}
 .key{font-family:ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 form{display:flex;flex-wrap:wrap;gap:6px;margin-bottom:6px}input,select,button{font:inherit;padding:4px}
@@ -25,8 +25,8 @@ input{flex:1;min-width:8em}
 </style></head><body>
 <h1>floodgate <span id="backend-health" class="muted">…</span></h1>
 <div id="updated" class="muted">loading…</div>
-<section><h2>Rules</h2><table id="rules"><thead><tr><th>rule</th><th class="num">decisions/s</th>
-<th class="num">denied, last poll</th><th class="num">denied, total</th><th class="num">checks</th>
+<section><h2>Rules</h2><table id="rules"><thead><tr><th>rule</th><th class="num">checks/s</th>
+<th class="num">denied, recent</th><th class="num">denied, total</th><th class="num">checks</th>
 <th class="num">limit / window</th><th>algorithm</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Hot keys</h2><div id="top"></div></section>
 <section><h2>Backend</h2><table id="backend"><tbody></tbody></table></section>
@@ -38,7 +38,7 @@ input{flex:1;min-width:8em}
 "use strict";
 const POLL_MS = 2000;
 const DENIED = ["denied", "local_denied", "failed"];  // answered "no" (429 or 503)
-let previous = null, polls = 0;
+let history = [], polls = 0;  // the last polls' statuses, oldest first
 const $ = (id) => document.getElementById(id);
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -64,10 +64,12 @@ function duration(ms) {
 
 function showRules(s) {
   const body = $("rules").tBodies[0];
+  // Rates since the latest poll at least 1 s (of the server's clock) older; without one (the
+  // first poll, or a browser running timers faster), the average since floodgated started.
+  const base = history.filter((h) => s.now_ms - h.now_ms >= 1000).pop();
   const before = new Map();
-  if (previous) for (const r of previous.rules) before.set(r.name, r);
-  // Rates over the last poll; on the first, the average since start.
-  const seconds = previous ? (s.now_ms - previous.now_ms) / 1000 : s.uptime_s;
+  if (base) for (const r of base.rules) before.set(r.name, r);
+  const seconds = base ? (s.now_ms - base.now_ms) / 1000 : s.uptime_s;
   const select = $("inspect-rule"), chosen = select.value;
   const rows = [], options = [];
   for (const r of s.rules) {
@@ -168,7 +170,8 @@ async function poll() {
     showBackend(s);
     showClock(s);
     await showTop(s);
-    previous = s;
+    history.push(s);
+    if (history.length > 10) history.shift();
     ++polls;
     u.textContent = "updated " + new Date(s.now_ms).toISOString().slice(11, 19) + " UTC, up " +
                     Math.round(s.uptime_s) + " s";

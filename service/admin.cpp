@@ -77,17 +77,17 @@ admin_result key_call(const http_request& req, const admin_sources& sources,
   auto key = percent_decode(*raw_key);
   if (!rule || !key) return error_response(400, "bad percent-encoding in the query");
   if (key->size() > sources.max_key_size)
-    return error_response(400, "key longer than " + std::to_string(sources.max_key_size) +
-                                   " bytes");
+    return error_response(400,
+                          "key longer than " + std::to_string(sources.max_key_size) + " bytes");
   key_request k;
   k.what = what;
   k.rules = sources.store->get();
   k.rule = k.rules->find(*rule);
-  if (!k.rule)
-    return error_response(404, "unknown rule '" + rule->substr(0, 64) + "'");
+  if (!k.rule) return error_response(404, "unknown rule '" + rule->substr(0, 64) + "'");
   if (k.rule->concurrency)
-    return error_response(400, "rule '" + *rule + "' is a concurrency rule: its leases are not "
-                                                  "inspected here");
+    return error_response(400, "rule '" + *rule +
+                                   "' is a concurrency rule: its leases are not "
+                                   "inspected here");
   k.key = std::move(*key);
   return k;
 }

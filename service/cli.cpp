@@ -110,7 +110,8 @@ service::rule find_rule(const key_args& a, service::config& cfg) {
 void print_raw_state(const std::string& url, const policy& p, const std::string& key) {
   const auto s = service::read_raw_state(url, p, key, 2s);
   if (!s.readable) {
-    if (url.starts_with("redis://")) std::printf("state          (not read: %s)\n", s.why_not.c_str());
+    if (url.starts_with("redis://"))
+      std::printf("state          (not read: %s)\n", s.why_not.c_str());
     return;
   }
   std::printf("redis_key      %s\n", service::printable(s.redis_key).c_str());

@@ -42,7 +42,9 @@ inspector::inspector(std::shared_ptr<limiter> l, std::string url, std::size_t ma
   });
 }
 
-inspector::~inspector() { stop(); }
+inspector::~inspector() {
+  stop();
+}
 
 void inspector::submit(key_request r, done_fn done) {
   {

@@ -33,8 +33,7 @@ std::string describe(const redisReply* r) {
       return "(nil)";
     case REDIS_REPLY_ARRAY: {
       std::string out;
-      for (std::size_t i = 0; i < r->elements; ++i)
-        out += (i ? " " : "") + describe(r->element[i]);
+      for (std::size_t i = 0; i < r->elements; ++i) out += (i ? " " : "") + describe(r->element[i]);
       return out;
     }
     default:

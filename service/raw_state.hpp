@@ -19,12 +19,12 @@
 namespace floodgate::service {
 
 struct raw_state {
-  bool readable = false;  // the URL lets us read it (redis://, no TLS)
-  std::string why_not;    // when not readable: e.g. "memory:// keeps state inside floodgated"
-  std::string error;      // non-empty: the read failed (connect, AUTH, timeout)
-  std::string redis_key;  // the key read
-  std::string type;       // TYPE: "none", "string", "hash", "zset"
-  std::string value;      // printable: GET, HGETALL, or the first 10 of ZRANGE WITHSCORES
+  bool readable = false;      // the URL lets us read it (redis://, no TLS)
+  std::string why_not;        // when not readable: e.g. "memory:// keeps state inside floodgated"
+  std::string error;          // non-empty: the read failed (connect, AUTH, timeout)
+  std::string redis_key;      // the key read
+  std::string type;           // TYPE: "none", "string", "hash", "zset"
+  std::string value;          // printable: GET, HGETALL, or the first 10 of ZRANGE WITHSCORES
   std::int64_t members = -1;  // zset: ZCARD; else -1
   std::int64_t ttl_ms = -2;   // PTTL (-2: no key, -1: no expiry)
 };

@@ -10,7 +10,9 @@ namespace {
 
 namespace json = boost::json;
 
-double ms(std::chrono::microseconds d) { return static_cast<double>(d.count()) / 1000.0; }
+double ms(std::chrono::microseconds d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
 
 json::object rule_json(const rule& r, const metrics& stats) {
   json::object o;

@@ -14,7 +14,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-http_request get(std::string target) { return {"GET", std::move(target), {}, {}, "127.0.0.1"}; }
+http_request get(std::string target) {
+  return {"GET", std::move(target), {}, {}, "127.0.0.1"};
+}
 
 TEST(status, quantile_interpolates_inside_the_bucket) {
   metrics::latency_snapshot h;
@@ -42,7 +44,8 @@ TEST(status, counters_of_each_rule_and_the_backend) {
                    "r.yaml")));
   admin_sources s{&m, [] { return backend_state{true, "redis", ""}; }, nullptr, &store};
   s.clocks = [] {
-    return std::vector<redis_sampler::node_clock>{{"127.0.0.1:6379", true, clock_sample{1500us, 400us}}};
+    return std::vector<redis_sampler::node_clock>{
+        {"127.0.0.1:6379", true, clock_sample{1500us, 400us}}};
   };
   const auto res = route_admin(get("/v1/status"), s);
   const auto& r = std::get<http_response>(res);

@@ -40,12 +40,13 @@ struct fixture {
   std::uint16_t admin;
 
   explicit fixture(std::vector<std::string> more = {})
-      : fg(rules, [&] {
-          floodgated_process::options o;
-          o.extra_args = {"--redis", redis.url(), "--admin-listen", "127.0.0.1:0"};
-          o.extra_args.insert(o.extra_args.end(), more.begin(), more.end());
-          return o;
-        }()),
+      : fg(rules,
+           [&] {
+             floodgated_process::options o;
+             o.extra_args = {"--redis", redis.url(), "--admin-listen", "127.0.0.1:0"};
+             o.extra_args.insert(o.extra_args.end(), more.begin(), more.end());
+             return o;
+           }()),
         admin(admin_port_of(fg)) {
     wait_ready(fg);
   }
@@ -158,8 +159,8 @@ TEST(admin_inspect, peeks_without_consuming) {
     EXPECT_EQ(o.at("backend"), "redis");
     const auto& raw = o.at("raw").as_object();
     EXPECT_EQ(raw.at("type"), "zset");
-    EXPECT_EQ(logged_total(raw), 5) << r.body;  // the admitted five; denials store nothing
-    EXPECT_GE(raw.at("members").as_int64(), 1);   // one per millisecond that admitted
+    EXPECT_EQ(logged_total(raw), 5) << r.body;   // the admitted five; denials store nothing
+    EXPECT_GE(raw.at("members").as_int64(), 1);  // one per millisecond that admitted
     EXPECT_LE(raw.at("members").as_int64(), 5);
     EXPECT_GT(raw.at("ttl_ms").as_int64(), 0);
     EXPECT_LE(raw.at("ttl_ms").as_int64(), 3600000);

@@ -94,12 +94,12 @@ TEST(ui, browser_shows_rules_hot_keys_and_backend) {
   ASSERT_GE(err, 0);
   // 4 s of the page's time (virtual: timers run as fast as the fetches allow): two polls 2 s
   // apart, at least. Real time is bounded by wait_exit below.
-  child_process browser({chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                         "--hide-scrollbars", "--user-data-dir=" + dir + "/profile",
-                         "--window-size=412,915", "--virtual-time-budget=4500",
-                         "--screenshot=" + screenshot, "--dump-dom",
-                         "http://127.0.0.1:" + std::to_string(admin) + "/ui"},
-                        {.output = {}, .out_fd = out, .err_fd = err, .max_open_files = 0});
+  child_process browser(
+      {chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+       "--user-data-dir=" + dir + "/profile", "--window-size=412,915", "--virtual-time-budget=4500",
+       "--screenshot=" + screenshot, "--dump-dom",
+       "http://127.0.0.1:" + std::to_string(admin) + "/ui"},
+      {.output = {}, .out_fd = out, .err_fd = err, .max_open_files = 0});
   ::close(out);
   ::close(err);
   const auto code = browser.wait_exit(25s);

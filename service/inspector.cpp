@@ -98,7 +98,8 @@ http_response inspector::run(const key_request& r) const {
   o["key"] = r.key;
   o["remaining"] = peek.decision.remaining;
   o["reset_after_ms"] = peek.decision.reset_after.count();
-  o["local"] = peek.local;
+  o["local"] = peek.local;            // answered in this process
+  o["local_mode"] = peek.local_mode;  // ... because the backend is unreachable (failure_mode)
   o["backend"] = std::string(limiter_->get_backend().kind());
   const auto raw = read_raw_state(url_, p, r.key, raw_timeout_);
   if (!raw.readable) {

@@ -13,7 +13,8 @@
 //
 // The answer of an inspect:
 //   {"rule", "algorithm", "limit", "window_ms", "capacity", "shadow", "key",
-//    "remaining", "reset_after_ms", "local",          (the peek; local: decided in this process)
+//    "remaining", "reset_after_ms", "local", "local_mode",   (the peek; local: decided in
+//                                 this process; local_mode: so because the backend is down)
 //    "backend", "raw": {"redis_key", "type", "value", "members", "ttl_ms"} | null,
 //    "raw_note": why raw is null or failed (absent when it was read)}
 // of a reset: {"rule", "key", "reset": true}. A backend error: 503 {"error"}.

@@ -12,7 +12,7 @@ FLOODGATE_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   redis-server redis-tools nginx
-  gnuplot-nox curl
+  gnuplot-nox curl chromium
 )
 # What scripts/fuzz adds: clang with libFuzzer and its sanitizer runtimes.
 FLOODGATE_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)

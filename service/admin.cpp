@@ -6,6 +6,8 @@
 
 #include "handler.hpp"
 #include "hot_keys.hpp"
+#include "status.hpp"
+#include "ui_page.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -28,7 +30,8 @@ http_response top(const http_request& req, const admin_sources& sources) {
   if (!sources.top)
     return error_response(404, "hot keys are off (start floodgated with --top-keys N)");
   const auto& opts = sources.top->options();
-  const auto rule = query_param(req.target, "rule");
+  const auto raw_rule = query_param(req.target, "rule");
+  const auto rule = raw_rule ? percent_decode(*raw_rule) : std::nullopt;
   if (!rule || rule->empty()) return error_response(400, "give the rule: /v1/top?rule=NAME");
   const auto rules = sources.store->get();
   if (!rules->find(*rule))
@@ -57,7 +60,64 @@ http_response top(const http_request& req, const admin_sources& sources) {
   return res;
 }
 
+// GET /v1/inspect, POST /v1/reset: ?rule=NAME&key=KEY, validated.
+admin_result key_call(const http_request& req, const admin_sources& sources,
+                      key_request::action what) {
+  const std::string_view usage = what == key_request::action::inspect
+                                     ? "give the rule and the key: /v1/inspect?rule=NAME&key=KEY"
+                                     : "give the rule and the key: /v1/reset?rule=NAME&key=KEY";
+  if (!sources.keys || !sources.store) return error_response(404, "key inspection is off");
+  if (what == key_request::action::reset && req.header("Origin"))
+    return error_response(403, "reset is not for browsers (the request has an Origin header)");
+  const auto raw_rule = query_param(req.target, "rule");
+  const auto raw_key = query_param(req.target, "key");
+  if (!raw_rule || !raw_key || raw_rule->empty() || raw_key->empty())
+    return error_response(400, usage);
+  auto rule = percent_decode(*raw_rule);
+  auto key = percent_decode(*raw_key);
+  if (!rule || !key) return error_response(400, "bad percent-encoding in the query");
+  if (key->size() > sources.max_key_size)
+    return error_response(400,
+                          "key longer than " + std::to_string(sources.max_key_size) + " bytes");
+  key_request k;
+  k.what = what;
+  k.rules = sources.store->get();
+  k.rule = k.rules->find(*rule);
+  if (!k.rule) return error_response(404, "unknown rule '" + rule->substr(0, 64) + "'");
+  if (k.rule->concurrency)
+    return error_response(400, "rule '" + *rule +
+                                   "' is a concurrency rule: its leases are not "
+                                   "inspected here");
+  k.key = std::move(*key);
+  return k;
+}
+
 }  // namespace
+
+std::optional<std::string> percent_decode(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] != '%') {
+      out += s[i];
+    } else {
+      if (i + 2 >= s.size()) return std::nullopt;
+      const int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+  }
+  return out;
+}
 
 std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {
   const auto q = target.find('?');
@@ -74,11 +134,20 @@ std::optional<std::string_view> query_param(std::string_view target, std::string
   return std::nullopt;
 }
 
-http_response handle_admin(const http_request& req, const admin_sources& sources) {
+admin_result route_admin(const http_request& req, const admin_sources& sources) {
   const std::string_view target = req.target;
   const auto path = target.substr(0, target.find('?'));
-  const bool known =
-      path == "/metrics" || path == "/healthz" || path == "/readyz" || path == "/v1/top";
+  if (path == "/v1/reset") {
+    if (req.method != "POST") {
+      auto res = error_response(405, "method not allowed; use POST");
+      res.headers.emplace_back("Allow", "POST");
+      return res;
+    }
+    return key_call(req, sources, key_request::action::reset);
+  }
+  const bool known = path == "/metrics" || path == "/healthz" || path == "/readyz" ||
+                     path == "/v1/top" || path == "/v1/status" || path == "/v1/inspect" ||
+                     path == "/ui";
   if (!known) return error_response(404, "not found");
   if (req.method != "GET" && req.method != "HEAD") {
     auto res = error_response(405, "method not allowed; use GET, HEAD");
@@ -88,6 +157,9 @@ http_response handle_admin(const http_request& req, const admin_sources& sources
   if (path == "/metrics") return render_metrics(sources.stats->render());
   if (path == "/healthz") return render_health();
   if (path == "/v1/top") return top(req, sources);
+  if (path == "/v1/status") return render_status(sources);
+  if (path == "/v1/inspect") return key_call(req, sources, key_request::action::inspect);
+  if (path == "/ui") return render_ui();
   const auto b = sources.backend ? sources.backend() : backend_state{};
   return render_ready(b.healthy, b.kind);
 }

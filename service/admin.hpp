@@ -1,8 +1,12 @@
 // The admin listener's endpoints (--admin-listen): what operators and their tools read, kept
-// off the listener that callers reach. A pure function of the request, like the handler.
+// off the listener that callers reach. Pure, like the handler: a request becomes a response,
+// or — for the two that ask the backend about one key — a key_request that the caller runs
+// off the I/O threads (inspector.hpp in floodgated).
 //
 //   admin_sources s{&stats, [&] { return backend_state{b.healthy(), std::string(b.kind())}; }};
-//   http_response res = handle_admin(req, s);
+//   auto routed = route_admin(req, s);
+//   if (auto* k = std::get_if<key_request>(&routed)) inspector.submit(std::move(*k), done);
+//   else done(std::move(std::get<http_response>(routed)));
 //
 // Endpoints (docs/service.md, "Admin listener"):
 //   GET /metrics            the same Prometheus text as the public listener's /metrics
@@ -12,17 +16,30 @@
 //                           denied (hot_keys.hpp), when --top-keys enables them:
 //                           {"rule", "interval_ms", "span_ms", "capacity", "checks", "denials",
 //                            "checked": [{"key", "count", "error"}...], "denied": [...]}
-// Anything else is a 404, and the public listener answers these admin-only paths with a 404.
+//   GET /v1/status          rules with their counters, the backend, clock skew (status.hpp)
+//   GET /v1/inspect?rule=NAME&key=KEY
+//                           the key's state for the rule, nothing consumed (inspector.hpp)
+//   POST /v1/reset?rule=NAME&key=KEY
+//                           forget it; refused when the request has an Origin header (a web
+//                           page in an operator's browser must not reset keys)
+//   GET /ui                 the status page (ui_page.hpp)
+// Query values are percent-decoded ('+' is a space). Anything else is a 404, and the public
+// listener answers these admin-only paths with a 404.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "config_store.hpp"
 #include "http_message.hpp"
 #include "metrics.hpp"
+#include "redis_sampler.hpp"
 
 namespace floodgate::service {
 
@@ -31,19 +48,37 @@ class hot_keys;
 struct backend_state {
   bool healthy = false;
   std::string kind;
+  std::string last_error = {};  // why it fails, in the server's words; empty when it answers
 };
 
 struct admin_sources {
   metrics* stats = nullptr;                // never null
-  std::function<backend_state()> backend;  // for /readyz
+  std::function<backend_state()> backend;  // for /readyz and /v1/status
   const hot_keys* top = nullptr;           // null: hot keys are off
-  const config_store* store = nullptr;     // the rules /v1/top may name; set with top
+  const config_store* store = nullptr;     // the rules; needed by /v1/top, /v1/status, keys
+  // Redis's clock against this host's, per sampled node (/v1/status); empty: not sampled.
+  std::function<std::vector<redis_sampler::node_clock>()> clocks = {};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool keys = false;                // /v1/inspect and /v1/reset are served (a runner exists)
+  std::size_t max_key_size = 1024;  // bytes of a decoded key, as on the public listener
 };
 
-http_response handle_admin(const http_request& req, const admin_sources& sources);
+// A key to inspect or reset, validated: run it with the backend and answer (inspector.hpp).
+struct key_request {
+  enum class action { inspect, reset };
+  action what = action::inspect;
+  std::shared_ptr<const config> rules;  // keeps `rule` alive
+  const service::rule* rule = nullptr;
+  std::string key;  // decoded
+};
+
+using admin_result = std::variant<http_response, key_request>;
+admin_result route_admin(const http_request& req, const admin_sources& sources);
 
 // The value of query parameter `name` in `target` ("/path?a=1&b=2"), undecoded; nullopt when
 // absent.
 std::optional<std::string_view> query_param(std::string_view target, std::string_view name);
+// `s` with %XX decoded and '+' as a space; nullopt when a '%' is not followed by two hex digits.
+std::optional<std::string> percent_decode(std::string_view s);
 
 }  // namespace floodgate::service

@@ -8,8 +8,6 @@
 // inspect asks through the limiter with cost 0 (a peek: nothing consumed) for remaining and
 // reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on a connection of
 // its own. reset forgets the key's state for the rule (limiter::reset).
-#include <hiredis/hiredis.h>
-
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -21,10 +19,7 @@
 #include "config.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
-#include "redis/cluster_url.hpp"
-#include "redis/key.hpp"
-#include "redis/url.hpp"
-#include "redis/url_options.hpp"
+#include "raw_state.hpp"
 
 namespace {
 
@@ -111,94 +106,25 @@ service::rule find_rule(const key_args& a, service::config& cfg) {
   return *r;
 }
 
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
-
-std::string printable(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-std::string describe(const redisReply* r) {
-  if (!r) return "(no reply)";
-  switch (r->type) {
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-      return printable(std::string_view(r->str, r->len));
-    case REDIS_REPLY_ERROR:
-      return "error: " + std::string(r->str, r->len);
-    case REDIS_REPLY_INTEGER:
-      return std::to_string(r->integer);
-    case REDIS_REPLY_NIL:
-      return "(nil)";
-    case REDIS_REPLY_ARRAY: {
-      std::string out;
-      for (std::size_t i = 0; i < r->elements; ++i)
-        out += (i ? " " : "") + describe(r->element[i]);
-      return out;
-    }
-    default:
-      return "(reply type " + std::to_string(r->type) + ")";
-  }
-}
-
-// Prints the raw state of `redis_key` on the server of a redis:// URL.
-void print_raw_state(const std::string& url, const std::string& redis_key) {
-  redis_options ro;
-  const auto base = redis::apply_url_options(url, ro);
-  const auto ep = redis::parse_redis_url(base);
-  if (ep.tls) {
-    std::printf("state          (not read: TLS)\n");
+// Prints the raw state of `key` for `p` (raw_state.hpp: shared with GET /v1/inspect).
+void print_raw_state(const std::string& url, const policy& p, const std::string& key) {
+  const auto s = service::read_raw_state(url, p, key, 2s);
+  if (!s.readable) {
+    if (url.starts_with("redis://"))
+      std::printf("state          (not read: %s)\n", s.why_not.c_str());
     return;
   }
-  const timeval tv{2, 0};
-  std::unique_ptr<redisContext, void (*)(redisContext*)> c(
-      redisConnectWithTimeout(ep.host.c_str(), ep.port, tv), redisFree);
-  if (!c || c->err) fail("cannot connect to " + redis::redact_url(url));
-  redisSetTimeout(c.get(), tv);
-  auto cmd = [&](std::vector<std::string> args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    return reply_ptr(static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
-  };
-  if (ep.password) {
-    auto r = ep.user.empty() ? cmd({"AUTH", *ep.password}) : cmd({"AUTH", ep.user, *ep.password});
-    if (!r || r->type == REDIS_REPLY_ERROR) fail("AUTH failed: " + describe(r.get()));
-  }
-  if (ep.db != 0) cmd({"SELECT", std::to_string(ep.db)});
-  const auto type = describe(cmd({"TYPE", redis_key}).get());
-  reply_ptr value;
-  if (type == "string")
-    value = cmd({"GET", redis_key});
-  else if (type == "hash")
-    value = cmd({"HGETALL", redis_key});
-  else if (type == "zset")
-    value = cmd({"ZRANGE", redis_key, "0", "9", "WITHSCORES"});
-  if (type == "none") {
+  std::printf("redis_key      %s\n", service::printable(s.redis_key).c_str());
+  if (!s.error.empty()) fail(s.error);
+  if (s.type == "none") {
     std::printf("state          none (never checked, expired or reset: full capacity)\n");
     return;
   }
-  std::printf("state          %s %s\n", type.c_str(), value ? describe(value.get()).c_str() : "");
-  if (type == "zset")
-    std::printf("state_members  %s (at most the first 10 shown)\n",
-                describe(cmd({"ZCARD", redis_key}).get()).c_str());
-  std::printf("ttl_ms         %s\n", describe(cmd({"PTTL", redis_key}).get()).c_str());
+  std::printf("state          %s %s\n", s.type.c_str(), s.value.c_str());
+  if (s.type == "zset")
+    std::printf("state_members  %lld (at most the first 10 shown)\n",
+                static_cast<long long>(s.members));
+  std::printf("ttl_ms         %lld\n", static_cast<long long>(s.ttl_ms));
 }
 
 int check_config(int argc, char** argv) {
@@ -235,15 +161,8 @@ int inspect(int argc, char** argv) {
                 p.name().c_str(), std::string(to_string(p.algo())).c_str(),
                 static_cast<long long>(p.limit()), static_cast<long long>(p.window().count()),
                 static_cast<long long>(p.capacity()), r.shadow ? ", shadow" : "");
-    std::printf("key            %s\n", printable(a.key).c_str());
-    const bool raw = redis::iequals_prefix(a.url, "redis://");
-    if (raw) {
-      redis_options ro;
-      redis::apply_url_options(a.url, ro);
-      const auto name = redis::state_key({ro.key_prefix, ro.max_plain_key_size}, p, a.key);
-      std::printf("redis_key      %s\n", printable(name).c_str());
-      print_raw_state(a.url, name);
-    }
+    std::printf("key            %s\n", service::printable(a.key).c_str());
+    print_raw_state(a.url, p, a.key);
     const auto peek = lim.check(a.key, p, 0);
     if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
       fail("backend: " + peek.error.message());
@@ -263,7 +182,7 @@ int reset(int argc, char** argv) {
   try {
     auto lim = make_limiter(a.url);
     if (const auto ec = lim.reset(a.key, r.policy)) fail("backend: " + ec.message());
-    std::printf("reset: rule %s, key %s\n", r.name().c_str(), printable(a.key).c_str());
+    std::printf("reset: rule %s, key %s\n", r.name().c_str(), service::printable(a.key).c_str());
     return 0;
   } catch (const std::exception& e) {
     fail(e.what());

@@ -26,6 +26,7 @@
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
 #include "hot_keys.hpp"
+#include "inspector.hpp"
 #include "log_format.hpp"
 #include "metrics.hpp"
 #include "redis_sampler.hpp"
@@ -71,7 +72,8 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        Default: counted from the instances' heartbeats in Redis.
   --admin-listen HOST:PORT
                        serve the admin endpoints here (docs/operations.md): /metrics, /healthz,
-                       /readyz, and GET /v1/top when enabled. Bind it where only operators
+                       /readyz, /v1/status, /v1/inspect, POST /v1/reset, the status page /ui,
+                       and GET /v1/top when enabled. Bind it where only operators
                        reach. /metrics, /healthz and /readyz stay on --listen too; the admin-only
                        endpoints are never served there (404). Port 0 picks a free one (the
                        "admin listening" log line says which).
@@ -88,7 +90,8 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 Envoy's rate limit service (docs/envoy.md):
 %s
 Endpoints: POST /v1/check, GET /v1/auth/{rule}, GET /metrics, /healthz, /readyz
-(docs/service.md); on --admin-listen: GET /metrics, /healthz, /readyz, /v1/top.
+(docs/service.md); on --admin-listen: GET /metrics, /healthz, /readyz, /v1/top, /v1/status,
+/v1/inspect, /ui, POST /v1/reset.
 SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
 )";
 namespace envoy = floodgate::service::envoy;
@@ -362,17 +365,27 @@ int main(int argc, char** argv) {
     if (f.top_keys != 0)
       top = std::make_unique<hot_keys>(hot_keys_options{f.top_keys, f.top_interval});
     options.top = top.get();
+    // Key inspection on the admin listener: a worker of its own (it waits on Redis).
+    std::unique_ptr<inspector> keys;
     if (f.admin) {
       options.admin_host = f.admin->first;
       options.admin_port = f.admin->second;
+      keys = std::make_unique<inspector>(limiter, f.backend_url);
       admin_sources sources{&stats,
                             [l = limiter] {
                               auto& b = l->get_backend();
-                              return backend_state{b.healthy(), std::string(b.kind())};
+                              return backend_state{b.healthy(), std::string(b.kind()),
+                                                   b.last_error()};
                             },
                             top.get(), &store};
-      options.admin_handler = [sources](const http_request& req) {
-        return handle_admin(req, sources);
+      if (sampler.enabled()) sources.clocks = [&sampler] { return sampler.clocks(); };
+      sources.keys = true;
+      sources.max_key_size = options.limits.max_key_size;
+      options.admin_handler = [sources, k = keys.get()](const http_request& req,
+                                                        std::function<void(http_response)> done) {
+        auto routed = route_admin(req, sources);
+        if (auto* r = std::get_if<key_request>(&routed)) return k->submit(std::move(*r), done);
+        done(std::move(std::get<http_response>(routed)));
       };
     }
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
@@ -398,6 +411,7 @@ int main(int argc, char** argv) {
     const auto watch = watch_backend(limiter);
     server srv(std::move(options), std::move(limiter), store, stats, reload);
     const int code = srv.run();
+    if (keys) keys->stop();  // before the server's executors go: answers what still waits
     if (envoy_api) envoy_api->shutdown(drain);
     return code;
   } catch (const floodgate::config_error& e) {

@@ -323,4 +323,33 @@ std::string metrics::render() const {
   return out;
 }
 
+std::optional<metrics::rule_snapshot> metrics::rule_counts(std::string_view rule) const {
+  std::shared_lock lock(decisions_mutex_);
+  const auto it = decisions_.find(rule);
+  if (it == decisions_.end()) return std::nullopt;
+  const auto& c = it->second;
+  rule_snapshot s;
+  for (std::size_t v = 0; v < verdict_count; ++v)
+    s.verdicts[v] = c.verdicts[v].load(std::memory_order_relaxed);
+  s.cost = c.cost.load(std::memory_order_relaxed);
+  s.near_limit = c.near_limit.load(std::memory_order_relaxed);
+  s.shadow_denied = c.shadow_denied.load(std::memory_order_relaxed);
+  return s;
+}
+
+metrics::latency_snapshot metrics::backend_latency() const {
+  latency_snapshot s;
+  for (std::size_t b = 0; b < s.counts.size(); ++b)
+    s.counts[b] = latency_.counts[b].load(std::memory_order_relaxed);
+  s.sum_seconds = static_cast<double>(latency_.sum_ns.load(std::memory_order_relaxed)) / 1e9;
+  return s;
+}
+
+std::vector<std::pair<std::string_view, std::uint64_t>> metrics::backend_errors() const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> out;
+  for (std::size_t k = 0; k < error_kinds; ++k)
+    out.emplace_back(error_kind_names[k], backend_errors_[k].load(std::memory_order_relaxed));
+  return out;
+}
+
 }  // namespace floodgate::service

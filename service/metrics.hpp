@@ -111,6 +111,19 @@ class metrics {
 
   std::string render() const;
 
+  // The counters behind the text, for GET /v1/status (status.hpp).
+  struct rule_snapshot {
+    std::array<std::uint64_t, verdict_count> verdicts{};  // by verdict
+    std::uint64_t cost = 0, near_limit = 0, shadow_denied = 0;
+  };
+  struct latency_snapshot {
+    std::array<std::uint64_t, latency_buckets.size() + 1> counts{};  // per bucket, +Inf last
+    double sum_seconds = 0;
+  };
+  std::optional<rule_snapshot> rule_counts(std::string_view rule) const;  // nullopt: none yet
+  latency_snapshot backend_latency() const;
+  std::vector<std::pair<std::string_view, std::uint64_t>> backend_errors() const;  // by kind
+
  private:
   using counter = std::atomic<std::uint64_t>;
   struct histogram {

@@ -174,6 +174,13 @@ bool redis_sampler::enabled() const noexcept {
   return !impl_->endpoints.empty();
 }
 
+std::vector<redis_sampler::node_clock> redis_sampler::clocks() const {
+  std::vector<node_clock> out;
+  std::lock_guard lock(impl_->mutex);
+  for (const auto& n : impl_->nodes) out.push_back({n.label, n.up, n.clock});
+  return out;
+}
+
 void redis_sampler::render(std::string& out) const {
   if (!enabled()) return;
   std::lock_guard lock(impl_->mutex);

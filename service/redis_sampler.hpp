@@ -14,7 +14,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "clock_skew.hpp"
 
 namespace floodgate::service {
 
@@ -36,6 +40,13 @@ class redis_sampler {
   bool enabled() const noexcept;
   // The latest sample as Prometheus families; thread-safe.
   void render(std::string& out) const;
+  // Each node's latest clock sample (GET /v1/status); empty when not enabled; thread-safe.
+  struct node_clock {
+    std::string node;  // host:port
+    bool up = false;   // the last sample answered
+    std::optional<clock_sample> clock;
+  };
+  std::vector<node_clock> clocks() const;
 
   struct impl;
 

@@ -399,7 +399,7 @@ class session : public std::enable_shared_from_this<session> {
   void handle() {
     phase_ = phase::deciding;
     convert_request();
-    if (admin_) return respond(server_.options.admin_handler(request_), false);
+    if (admin_) return admin_call();
     auto routed = route(request_, server_.store.get(), server_.options.limits);
     if (auto* res = std::get_if<http_response>(&routed)) return respond(std::move(*res), false);
     if (auto* p = std::get_if<probe>(&routed)) return respond(answer(*p), false);
@@ -443,6 +443,18 @@ class session : public std::enable_shared_from_this<session> {
       auto executor = self->stream_.get_executor();
       asio::dispatch(executor,
                      [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });
+    });
+  }
+
+  // Everything on the admin listener: answered at once, or later from the key inspector.
+  void admin_call() {
+    in_flight_ = shared_from_this();
+    server_.options.admin_handler(request_, [s = this](http_response res) {
+      auto self = std::move(s->in_flight_);
+      auto executor = self->stream_.get_executor();
+      asio::dispatch(executor, [self = std::move(self), res = std::move(res)]() mutable {
+        self->respond(std::move(res), false);
+      });
     });
   }
 

@@ -51,10 +51,12 @@ struct server_options {
   std::chrono::milliseconds drain_timeout = 10s;
   request_limits limits;
   // The admin listener (--admin-listen, admin.hpp): its own address, where every request goes
-  // to admin_handler and none to the check endpoints. Off while admin_handler is empty.
+  // to admin_handler and none to the check endpoints. Off while admin_handler is empty. The
+  // handler answers by calling its second argument once, on any thread (at once, or later
+  // from a worker: the connection waits, under the same drain as a check).
   std::string admin_host = "127.0.0.1";
   std::uint16_t admin_port = 0;  // 0: any free port (the "admin listening" log line says which)
-  std::function<http_response(const http_request&)> admin_handler;
+  std::function<void(const http_request&, std::function<void(http_response)>)> admin_handler;
   hot_keys* top = nullptr;  // fed every decided check's keys (--top-keys); null: off
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "admin_port.hpp"
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
 #include "metrics_text.hpp"
@@ -15,15 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The port of the "admin listening" log line.
-std::uint16_t admin_port_of(const floodgated_process& fg) {
-  EXPECT_TRUE(fg.wait_for_log("msg=\"admin listening\""));
-  const auto log = fg.log();
-  const auto at = log.find("msg=\"admin listening\"");
-  const auto p = log.find(" port=", at);
-  return static_cast<std::uint16_t>(std::stoi(log.substr(p + 6)));
-}
-
 // The value of sample `series` in Prometheus text, or -1 when absent.
 double value_of(const std::string& text, const std::string& series) {
   return metric_value(text, series).value_or(-1);
@@ -33,14 +25,6 @@ floodgated_process start(const std::string& rules, const redis_server& redis) {
   floodgated_process::options o;
   o.extra_args = {"--redis", redis.url(), "--admin-listen", "127.0.0.1:0"};
   return floodgated_process(rules, o);
-}
-
-// The backend connects in the background: until /readyz says so, checks fail closed.
-void wait_ready(const floodgated_process& fg) {
-  for (auto deadline = std::chrono::steady_clock::now() + 10s;
-       std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(10ms))
-    if (http_request_once(fg.port(), "GET", "/readyz").status == 200) return;
-  FAIL() << "floodgated never became ready:\n" << fg.log();
 }
 
 std::string check(const std::string& rule, const std::string& key, int cost) {
@@ -118,6 +102,12 @@ TEST(admin, listeners_keep_their_own_endpoints) {
   EXPECT_EQ(http_request_once(admin, "POST", "/v1/check", check("api", "k", 1)).status, 404);
   EXPECT_EQ(http_request_once(admin, "GET", "/v1/auth/api").status, 404);
   EXPECT_EQ(http_request_once(fg.port(), "GET", "/v1/top?rule=api").status, 404);
+  // Nor the status page, its JSON, or key inspection and reset.
+  for (const char* path : {"/ui", "/v1/status", "/v1/inspect?rule=api&key=k"})
+    EXPECT_EQ(http_request_once(fg.port(), "GET", path).status, 404) << path;
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/reset?rule=api&key=k").status, 404);
+  EXPECT_EQ(http_request_once(admin, "GET", "/ui").status, 200);
+  EXPECT_EQ(http_request_once(admin, "GET", "/v1/status").status, 200);
 }
 
 }  // namespace

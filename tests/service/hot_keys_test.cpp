@@ -142,19 +142,24 @@ TEST(hot_keys, merging_a_full_generation_widens_the_error) {
   EXPECT_EQ(r.checked[2].error, 0u);
 }
 
+// The response of an admin request answered at once (all but /v1/inspect and /v1/reset).
+http_response admin_answer(const http_request& req, const admin_sources& s) {
+  return std::get<http_response>(route_admin(req, s));
+}
+
 TEST(hot_keys, top_endpoint) {
   metrics m;
   config_store store(std::make_shared<const config>(
       parse_config("rules:\n  - {name: api, algorithm: gcra, limit: 1, window: 1s}\n", "r.yaml")));
   admin_sources off{&m, {}, nullptr, &store};
   http_request req{"GET", "/v1/top?rule=api", {}, {}, "127.0.0.1"};
-  EXPECT_EQ(handle_admin(req, off).status, 404);
+  EXPECT_EQ(admin_answer(req, off).status, 404);
 
   hot_keys h({.capacity = 4, .interval = 60s});
   for (int i = 0; i < 3; ++i) h.record("api", "alice", i > 0, hot_keys::clock::now());
   h.record("api", "bob", false, hot_keys::clock::now());
   admin_sources on{&m, {}, &h, &store};
-  auto res = handle_admin(req, on);
+  auto res = admin_answer(req, on);
   ASSERT_EQ(res.status, 200) << res.body;
   const auto o = boost::json::parse(res.body).as_object();
   EXPECT_EQ(o.at("rule"), "api");
@@ -170,13 +175,13 @@ TEST(hot_keys, top_endpoint) {
   EXPECT_EQ(o.at("denied").as_array().size(), 1u);
 
   req.target = "/v1/top?rule=api&n=1";
-  EXPECT_EQ(boost::json::parse(handle_admin(req, on).body).at("checked").as_array().size(), 1u);
+  EXPECT_EQ(boost::json::parse(admin_answer(req, on).body).at("checked").as_array().size(), 1u);
   req.target = "/v1/top?rule=api&n=5";  // beyond the capacity
-  EXPECT_EQ(handle_admin(req, on).status, 400);
+  EXPECT_EQ(admin_answer(req, on).status, 400);
   req.target = "/v1/top";
-  EXPECT_EQ(handle_admin(req, on).status, 400);
+  EXPECT_EQ(admin_answer(req, on).status, 400);
   req.target = "/v1/top?rule=nope";
-  EXPECT_EQ(handle_admin(req, on).status, 404);
+  EXPECT_EQ(admin_answer(req, on).status, 404);
 }
 
 }  // namespace

@@ -204,23 +204,28 @@ TEST(redis_info, parses_cpu_memory_keys_and_our_commands) {
   EXPECT_FALSE(parse_info("-ERR unknown command\r\n"));
 }
 
+// The response of an admin request answered at once (all but /v1/inspect and /v1/reset).
+http_response admin_answer(const http_request& req, const admin_sources& s) {
+  return std::get<http_response>(route_admin(req, s));
+}
+
 TEST(admin, serves_metrics_and_probes_and_nothing_else) {
   metrics m;
   m.record_rule("api", verdict::denied, 0, nullptr, false);
   admin_sources s{&m, [] { return backend_state{false, "redis"}; }};
   http_request req{"GET", "/metrics", {}, {}, "127.0.0.1"};
-  auto res = handle_admin(req, s);
+  auto res = admin_answer(req, s);
   EXPECT_EQ(res.status, 200);
   EXPECT_EQ(value_of(res.body, R"(floodgate_decisions_total{rule="api",result="denied"})"), 1);
   req.target = "/readyz";
-  EXPECT_EQ(handle_admin(req, s).status, 503);
+  EXPECT_EQ(admin_answer(req, s).status, 503);
   req.target = "/healthz";
-  EXPECT_EQ(handle_admin(req, s).status, 200);
+  EXPECT_EQ(admin_answer(req, s).status, 200);
   req.target = "/v1/check";
-  EXPECT_EQ(handle_admin(req, s).status, 404);  // the admin listener decides nothing
+  EXPECT_EQ(admin_answer(req, s).status, 404);  // the admin listener decides nothing
   req.method = "POST";
   req.target = "/metrics";
-  EXPECT_EQ(handle_admin(req, s).status, 405);
+  EXPECT_EQ(admin_answer(req, s).status, 405);
 }
 
 TEST(admin, query_parameters) {

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "fault_relay.hpp"
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
 #include "metrics_text.hpp"
@@ -149,6 +150,28 @@ TEST(sampler, the_sample_interval_is_the_flags) {
   const int before = info_calls();
   std::this_thread::sleep_for(4500ms);
   EXPECT_LE(info_calls() - before - 1, 1);
+}
+
+// A relay holding Redis's replies 40 ms makes Redis's clock look ~20 ms behind: the TIME
+// reply left at the start of the round trip, not halfway (the estimate's ± rtt/2). Over a
+// --max-clock-skew of 5 ms that is logged once, and its end once; under the default 100 ms,
+// never.
+TEST(sampler, a_skew_over_max_clock_skew_is_logged_once_and_its_end_too) {
+  redis_server redis;
+  fault_relay relay{redis.port()};
+  relay.set_latency(40ms);
+  auto fg = start(relay.url(), {"--max-clock-skew", "5ms"});
+  auto usual = start(relay.url());
+  const std::string over = "msg=\"clock skew with Redis over the threshold";
+  ASSERT_TRUE(fg.wait_for_log(over, 10s)) << fg.log();
+  EXPECT_NE(fg.log().find("threshold_ms=5"), std::string::npos) << fg.log();
+  std::this_thread::sleep_for(2500ms);  // two more samples, still skewed: no more lines
+  relay.set_latency(0ms);
+  ASSERT_TRUE(fg.wait_for_log("msg=\"clock skew with Redis back under the threshold\"", 10s))
+      << fg.log();
+  const auto log = fg.log();
+  EXPECT_EQ(log.find(over), log.rfind(over)) << log;
+  EXPECT_EQ(usual.log().find(over), std::string::npos) << usual.log();
 }
 
 TEST(sampler, flags_are_in_help_and_bad_values_are_refused) {

@@ -155,8 +155,7 @@ std::pair<std::string, std::uint16_t> parse_address(std::string_view flag, std::
 
 // A duration from `min` to `max`, or a usage error saying so.
 std::chrono::milliseconds parse_duration_flag(std::string_view flag, std::string_view v,
-                                              std::string_view range,
-                                              std::chrono::milliseconds min,
+                                              std::string_view range, std::chrono::milliseconds min,
                                               std::chrono::milliseconds max) {
   const auto d = floodgate::parse_duration(v);
   if (!d || *d < min || *d > max)
@@ -388,8 +387,9 @@ int main(int argc, char** argv) {
       stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
     // /readyz as a gauge, for alerts (examples/prometheus/floodgate-alerts.yml).
     stats.add_collector([l = limiter](std::string& out) {
-      out += "# HELP floodgate_backend_ready 1 while the backend can serve calls (/readyz 200).\n"
-             "# TYPE floodgate_backend_ready gauge\nfloodgate_backend_ready ";
+      out +=
+          "# HELP floodgate_backend_ready 1 while the backend can serve calls (/readyz 200).\n"
+          "# TYPE floodgate_backend_ready gauge\nfloodgate_backend_ready ";
       out += l->get_backend().healthy() ? "1\n" : "0\n";
     });
     // Hot keys: fixed memory per rule, fed on the decision path only when asked for.

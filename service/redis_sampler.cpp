@@ -66,11 +66,10 @@ struct sampler_link {
     }
     socket = std::make_unique<redis::sentinel_socket>(
         io, ep, options, tls.context, tls.error,
-        redis::sentinel_socket::handlers{
-            [this](redis::reply& r) {
-              if (!answer) answer = std::move(r);
-            },
-            [this](const std::string& why) { closed = why; }});
+        redis::sentinel_socket::handlers{[this](redis::reply& r) {
+                                           if (!answer) answer = std::move(r);
+                                         },
+                                         [this](const std::string& why) { closed = why; }});
   }
 
   floodgate::redis_options options;  // the socket's (it keeps a reference)
@@ -82,14 +81,14 @@ struct sampler_link {
 
 struct redis_sampler::impl {
   redis_sampler_options options;
-  bool enabled = false;         // the URL names nodes to sample
+  bool enabled = false;             // the URL names nodes to sample
   floodgate::redis_options client;  // the URL's options (TLS files, sentinels' credentials)
   redis::tls_context_result tls;
   boost::asio::io_context io;  // run by the sampler thread only, one ask at a time
   // Sentinel: who to ask for the primary, and the primary's credentials (its host and port
   // found). Empty otherwise.
   std::vector<std::unique_ptr<sampler_link>> sentinels;  // the sampler thread's
-  std::size_t sentinel_first = 0;  // the one that answered last: asked first
+  std::size_t sentinel_first = 0;                        // the one that answered last: asked first
   std::optional<redis::sentinel_config> sentinel;
   std::vector<std::unique_ptr<sampler_link>> links;  // per node; the sampler thread's
   std::vector<bool> clock_alarm;                     // the sampler thread's: skew logged as over
@@ -129,8 +128,8 @@ struct redis_sampler::impl {
   std::optional<redis::redis_endpoint> find_primary(const std::stop_token& stop) {
     for (std::size_t k = 0; k < sentinels.size(); ++k) {
       const auto i = (sentinel_first + k) % sentinels.size();
-      auto r = ask(*sentinels[i], {"SENTINEL", "get-master-addr-by-name", sentinel->master_name},
-                   stop);
+      auto r =
+          ask(*sentinels[i], {"SENTINEL", "get-master-addr-by-name", sentinel->master_name}, stop);
       if (!r || r->kind != redis::reply::type::array || r->elements.size() != 2) continue;
       const auto port = to_int(r->elements[1].str);
       if (port < 1 || port > 65535) continue;

@@ -60,8 +60,7 @@ std::set<std::string> metric_names(const std::vector<std::string>& exprs) {
   static const std::regex name(R"(\bfloodgate_[A-Za-z0-9_]+)");
   std::set<std::string> out;
   for (const auto& e : exprs)
-    for (std::sregex_iterator i(e.begin(), e.end(), name), end; i != end; ++i)
-      out.insert(i->str());
+    for (std::sregex_iterator i(e.begin(), e.end(), name), end; i != end; ++i) out.insert(i->str());
   return out;
 }
 
@@ -76,9 +75,8 @@ std::set<std::string> exported(const std::string& text) {
 
 TEST(deploy_files, every_metric_in_the_dashboard_and_the_alerts_is_exported) {
   std::vector<std::string> dashboard;
-  dashboard_queries(
-      json::parse(source_file("examples/grafana/floodgate-dashboard.json")),
-      dashboard);
+  dashboard_queries(json::parse(source_file("examples/grafana/floodgate-dashboard.json")),
+                    dashboard);
   const auto alerts = alert_exprs();
   const auto in_dashboard = metric_names(dashboard);
   const auto in_alerts = metric_names(alerts);
@@ -100,8 +98,9 @@ TEST(deploy_files, every_metric_in_the_dashboard_and_the_alerts_is_exported) {
   for (int i = 0; i < 5; ++i) c.request("POST", "/v1/check", R"({"rule":"api","key":"k"})");
   // The sampler's families, all of them once a sample has seen the checks' script calls
   // (samples at start, then every second; 10 s allows a loaded machine).
-  const std::string evalsha = "floodgate_redis_script_calls_total{node=\"127.0.0.1:" +
-                              std::to_string(redis.port()) + "\",command=\"evalsha\"}";
+  const std::string evalsha =
+      "floodgate_redis_script_calls_total{node=\"127.0.0.1:" + std::to_string(redis.port()) +
+      "\",command=\"evalsha\"}";
   std::string text;
   for (auto until = std::chrono::steady_clock::now() + 10s;
        std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(100ms)) {
@@ -119,9 +118,7 @@ TEST(deploy_files, every_metric_in_the_dashboard_and_the_alerts_is_exported) {
 // promtool parses each dashboard query (Grafana's variables given values) as a recording rule.
 TEST(deploy_files, the_dashboard_queries_are_promql) {
   std::vector<std::string> queries;
-  dashboard_queries(
-      json::parse(source_file("examples/grafana/floodgate-dashboard.json")),
-      queries);
+  dashboard_queries(json::parse(source_file("examples/grafana/floodgate-dashboard.json")), queries);
   YAML::Emitter rules;
   rules << YAML::BeginMap << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq
         << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "dashboard" << YAML::Key

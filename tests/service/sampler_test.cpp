@@ -18,7 +18,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string rules = "rules:\n  - {name: api, algorithm: sliding_log, limit: 20, window: 1h}\n";
+const std::string rules =
+    "rules:\n  - {name: api, algorithm: sliding_log, limit: 20, window: 1h}\n";
 
 floodgated_process start(const std::string& url, std::vector<std::string> more = {}) {
   floodgated_process::options o;
@@ -46,22 +47,21 @@ std::string wait_metric(const floodgated_process& fg, const std::string& series,
 
 void check_some(const floodgated_process& fg, int n) {
   http_connection c(fg.port());
-  for (int i = 0; i < n; ++i)
-    c.request("POST", "/v1/check", R"({"rule":"api","key":"k"})");
+  for (int i = 0; i < n; ++i) c.request("POST", "/v1/check", R"({"rule":"api","key":"k"})");
 }
 
 // The node's INFO and TIME arrive (every 1 s here; 10 s allows a loaded machine), and the
 // evalsha count includes the checks just made through the same TLS Redis.
 void expect_sampled(const floodgated_process& fg, std::uint16_t port) {
   const auto n = node(port);
-  auto text = wait_metric(fg, "floodgate_redis_up{" + n + "}", [](double v) { return v == 1; },
-                          10s);
+  auto text = wait_metric(
+      fg, "floodgate_redis_up{" + n + "}", [](double v) { return v == 1; }, 10s);
   ASSERT_EQ(metric_value(text, "floodgate_redis_up{" + n + "}"), 1) << text << fg.log();
   check_some(fg, 5);
-  text = wait_metric(fg, "floodgate_redis_script_calls_total{" + n + R"(,command="evalsha"})",
-                     [](double v) { return v >= 5; }, 10s);
-  EXPECT_GE(metric_value(text, "floodgate_redis_script_calls_total{" + n +
-                                   R"(,command="evalsha"})")
+  text = wait_metric(
+      fg, "floodgate_redis_script_calls_total{" + n + R"(,command="evalsha"})",
+      [](double v) { return v >= 5; }, 10s);
+  EXPECT_GE(metric_value(text, "floodgate_redis_script_calls_total{" + n + R"(,command="evalsha"})")
                 .value_or(-1),
             5)
       << text;
@@ -90,7 +90,8 @@ TEST(sampler, a_refused_tls_handshake_is_a_node_down) {
   auto fg = start("rediss://127.0.0.1:" + std::to_string(tls_port) +
                   "?tls_ca_file=" + certs.path("ca.crt"));
   const auto series = "floodgate_redis_up{" + node(tls_port) + "}";
-  const auto text = wait_metric(fg, series, [](double) { return true; }, 10s);
+  const auto text = wait_metric(
+      fg, series, [](double) { return true; }, 10s);
   EXPECT_EQ(metric_value(text, series), 0) << text;
 }
 
@@ -110,10 +111,10 @@ TEST(sampler, follows_the_sentinel_primary_through_a_failover) {
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_TRUE(s.wait_primary_port(s.node(1).port(), 20s));
   const auto series = "floodgate_redis_up{" + node(s.node(1).port()) + "}";
-  const auto text = wait_metric(fg, series, [](double v) { return v == 1; }, 15s);
+  const auto text = wait_metric(
+      fg, series, [](double v) { return v == 1; }, 15s);
   EXPECT_EQ(metric_value(text, series), 1) << text << fg.log();
-  EXPECT_FALSE(metric_value(text, "floodgate_redis_up{" + node(s.node(0).port()) + "}"))
-      << text;
+  EXPECT_FALSE(metric_value(text, "floodgate_redis_up{" + node(s.node(0).port()) + "}")) << text;
 }
 
 TEST(sampler, samples_the_primary_of_a_tls_sentinel) {

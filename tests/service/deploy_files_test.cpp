@@ -130,6 +130,28 @@ TEST(deploy_files, every_metric_in_the_dashboard_and_the_alerts_is_exported) {
     EXPECT_TRUE(have.contains(n)) << "the alert rules' " << n << " is not on /metrics";
 }
 
+// The alerts' readiness gauge says what /readyz says: 1 while Redis answers, 0 once it is
+// gone (killed: connections refused, so readiness drops within the reconnect backoff; 10 s
+// allows a loaded machine).
+TEST(deploy_files, backend_ready_is_what_readyz_says) {
+  redis_server redis;
+  floodgated_process::options o;
+  o.extra_args = {"--redis", redis.url()};
+  floodgated_process fg("rules:\n  - {name: api, algorithm: gcra, limit: 3, window: 1s}\n", o);
+  auto both = [&](int status, double ready) {
+    for (auto until = std::chrono::steady_clock::now() + 10s;
+         std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(50ms))
+      if (http_request_once(fg.port(), "GET", "/readyz").status == status &&
+          metric_value(http_request_once(fg.port(), "GET", "/metrics").body,
+                       "floodgate_backend_ready") == ready)
+        return true;
+    return false;
+  };
+  EXPECT_TRUE(both(200, 1)) << fg.log();
+  redis.kill();
+  EXPECT_TRUE(both(503, 0)) << fg.log();
+}
+
 // promtool parses each dashboard query (Grafana's variables given values) as a recording rule.
 TEST(deploy_files, the_dashboard_queries_are_promql) {
   std::vector<std::string> queries;

@@ -13,6 +13,7 @@ FLOODGATE_PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   redis-server redis-tools nginx
   gnuplot-nox curl chromium
+  prometheus systemd procps
 )
 # What scripts/fuzz adds: clang with libFuzzer and its sanitizer runtimes.
 FLOODGATE_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
@@ -34,6 +35,13 @@ ensure_packages() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+  # prometheus is here for promtool, systemd for systemd-analyze, procps for the unit's
+  # /bin/kill (tests/deploy); on a machine running systemd the prometheus package
+  # also starts a server on :9090, which the tests do not want.
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ] &&
+    systemctl is-active --quiet prometheus 2>/dev/null; then
+    "${sudo[@]}" systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
 }
 
 # Configures once, then builds incrementally. Extra arguments go to cmake's configure step;

@@ -41,6 +41,7 @@ constexpr const char* usage =
                   [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
                   [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
                   [--admin-listen HOST:PORT [--top-keys N] [--top-interval DURATION]]
+                  [--redis-sample-interval DURATION] [--max-clock-skew DURATION]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -83,6 +84,13 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        are callers' data. 1 to 4096; 64 is a good start.
   --top-interval DURATION
                        hot keys cover the last one to two of these (default 60s).
+  --redis-sample-interval DURATION
+                       how often Redis's own view (INFO: CPU, memory, evictions; TIME: clock
+                       skew) is sampled for /metrics, per node (default 5s; 1s to 1h).
+  --max-clock-skew DURATION
+                       Redis's clock this far from the host's is logged (warning), once, and
+                       again when back under (default 100ms; 1ms to 1h). Decisions use Redis's
+                       clock; skew makes Retry-After hints wrong for clients.
   --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
                        Logs go to stderr, one logfmt line per event; decisions are logged at
                        debug only.
@@ -95,6 +103,7 @@ Endpoints: POST /v1/check, GET /v1/auth/{rule}, GET /metrics, /healthz, /readyz
 SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
 )";
 namespace envoy = floodgate::service::envoy;
+using namespace std::chrono_literals;
 
 struct flags {
   std::string config_path;
@@ -110,6 +119,8 @@ struct flags {
   std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
   std::size_t top_keys = 0;                                    // 0: hot keys off
   std::chrono::milliseconds top_interval{60000};
+  std::chrono::milliseconds redis_sample_interval{5000};
+  std::chrono::milliseconds max_clock_skew{100};
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -143,6 +154,17 @@ std::pair<std::string, std::uint16_t> parse_address(std::string_view flag, std::
   if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535)
     usage_error(std::string(flag) + ": '" + std::string(port_text) + "' is not a port");
   return {std::string(host), static_cast<std::uint16_t>(port)};
+}
+
+// A duration from `min` to `max`, or a usage error saying so.
+std::chrono::milliseconds parse_duration_flag(std::string_view flag, std::string_view v,
+                                              std::string_view range, std::chrono::milliseconds min,
+                                              std::chrono::milliseconds max) {
+  const auto d = floodgate::parse_duration(v);
+  if (!d || *d < min || *d > max)
+    usage_error(std::string(flag) + ": '" + std::string(v) + "' is not a duration from " +
+                std::string(range) + " (such as 5s or 250ms)");
+  return *d;
 }
 
 std::size_t parse_count(std::string_view flag, std::string_view v, std::size_t max) {
@@ -192,6 +214,10 @@ flags parse_flags(int argc, char** argv) {
       if (!d || d->count() < 1000)
         usage_error("--top-interval: '" + std::string(v) + "' is not a duration of 1s or more");
       f.top_interval = *d;
+    } else if (arg == "--redis-sample-interval") {
+      f.redis_sample_interval = parse_duration_flag(arg, next(), "1s to 1h", 1s, 1h);
+    } else if (arg == "--max-clock-skew") {
+      f.max_clock_skew = parse_duration_flag(arg, next(), "1ms to 1h", 1ms, 1h);
     } else if (arg == "--io-threads") {
       const auto v = next();
       unsigned n = 0;
@@ -357,9 +383,18 @@ int main(int argc, char** argv) {
              s.evictions);
     });
     // Redis's own view (INFO), sampled off the decision path; nothing for memory://.
-    redis_sampler sampler({.url = f.backend_url});
+    redis_sampler sampler({.url = f.backend_url,
+                           .interval = f.redis_sample_interval,
+                           .max_clock_skew = f.max_clock_skew});
     if (sampler.enabled())
       stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
+    // /readyz as a gauge, for alerts (examples/prometheus/floodgate-alerts.yml).
+    stats.add_collector([l = limiter](std::string& out) {
+      out +=
+          "# HELP floodgate_backend_ready 1 while the backend can serve calls (/readyz 200).\n"
+          "# TYPE floodgate_backend_ready gauge\nfloodgate_backend_ready ";
+      out += l->get_backend().healthy() ? "1\n" : "0\n";
+    });
     // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
     std::unique_ptr<hot_keys> top;
     if (f.top_keys != 0)

@@ -1,19 +1,26 @@
 #include "redis_sampler.hpp"
 
-#include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/io_context.hpp>
+#include <charconv>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <thread>
 #include <vector>
 
 #include "clock_skew.hpp"
 #include "log_format.hpp"
 #include "redis/cluster_url.hpp"
+#include "redis/connection.hpp"
+#include "redis/resp_writer.hpp"
+#include "redis/sentinel_client.hpp"
+#include "redis/sentinel_socket.hpp"
 #include "redis/url.hpp"
+#include "redis/url_options.hpp"
 #include "redis_info.hpp"
 
 namespace floodgate::service {
@@ -26,18 +33,9 @@ struct node_state {
   std::optional<clock_sample> clock;  // the latest TIME sample
 };
 
-struct context_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using context_ptr = std::unique_ptr<redisContext, context_deleter>;
-
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
-
-timeval to_timeval(std::chrono::milliseconds d) {
-  return {static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>(d.count() % 1000 * 1000)};
+std::string label_of(const redis::redis_endpoint& ep) {
+  const bool v6 = ep.host.find(':') != std::string::npos;
+  return (v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port);
 }
 
 void append_double(std::string& out, double v) {
@@ -46,61 +44,138 @@ void append_double(std::string& out, double v) {
   out += buf;
 }
 
+std::int64_t to_int(std::string_view s) {
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
 }  // namespace
+
+// One connection the sampler asks things over (a node, or a sentinel): the backend's
+// sentinel_socket, which connects (TLS for rediss://, as the backend's connections do) and
+// AUTHs with the sentinel_* credentials of its options: for a node, those are the node's.
+struct sampler_link {
+  sampler_link(boost::asio::io_context& io, const redis::redis_endpoint& ep,
+               const floodgate::redis_options& shared, const redis::tls_context_result& tls,
+               bool sentinel)
+      : options(shared), endpoint(ep) {
+    if (!sentinel) {
+      options.sentinel_user = ep.user;
+      options.sentinel_password = ep.password;
+    }
+    socket = std::make_unique<redis::sentinel_socket>(
+        io, ep, options, tls.context, tls.error,
+        redis::sentinel_socket::handlers{[this](redis::reply& r) {
+                                           if (!answer) answer = std::move(r);
+                                         },
+                                         [this](const std::string& why) { closed = why; }});
+  }
+
+  floodgate::redis_options options;  // the socket's (it keeps a reference)
+  redis::redis_endpoint endpoint;
+  std::optional<redis::reply> answer;
+  std::optional<std::string> closed;
+  std::unique_ptr<redis::sentinel_socket> socket;
+};
 
 struct redis_sampler::impl {
   redis_sampler_options options;
-  std::vector<redis::redis_endpoint> endpoints;  // the sampler thread's
-  std::vector<context_ptr> contexts;             // the sampler thread's
-  std::vector<bool> clock_alarm;                 // the sampler thread's: skew logged as over
+  bool enabled = false;             // the URL names nodes to sample
+  floodgate::redis_options client;  // the URL's options (TLS files, sentinels' credentials)
+  redis::tls_context_result tls;
+  boost::asio::io_context io;  // run by the sampler thread only, one ask at a time
+  // Sentinel: who to ask for the primary, and the primary's credentials (its host and port
+  // found). Empty otherwise.
+  std::vector<std::unique_ptr<sampler_link>> sentinels;  // the sampler thread's
+  std::size_t sentinel_first = 0;                        // the one that answered last: asked first
+  std::optional<redis::sentinel_config> sentinel;
+  std::vector<std::unique_ptr<sampler_link>> links;  // per node; the sampler thread's
+  std::vector<bool> clock_alarm;                     // the sampler thread's: skew logged as over
   mutable std::mutex mutex;
   std::vector<node_state> nodes;  // under mutex
-  std::jthread thread;
+  std::jthread thread;            // last: joined before the rest goes
 
-  // A connection to `ep`, authenticated; null (and logged at debug) when it fails.
-  context_ptr connect(const redis::redis_endpoint& ep) const {
-    const auto tv = to_timeval(options.timeout);
-    context_ptr c(redisConnectWithTimeout(ep.host.c_str(), ep.port, tv));
-    if (!c || c->err) return nullptr;
-    redisSetTimeout(c.get(), tv);
-    if (ep.password) {
-      reply_ptr r(static_cast<redisReply*>(
-          ep.user.empty()
-              ? redisCommand(c.get(), "AUTH %s", ep.password->c_str())
-              : redisCommand(c.get(), "AUTH %s %s", ep.user.c_str(), ep.password->c_str())));
-      if (!r || r->type == REDIS_REPLY_ERROR) return nullptr;
-    }
-    return c;
-  }
-
-  // INFO from node i; nullopt when it did not answer (the connection is dropped then).
-  std::optional<redis_info> sample(std::size_t i) {
-    if (!contexts[i]) contexts[i] = connect(endpoints[i]);
-    if (!contexts[i]) return std::nullopt;
-    reply_ptr r(static_cast<redisReply*>(redisCommand(contexts[i].get(), "INFO all")));
-    if (!r || r->type != REDIS_REPLY_STRING) {
-      contexts[i].reset();
+  // Sends `args` over `l` (connecting first if it is not) and waits for the reply, within
+  // options.timeout from now for connecting and answering together. nullopt on no reply, an
+  // error reply or a lost connection: the connection is closed then, and the next ask
+  // reconnects.
+  std::optional<redis::reply> ask(sampler_link& l, std::initializer_list<std::string_view> args,
+                                  const std::stop_token& stop) {
+    if (stop.stop_requested()) return std::nullopt;
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    l.answer.reset();
+    l.closed.reset();
+    if (!l.socket->is_open()) l.socket->open();
+    std::string command;
+    redis::append_command(command, args);
+    l.socket->send(command);
+    io.restart();
+    while (!l.answer && !l.closed && !stop.stop_requested())
+      if (io.run_one_until(deadline) == 0) break;  // the deadline, or stopped
+    if (!l.answer || l.answer->is_error()) {
+      spdlog::debug("msg=\"redis sample failed\" node={} command={} error={}",
+                    quote(label_of(l.endpoint)), *args.begin(),
+                    quote(l.closed.value_or(l.answer ? l.answer->str : "no reply in time")));
+      l.socket->close();
       return std::nullopt;
     }
-    return parse_info(std::string_view(r->str, r->len));
+    return std::move(l.answer);
+  }
+
+  // Sentinel: the primary named now by the first sentinel that answers (the one that answered
+  // last asked first), each within options.timeout; nullopt when none does.
+  std::optional<redis::redis_endpoint> find_primary(const std::stop_token& stop) {
+    for (std::size_t k = 0; k < sentinels.size(); ++k) {
+      const auto i = (sentinel_first + k) % sentinels.size();
+      auto r =
+          ask(*sentinels[i], {"SENTINEL", "get-master-addr-by-name", sentinel->master_name}, stop);
+      if (!r || r->kind != redis::reply::type::array || r->elements.size() != 2) continue;
+      const auto port = to_int(r->elements[1].str);
+      if (port < 1 || port > 65535) continue;
+      sentinel_first = i;
+      auto primary = sentinel->primary;
+      primary.host = r->elements[0].str;
+      primary.port = static_cast<std::uint16_t>(port);
+      return primary;
+    }
+    return std::nullopt;
+  }
+
+  // Points node 0 at the primary the sentinels name, when it is another than sampled so far:
+  // the old node's figures go (its series end), the new one's start at the next sample.
+  void follow_primary(const std::stop_token& stop) {
+    auto primary = find_primary(stop);
+    if (!primary || (!links.empty() && links[0]->endpoint == *primary)) return;
+    // The sockets' cancelled handlers still name them: run those before the old link goes.
+    for (auto& l : sentinels) l->socket->close();
+    if (!links.empty()) links[0]->socket->close();
+    io.restart();
+    io.run();
+    links.clear();
+    links.push_back(std::make_unique<sampler_link>(io, *primary, client, tls, false));
+    clock_alarm.assign(1, false);
+    std::lock_guard lock(mutex);
+    nodes.assign(1, {label_of(*primary), false, {}, {}});
+  }
+
+  // INFO from node i; nullopt when it did not answer.
+  std::optional<redis_info> sample(std::size_t i, const std::stop_token& stop) {
+    auto r = ask(*links[i], {"INFO", "all"}, stop);
+    if (!r || r->kind != redis::reply::type::string) return std::nullopt;
+    return parse_info(r->str);
   }
 
   // Redis's clock against ours (TIME: seconds and microseconds as strings).
-  std::optional<clock_sample> sample_clock(std::size_t i) {
-    if (!contexts[i]) return std::nullopt;
+  std::optional<clock_sample> sample_clock(std::size_t i, const std::stop_token& stop) {
     const auto sent = std::chrono::system_clock::now();
-    reply_ptr r(static_cast<redisReply*>(redisCommand(contexts[i].get(), "TIME")));
+    auto r = ask(*links[i], {"TIME"}, stop);
     const auto received = std::chrono::system_clock::now();
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING) {
-      contexts[i].reset();
-      return std::nullopt;
-    }
-    const auto us = std::chrono::seconds(std::atoll(r->element[0]->str)) +
-                    std::chrono::microseconds(std::atoll(r->element[1]->str));
+    if (!r || r->kind != redis::reply::type::array || r->elements.size() != 2) return std::nullopt;
+    const auto us = std::chrono::seconds(to_int(r->elements[0].str)) +
+                    std::chrono::microseconds(to_int(r->elements[1].str));
     return clock_offset(sent, us, received);
   }
-
   // One line when a node's skew crosses the threshold, one when it is back under.
   void note_clock(std::size_t i, const clock_sample& c) {
     const bool now = skewed(c, options.max_clock_skew);
@@ -122,12 +197,15 @@ struct redis_sampler::impl {
   }
 
   void run(std::stop_token stop) {
+    // Wakes an ask waiting on the io_context at once.
+    std::stop_callback wake_io(stop, [this] { io.stop(); });
     std::mutex m;
     std::condition_variable_any wake;
     while (!stop.stop_requested()) {
-      for (std::size_t i = 0; i < endpoints.size() && !stop.stop_requested(); ++i) {
-        auto info = sample(i);
-        const auto clock = info ? sample_clock(i) : std::nullopt;
+      if (sentinel) follow_primary(stop);
+      for (std::size_t i = 0; i < links.size() && !stop.stop_requested(); ++i) {
+        auto info = sample(i, stop);
+        const auto clock = info ? sample_clock(i, stop) : std::nullopt;
         std::lock_guard lock(mutex);
         nodes[i].up = info.has_value();
         if (info) nodes[i].info = std::move(info);
@@ -145,33 +223,41 @@ struct redis_sampler::impl {
 redis_sampler::redis_sampler(redis_sampler_options options) : impl_(std::make_unique<impl>()) {
   auto& s = *impl_;
   s.options = std::move(options);
-  const std::string_view url = s.options.url;
-  const auto base = url.substr(0, url.find('?'));
+  std::vector<redis::redis_endpoint> endpoints;
   try {
+    // The backend's own reading of the URL: its options (TLS files, the sentinels'
+    // credentials) and its nodes.
+    const auto base = redis::apply_url_options(s.options.url, s.client);
     if (redis::is_cluster_url(base))
-      s.endpoints = redis::parse_cluster_url(base);
-    else if (redis::iequals_prefix(base, "redis://"))
-      s.endpoints.push_back(redis::parse_redis_url(base));
+      endpoints = redis::parse_cluster_url(base);
+    else if (redis::is_sentinel_url(base))
+      s.sentinel = redis::parse_sentinel_url(base);
+    else if (redis::iequals_prefix(base, "redis://") || redis::iequals_prefix(base, "rediss://"))
+      endpoints.push_back(redis::parse_redis_url(base));
   } catch (const std::exception&) {
     // The backend refused the same URL already; nothing to sample.
-    s.endpoints.clear();
+    return;
   }
-  std::erase_if(s.endpoints, [](const redis::redis_endpoint& ep) { return ep.tls; });
-  if (s.endpoints.empty()) return;
-  for (const auto& ep : s.endpoints) {
-    const bool v6 = ep.host.find(':') != std::string::npos;
-    s.nodes.push_back(
-        {(v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port), false, {}, {}});
+  if (endpoints.empty() && !s.sentinel) return;
+  s.client.connect_timeout = s.options.timeout;
+  const bool tls = s.sentinel ? s.sentinel->primary.tls : endpoints.front().tls;
+  if (tls) s.tls = redis::make_tls_context(s.client.tls);
+  if (s.sentinel)
+    for (const auto& ep : s.sentinel->sentinels)
+      s.sentinels.push_back(std::make_unique<sampler_link>(s.io, ep, s.client, s.tls, true));
+  for (const auto& ep : endpoints) {
+    s.links.push_back(std::make_unique<sampler_link>(s.io, ep, s.client, s.tls, false));
+    s.nodes.push_back({label_of(ep), false, {}, {}});
   }
-  s.contexts.resize(s.endpoints.size());
-  s.clock_alarm.resize(s.endpoints.size());
+  s.clock_alarm.resize(s.links.size());
+  s.enabled = true;
   s.thread = std::jthread([&s](std::stop_token stop) { s.run(stop); });
 }
 
 redis_sampler::~redis_sampler() = default;  // the jthread stops and joins first
 
 bool redis_sampler::enabled() const noexcept {
-  return !impl_->endpoints.empty();
+  return impl_->enabled;
 }
 
 std::vector<redis_sampler::node_clock> redis_sampler::clocks() const {

@@ -7,9 +7,13 @@
 //   redis_sampler sampler({.url = "redis://127.0.0.1:6379"});
 //   stats.add_collector([&](std::string& out) { sampler.render(out); });
 //
-// Nodes: the one of a redis:// URL, or the seeds of a redis+cluster:// URL (label
-// node="host:port", so the label's values are bounded by the URL). Other URLs (memory://,
-// Sentinel, TLS) are not sampled: render() writes nothing.
+// Nodes (label node="host:port"): the one of a redis:// or rediss:// URL, the seeds of a
+// redis+cluster:// URL (so the label's values are bounded by the URL), or for
+// redis+sentinel:// the primary the sentinels name at each sample (asked in turn, the last to
+// answer first; nothing is rendered until one has named it, and after a failover the new
+// primary's series replace the old one's). TLS (rediss*) and credentials as the backend uses
+// them, from the same URL and its options; each connect and each command within `timeout`.
+// memory:// is not sampled: render() writes nothing.
 #pragma once
 
 #include <chrono>

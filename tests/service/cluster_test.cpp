@@ -2,7 +2,7 @@
 // caller key is decided all-or-nothing on whichever master owns that key's slot; a group that
 // cannot share a slot is refused when the file is loaded (here on SIGHUP; start-up is covered
 // in process_test.cpp), and the rules in force stay. Concurrency limits, refunds and penalties
-// over HTTP hold on every master.
+// over HTTP hold on every master. The Redis sampler answers for each seed.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -88,6 +88,29 @@ TEST(floodgated_cluster, groups_share_a_slot_and_a_group_that_cannot_is_refused_
   EXPECT_EQ(c.request("GET", "/v1/auth/login", {}, {{"X-User-Id", "new"}}).status, 404)
       << "the rejected file's group never came into force";
   EXPECT_EQ(c.request("GET", "/v1/auth/user", {}, {{"X-User-Id", "new"}}).status, 204);
+
+  // The Redis sampler answers for each seed of the URL (sampled at start, then every 5 s;
+  // 10 s allows a loaded machine).
+  const std::string url = cluster.url();
+  std::vector<std::string> seeds;
+  for (auto rest = url.substr(url.find("//") + 2); !rest.empty();) {
+    const auto end = std::min(rest.find_first_of(",?/"), rest.size());
+    seeds.push_back(rest.substr(0, end));
+    rest = end < rest.size() && rest[end] == ',' ? rest.substr(end + 1) : "";
+  }
+  ASSERT_FALSE(seeds.empty()) << url;
+  auto all_up = [&](const std::string& text) {
+    for (const auto& seed : seeds)
+      if (text.find("floodgate_redis_up{node=\"" + seed + "\"} 1") == std::string::npos)
+        return false;
+    return true;
+  };
+  std::string metrics;
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       std::chrono::steady_clock::now() < until && !all_up(metrics);
+       std::this_thread::sleep_for(200ms))
+    metrics = http_request_once(fg.port(), "GET", "/metrics").body;
+  EXPECT_TRUE(all_up(metrics)) << url << "\n" << metrics;
 }
 
 // /v1/acquire, /v1/release, /v1/renew, /v1/refund and a block_for rule, for caller keys on each

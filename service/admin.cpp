@@ -2,10 +2,13 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "handler.hpp"
 #include "hot_keys.hpp"
+#include "ip_address.hpp"
 #include "status.hpp"
 #include "ui_page.hpp"
 
@@ -134,7 +137,42 @@ std::optional<std::string_view> query_param(std::string_view target, std::string
   return std::nullopt;
 }
 
+bool admin_host_allowed(std::optional<std::string_view> host, const std::vector<std::string>& names) {
+  if (!host) return true;
+  std::string_view name = *host;
+  const auto digits = [](std::string_view port) {
+    return !port.empty() && port.size() <= 5 &&
+           std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (name.starts_with('[')) {
+    const auto close = name.find(']');
+    if (close == std::string_view::npos) return false;
+    const auto rest = name.substr(close + 1);
+    if (!rest.empty() && !(rest.front() == ':' && digits(rest.substr(1)))) return false;
+    const auto literal = parse_ip(name.substr(1, close - 1));
+    return literal && literal->kind() == ip_address::family::v6;
+  }
+  if (const auto colon = name.find(':'); colon != std::string_view::npos) {
+    if (!digits(name.substr(colon + 1))) return false;
+    name = name.substr(0, colon);
+  }
+  if (const auto literal = parse_ip(name); literal && literal->kind() == ip_address::family::v4)
+    return true;
+  const auto same = [name](std::string_view n) {
+    return n.size() == name.size() &&
+           std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+             return std::tolower(static_cast<unsigned char>(a)) ==
+                    std::tolower(static_cast<unsigned char>(b));
+           });
+  };
+  return same("localhost") || std::any_of(names.begin(), names.end(), same);
+}
+
 admin_result route_admin(const http_request& req, const admin_sources& sources) {
+  if (!admin_host_allowed(req.header("Host"), sources.host_names))
+    return error_response(403, "Host '" + std::string(req.header("Host")->substr(0, 64)) +
+                                   "' is not a name of this admin listener: use its IP address "
+                                   "or localhost, or start floodgated with --admin-host NAME");
   const std::string_view target = req.target;
   const auto path = target.substr(0, target.find('?'));
   if (path == "/v1/reset") {

@@ -61,7 +61,16 @@ struct admin_sources {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   bool keys = false;                // /v1/inspect and /v1/reset are served (a runner exists)
   std::size_t max_key_size = 1024;  // bytes of a decoded key, as on the public listener
+  // Host names the admin listener answers to besides IP literals and localhost (--admin-host).
+  std::vector<std::string> host_names = {};
 };
+
+// Whether a request's Host header (absent: nullopt) may reach the admin listener: an IP
+// literal (IPv6 in brackets), localhost, or one of `names`, any with a port; case-insensitive.
+// Why: a web page in an operator's browser can point its own DNS name at 127.0.0.1 (DNS
+// rebinding) and read the admin listener as same-origin, keys included; its requests carry
+// that name as Host. A request without Host (HTTP/1.0) is not a browser's.
+bool admin_host_allowed(std::optional<std::string_view> host, const std::vector<std::string>& names);
 
 // A key to inspect or reset, validated: run it with the backend and answer (inspector.hpp).
 struct key_request {

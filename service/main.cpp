@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -40,7 +41,8 @@ constexpr const char* usage =
     R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
                   [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
                   [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
-                  [--admin-listen HOST:PORT [--top-keys N] [--top-interval DURATION]]
+                  [--admin-listen HOST:PORT [--admin-host NAME ...] [--top-keys N]
+                   [--top-interval DURATION]]
                   [--redis-sample-interval DURATION] [--max-clock-skew DURATION]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
@@ -78,6 +80,10 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        reach. /metrics, /healthz and /readyz stay on --listen too; the admin-only
                        endpoints are never served there (404). Port 0 picks a free one (the
                        "admin listening" log line says which).
+  --admin-host NAME    a host name the admin listener answers to (repeatable). It answers
+                       requests whose Host is an IP address or localhost, and refuses others
+                       (403) so a web page cannot reach it through DNS rebinding; give the
+                       name Prometheus or your browser uses for it, if not an address.
   --top-keys N         keep, per rule, the N keys most often checked and most often denied
                        (space-saving sketches: fixed memory, counts within checks/N) and serve
                        them at GET /v1/top?rule=NAME on --admin-listen. Off by default: keys
@@ -117,6 +123,7 @@ struct flags {
   spdlog::level::level_enum log_level = spdlog::level::info;
   envoy::envoy_flags envoy;
   std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
+  std::vector<std::string> admin_hosts;                         // --admin-host
   std::size_t top_keys = 0;                                    // 0: hot keys off
   std::chrono::milliseconds top_interval{60000};
   std::chrono::milliseconds redis_sample_interval{5000};
@@ -206,6 +213,17 @@ flags parse_flags(int argc, char** argv) {
       std::tie(f.host, f.port) = parse_address(arg, next());
     } else if (arg == "--admin-listen") {
       f.admin = parse_address(arg, next());
+    } else if (arg == "--admin-host") {
+      const auto name = next();
+      const bool valid = !name.empty() && name.size() <= 253 &&
+                         std::all_of(name.begin(), name.end(), [](char c) {
+                           return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                                  c == '.';
+                         });
+      if (!valid)
+        usage_error("--admin-host: '" + std::string(name) +
+                    "' is not a host name (letters, digits, '-' and '.'; no port)");
+      f.admin_hosts.emplace_back(name);
     } else if (arg == "--top-keys") {
       f.top_keys = parse_count(arg, next(), 4096);
     } else if (arg == "--top-interval") {
@@ -245,6 +263,8 @@ flags parse_flags(int argc, char** argv) {
       usage_error("unknown argument '" + std::string(arg) + "'");
     }
   }
+  if (!f.admin_hosts.empty() && !f.admin)
+    usage_error("--admin-host names the admin listener: give --admin-listen too");
   if (f.top_keys != 0 && !f.admin)
     usage_error("--top-keys serves hot keys on the admin listener: give --admin-listen too");
   if (f.config_path.empty() && f.envoy.configs.empty())
@@ -416,6 +436,7 @@ int main(int argc, char** argv) {
       if (sampler.enabled()) sources.clocks = [&sampler] { return sampler.clocks(); };
       sources.keys = true;
       sources.max_key_size = options.limits.max_key_size;
+      sources.host_names = f.admin_hosts;
       options.admin_handler = [sources, k = keys.get()](const http_request& req,
                                                         std::function<void(http_response)> done) {
         auto routed = route_admin(req, sources);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 #include <thread>
 
 #include "admin_port.hpp"
@@ -108,6 +109,44 @@ TEST(admin, listeners_keep_their_own_endpoints) {
   EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/reset?rule=api&key=k").status, 404);
   EXPECT_EQ(http_request_once(admin, "GET", "/ui").status, 200);
   EXPECT_EQ(http_request_once(admin, "GET", "/v1/status").status, 200);
+}
+
+// DNS rebinding: a web page whose own name resolves to 127.0.0.1 reaches the admin listener
+// with that name as Host. Only IP literals, localhost and --admin-host names are answered
+// (before: every Host, so such a page could read /v1/status and the callers' keys).
+TEST(admin, answers_only_its_own_host_names) {
+  redis_server redis;
+  floodgated_process::options o;
+  o.extra_args = {"--redis", redis.url(), "--admin-listen", "127.0.0.1:0",
+                  "--admin-host", "Floodgate-Admin.internal"};
+  floodgated_process fg("rules:\n  - {name: api, algorithm: gcra, limit: 5, window: 1s}\n", o);
+  const auto admin = admin_port_of(fg);
+  const auto with_host = [&](std::uint16_t port, const std::string& host) {
+    http_connection c(port, "127.0.0.1");
+    c.send_raw("GET /v1/status HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    return c.read_reply();
+  };
+  const auto p = std::to_string(admin);
+  for (const std::string& host : std::vector<std::string>{"127.0.0.1:" + p, "127.0.0.1",
+                                                         "[::1]:" + p, "LocalHost:" + p,
+                                                         "floodgate-admin.internal:" + p})
+    EXPECT_EQ(with_host(admin, host).status, 200) << host;
+  for (const std::string& host : std::vector<std::string>{
+           "attacker.example:" + p, "attacker.example", "localhost.attacker.example",
+           "127.0.0.1.attacker.example", "[::1", "127.0.0.1:x", "[v6]"}) {
+    const auto r = with_host(admin, host);
+    EXPECT_EQ(r.status, 403) << host;
+    EXPECT_NE(r.body.find("--admin-host"), std::string::npos) << r.body;
+  }
+  // The public listener does not care: its callers are services, and it serves no keys.
+  http_connection c(fg.port(), "127.0.0.1");
+  c.send_raw("GET /healthz HTTP/1.1\r\nHost: attacker.example\r\n\r\n");
+  EXPECT_EQ(c.read_reply().status, 200);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--admin-host", "a.internal"}).exit_code, 2);
+  EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--admin-listen", "127.0.0.1:0", "--admin-host",
+                            "a.internal:9090"})
+                .exit_code,
+            2);
 }
 
 }  // namespace

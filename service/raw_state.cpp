@@ -167,7 +167,8 @@ class key_reader {
   std::optional<reply> run(const command& c, std::string& error) {
     std::string failures;
     for (int redirects = 0;;) {
-      const auto& ep = ask_node_ ? *ask_node_ : seeds_[node_];
+      // A copy: ask_node_ is reset and seeds_ may grow below.
+      const redis_endpoint ep = ask_node_ ? *ask_node_ : seeds_[node_];
       std::vector<command> commands;
       if (ask_node_) commands.push_back({"ASKING"});
       commands.push_back(c);
@@ -206,10 +207,10 @@ class key_reader {
       auto target = seeds_.front();  // credentials and TLS as every node's
       target.host = moved->host.empty() ? ep.host : moved->host;
       target.port = moved->port;
+      found_ = true;  // a node answered: the cluster is reachable, follow it
       if (moved->what == redis::redirect::kind::ask) {
         ask_node_ = target;
       } else {
-        found_ = true;  // a node answered: the cluster is reachable, follow it
         seeds_.push_back(target);
         node_ = seeds_.size() - 1;
       }

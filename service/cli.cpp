@@ -6,8 +6,8 @@
 //
 // check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages).
 // inspect asks through the limiter with cost 0 (a peek: nothing consumed) for remaining and
-// reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on a connection of
-// its own. reset forgets the key's state for the rule (limiter::reset).
+// reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on connections of
+// its own, on the node that holds it (raw_state.hpp). reset forgets the key's state for the rule (limiter::reset).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -33,8 +33,9 @@ constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
   check-config  load a rules file as floodgated does: exit 0, or exit 1 with FILE:LINE and the
                 problem. --cluster applies Redis Cluster's rule (a group's rules share a key).
   inspect       a key's state for a rule, without consuming: remaining, reset_after (a peek
-                through the limiter), and the raw state in Redis (type, value, TTL). The raw
-                state is read for redis:// URLs; for others only the peek is shown.
+                through the limiter), and the raw state in Redis (type, value, TTL), read
+                on the node that holds it: the URL's, the slot's master (Cluster) or the
+                primary (Sentinel), over TLS for rediss URLs.
   reset         forget the key's state for the rule: its next check sees full capacity.
 Exit: 0 done, 1 failed (bad file, unknown rule, backend error), 2 usage.
 )";
@@ -110,12 +111,12 @@ service::rule find_rule(const key_args& a, service::config& cfg) {
 void print_raw_state(const std::string& url, const policy& p, const std::string& key) {
   const auto s = service::read_raw_state(url, p, key, 2s);
   if (!s.readable) {
-    if (url.starts_with("redis://"))
-      std::printf("state          (not read: %s)\n", s.why_not.c_str());
+    std::printf("state          (not read: %s)\n", s.why_not.c_str());
     return;
   }
   std::printf("redis_key      %s\n", service::printable(s.redis_key).c_str());
   if (!s.error.empty()) fail(s.error);
+  std::printf("redis_node     %s\n", s.node.c_str());
   if (s.type == "none") {
     std::printf("state          none (never checked, expired or reset: full capacity)\n");
     return;

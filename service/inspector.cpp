@@ -110,6 +110,7 @@ http_response inspector::run(const key_request& r) const {
     o["raw_note"] = "could not read it: " + raw.error;
   } else {
     json::object s;
+    s["node"] = raw.node;  // host:port that holds it (Cluster: the slot's master)
     s["redis_key"] = raw.redis_key;
     s["type"] = raw.type;
     s["value"] = raw.value;

@@ -8,14 +8,16 @@
 //
 // One worker thread and at most `max_waiting` requests queued: beyond it a 503 at once, so a
 // person (or a script) hammering the endpoint can neither pile up threads nor work. Each
-// request takes at most the backend's timeout for the peek plus `raw_timeout` per Redis
-// command of the raw read (connect, TYPE, the value, ZCARD, PTTL: at most 5).
+// request takes at most the backend's timeout for the peek plus `raw_timeout` per question of
+// the raw read (raw_state.hpp: connect and answer each within it; TYPE, the value, ZCARD, PTTL
+// on the key's node; for Cluster each command on at most seeds + max_redirects nodes, for
+// Sentinel one question per sentinel before).
 //
 // The answer of an inspect:
 //   {"rule", "algorithm", "limit", "window_ms", "capacity", "shadow", "key",
 //    "remaining", "reset_after_ms", "local", "local_mode",   (the peek; local: decided in
 //                                 this process; local_mode: so because the backend is down)
-//    "backend", "raw": {"redis_key", "type", "value", "members", "ttl_ms"} | null,
+//    "backend", "raw": {"node", "redis_key", "type", "value", "members", "ttl_ms"} | null,
 //    "raw_note": why raw is null or failed (absent when it was read)}
 // of a reset: {"rule", "key", "reset": true}. A backend error: 503 {"error"}.
 #pragma once

@@ -1,48 +1,266 @@
 #include "raw_state.hpp"
 
-#include <hiredis/hiredis.h>
-
+#include <boost/asio/io_context.hpp>
+#include <charconv>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "floodgate/options.hpp"
+#include "redis/cluster_protocol.hpp"
+#include "redis/cluster_url.hpp"
+#include "redis/connection.hpp"
 #include "redis/key.hpp"
+#include "redis/resp_writer.hpp"
+#include "redis/sentinel_client.hpp"
+#include "redis/sentinel_socket.hpp"
 #include "redis/url.hpp"
 #include "redis/url_options.hpp"
 
 namespace floodgate::service {
 namespace {
 
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+using redis::redis_endpoint;
+using redis::reply;
+using command = std::vector<std::string>;
 
-std::string describe(const redisReply* r) {
-  if (!r) return "(no reply)";
-  switch (r->type) {
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-      return printable(std::string_view(r->str, r->len));
-    case REDIS_REPLY_ERROR:
-      return "error: " + std::string(r->str, r->len);
-    case REDIS_REPLY_INTEGER:
-      return std::to_string(r->integer);
-    case REDIS_REPLY_NIL:
-      return "(nil)";
-    case REDIS_REPLY_ARRAY: {
-      std::string out;
-      for (std::size_t i = 0; i < r->elements; ++i) out += (i ? " " : "") + describe(r->element[i]);
-      return out;
-    }
-    default:
-      return "(reply type " + std::to_string(r->type) + ")";
-  }
+std::string label_of(const redis_endpoint& ep) {
+  const bool v6 = ep.host.find(':') != std::string::npos;
+  return (v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port);
 }
 
-std::int64_t integer_of(const redisReply* r, std::int64_t otherwise) {
-  return r && r->type == REDIS_REPLY_INTEGER ? r->integer : otherwise;
+std::string describe(const reply& r) {
+  switch (r.kind) {
+    case reply::type::string:
+    case reply::type::status:
+      return printable(r.str);
+    case reply::type::error:
+      return "error: " + printable(r.str);
+    case reply::type::integer:
+      return std::to_string(r.integer);
+    case reply::type::nil:
+      return "(nil)";
+    case reply::type::array: {
+      std::string out;
+      for (std::size_t i = 0; i < r.elements.size(); ++i)
+        out += (i ? " " : "") + describe(r.elements[i]);
+      return out;
+    }
+  }
+  return "(reply)";
+}
+
+// The connections of one read, to nodes and sentinels, each the backend's sentinel_socket
+// (which connects within connect_timeout, over TLS for rediss://, and AUTHs first with the
+// sentinel_* credentials of its options: for a node, set to the node's). Every handler runs
+// inside ask(), on the caller's thread.
+class asker {
+ public:
+  asker(const redis_options& options, redis::tls_context_result tls,
+        std::chrono::milliseconds timeout)
+      : options_(options), tls_(std::move(tls)), timeout_(timeout) {
+    options_.connect_timeout = timeout;
+  }
+  ~asker() {
+    // The sockets' cancelled handlers still name them: they run before the sockets go.
+    for (auto& [name, l] : links_) l->socket->close();
+    io_.restart();
+    io_.run();
+  }
+  asker(const asker&) = delete;
+  asker& operator=(const asker&) = delete;
+
+  // The replies to `commands`, written together to `ep` (connecting first, with SELECT when
+  // the node's db is not 0), all due within the timeout from now; or why not, naming the node.
+  // An error reply is a reply: the caller reads the server's words.
+  std::vector<reply> ask(const redis_endpoint& ep, bool sentinel,
+                         const std::vector<command>& commands, std::string& error) {
+    auto& l = link_to(ep, sentinel);
+    std::string out;
+    std::size_t skip = 0;  // SELECT's reply, when sent
+    if (!l.socket->is_open()) {
+      l.socket->open();
+      if (!sentinel && ep.db != 0) {
+        redis::append_command(out, {"SELECT", std::to_string(ep.db)});
+        skip = 1;
+      }
+    }
+    for (const auto& c : commands) {
+      redis::append_array_header(out, c.size());
+      for (const auto& arg : c) redis::append_bulk(out, std::string_view(arg));
+    }
+    l.replies.clear();
+    l.closed.reset();
+    l.socket->send(out);
+    const auto want = commands.size() + skip;
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    io_.restart();
+    while (l.replies.size() < want && !l.closed)
+      if (io_.run_one_until(deadline) == 0) break;
+    if (l.replies.size() < want) {
+      error = l.closed ? *l.closed
+                       : label_of(ep) + ": no answer within " + std::to_string(timeout_.count()) +
+                             " ms";
+      l.socket->close();  // a late reply must not answer the next question
+      return {};
+    }
+    if (skip && l.replies.front().is_error()) {
+      error = label_of(ep) + ": SELECT " + std::to_string(ep.db) + ": " + l.replies.front().str;
+      l.socket->close();
+      return {};
+    }
+    return {std::make_move_iterator(l.replies.begin() + static_cast<std::ptrdiff_t>(skip)),
+            std::make_move_iterator(l.replies.end())};
+  }
+
+ private:
+  struct link {
+    redis_options options;  // the socket's (it keeps a reference)
+    std::vector<reply> replies;
+    std::optional<std::string> closed;
+    std::unique_ptr<redis::sentinel_socket> socket;
+  };
+
+  link& link_to(const redis_endpoint& ep, bool sentinel) {
+    auto& slot = links_[(sentinel ? "s " : "n ") + label_of(ep)];
+    if (slot) return *slot;
+    slot = std::make_unique<link>();
+    auto* l = slot.get();
+    l->options = options_;
+    if (!sentinel) {
+      l->options.sentinel_user = ep.user;
+      l->options.sentinel_password = ep.password;
+    }
+    l->socket = std::make_unique<redis::sentinel_socket>(
+        io_, ep, l->options, tls_.context, tls_.error,
+        redis::sentinel_socket::handlers{
+            [l](reply& r) { l->replies.push_back(std::move(r)); },
+            [l, sentinel](const std::string& why) {
+              // The socket was written for sentinels; a node is a server.
+              static constexpr std::string_view said = "closed by the sentinel";
+              std::string w = why;
+              if (!sentinel && w.ends_with(said))
+                w.replace(w.size() - said.size(), said.size(), "closed by the server");
+              l->closed = std::move(w);
+            }});
+    return *l;
+  }
+
+  boost::asio::io_context io_;  // run only inside ask() (and the destructor)
+  redis_options options_;
+  redis::tls_context_result tls_;
+  std::chrono::milliseconds timeout_;
+  std::map<std::string, std::unique_ptr<link>> links_;  // last: closed before io_ goes
+};
+
+// Where the key lives, and how to ask there.
+class key_reader {
+ public:
+  key_reader(asker& a, std::vector<redis_endpoint> seeds, bool cluster)
+      : asker_(a), seeds_(std::move(seeds)), cluster_(cluster) {}
+
+  // `c`'s reply from the node holding the key; nullopt with `error` set (the node named, the
+  // server's words quoted) when there is none. Cluster: a seed that does not answer gives way
+  // to the next (until one has); MOVED moves there for good, ASK asks there once.
+  std::optional<reply> run(const command& c, std::string& error) {
+    std::string failures;
+    for (int redirects = 0;;) {
+      // A copy: ask_node_ is reset and seeds_ may grow below.
+      const redis_endpoint ep = ask_node_ ? *ask_node_ : seeds_[node_];
+      std::vector<command> commands;
+      if (ask_node_) commands.push_back({"ASKING"});
+      commands.push_back(c);
+      std::string why;
+      auto replies = asker_.ask(ep, false, commands, why);
+      ask_node_.reset();
+      if (replies.empty()) {
+        failures += (failures.empty() ? "" : "; ") + why;
+        if (cluster_ && !found_ && node_ + 1 < seeds_.size()) {
+          ++node_;  // another seed
+          continue;
+        }
+        error = failures;
+        return std::nullopt;
+      }
+      auto& r = replies.back();
+      if (replies.size() == 2 && replies.front().is_error()) {
+        error = label_of(ep) + ": ASKING: " + replies.front().str;
+        return std::nullopt;
+      }
+      const auto moved = cluster_ && r.is_error() ? redis::parse_redirect(r.str) : std::nullopt;
+      if (!moved) {
+        if (r.is_error()) {
+          error = label_of(ep) + ": " + c.front() + ": " + r.str;
+          return std::nullopt;
+        }
+        found_ = true;
+        node_name_ = label_of(ep);
+        return std::move(r);
+      }
+      if (++redirects > max_redirects) {
+        error = label_of(ep) + ": still redirected after " + std::to_string(max_redirects) +
+                " hops: " + r.str;
+        return std::nullopt;
+      }
+      auto target = seeds_.front();  // credentials and TLS as every node's
+      target.host = moved->host.empty() ? ep.host : moved->host;
+      target.port = moved->port;
+      found_ = true;  // a node answered: the cluster is reachable, follow it
+      if (moved->what == redis::redirect::kind::ask) {
+        ask_node_ = target;
+      } else {
+        seeds_.push_back(target);
+        node_ = seeds_.size() - 1;
+      }
+    }
+  }
+  const std::string& node_name() const noexcept { return node_name_; }
+
+ private:
+  asker& asker_;
+  std::vector<redis_endpoint> seeds_;  // the URL's nodes, then those MOVED named
+  bool cluster_;
+  std::size_t node_ = 0;  // asked next
+  std::optional<redis_endpoint> ask_node_;
+  bool found_ = false;  // a node has answered: no more seed-hopping on failures
+  std::string node_name_;
+};
+
+// The primary the first sentinel to answer names; nullopt with `error` (each sentinel's
+// reason) when none does.
+std::optional<redis_endpoint> find_primary(asker& a, const redis::sentinel_config& cfg,
+                                           std::string& error) {
+  for (const auto& s : cfg.sentinels) {
+    std::string why;
+    auto replies =
+        a.ask(s, true, {{"SENTINEL", "get-master-addr-by-name", cfg.master_name}}, why);
+    if (replies.empty()) {
+      error += (error.empty() ? "" : "; ") + why;
+      continue;
+    }
+    const auto& r = replies.front();
+    std::uint16_t port = 0;
+    if (r.kind == reply::type::array && r.elements.size() == 2) {
+      const auto& p = r.elements[1].str;
+      std::from_chars(p.data(), p.data() + p.size(), port);
+    }
+    if (port == 0) {
+      why = label_of(s) + ": " +
+            (r.is_error()                 ? r.str
+             : r.kind == reply::type::nil ? "no master named '" + cfg.master_name + "'"
+                                          : "unexpected answer: " + describe(r));
+      error += (error.empty() ? "" : "; ") + why;
+      continue;
+    }
+    auto primary = cfg.primary;
+    primary.host = r.elements[0].str;
+    primary.port = port;
+    return primary;
+  }
+  error = "no sentinel named the primary: " + error;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -64,65 +282,69 @@ std::string printable(std::string_view s) {
 raw_state read_raw_state(const std::string& url, const policy& p, std::string_view key,
                          std::chrono::milliseconds timeout) {
   raw_state s;
-  if (!redis::iequals_prefix(url, "redis://")) {
-    s.why_not = redis::iequals_prefix(url, "memory://")
-                    ? "memory:// keeps state inside the process, not in Redis"
-                    : "raw state is read for redis:// URLs only (not cluster, Sentinel or TLS)";
+  if (redis::iequals_prefix(url, "memory:") || url == "memory") {
+    s.why_not = "memory:// keeps state inside the process, not in Redis";
     return s;
   }
+  // The backend's own reading of the URL: options (key_prefix, TLS files, the sentinels'
+  // credentials) and nodes.
   redis_options ro;
-  const auto base = redis::apply_url_options(url, ro);
-  const auto ep = redis::parse_redis_url(base);
-  if (ep.tls) {
-    s.why_not = "not read over TLS";
+  std::vector<redis_endpoint> nodes;
+  std::optional<redis::sentinel_config> sentinel;
+  bool cluster = false;
+  try {
+    const auto base = redis::apply_url_options(url, ro);
+    if (redis::is_cluster_url(base)) {
+      nodes = redis::parse_cluster_url(base);
+      cluster = true;
+    } else if (redis::is_sentinel_url(base)) {
+      sentinel = redis::parse_sentinel_url(base);
+    } else if (redis::iequals_prefix(base, "redis://") || redis::iequals_prefix(base, "rediss://")) {
+      nodes.push_back(redis::parse_redis_url(base));
+    } else {
+      s.why_not = "not a Redis URL: " + redis::redact_url(url);
+      return s;
+    }
+  } catch (const std::exception& e) {
+    s.readable = true;
+    s.error = e.what();
     return s;
   }
   s.readable = true;
   s.redis_key = redis::state_key({ro.key_prefix, ro.max_plain_key_size}, p, key);
-  const timeval tv{static_cast<time_t>(timeout.count() / 1000),
-                   static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-  std::unique_ptr<redisContext, void (*)(redisContext*)> c(
-      redisConnectWithTimeout(ep.host.c_str(), ep.port, tv), redisFree);
-  if (!c || c->err) {
-    s.error = "cannot connect to " + redis::redact_url(url) +
-              (c ? std::string(": ") + c->errstr : std::string());
-    return s;
+  const bool tls = sentinel ? sentinel->primary.tls : nodes.front().tls;
+  asker a(ro, tls ? redis::make_tls_context(ro.tls) : redis::tls_context_result{}, timeout);
+  if (sentinel) {
+    auto primary = find_primary(a, *sentinel, s.error);
+    if (!primary) return s;
+    nodes.push_back(std::move(*primary));
   }
-  redisSetTimeout(c.get(), tv);
-  auto cmd = [&](std::vector<std::string> args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    return reply_ptr(static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
+  key_reader k(a, std::move(nodes), cluster);
+  auto cmd = [&](command c) {
+    auto r = k.run(c, s.error);
+    if (r && !k.node_name().empty()) s.node = k.node_name();
+    return r;
   };
-  if (ep.password) {
-    auto r = ep.user.empty() ? cmd({"AUTH", *ep.password}) : cmd({"AUTH", ep.user, *ep.password});
-    if (!r || r->type == REDIS_REPLY_ERROR) {
-      s.error = "AUTH failed: " + describe(r.get());
-      return s;
-    }
-  }
-  if (ep.db != 0) cmd({"SELECT", std::to_string(ep.db)});
   const auto type = cmd({"TYPE", s.redis_key});
-  if (!type || type->type == REDIS_REPLY_ERROR) {
-    s.error = type ? describe(type.get()) : "no reply: " + std::string(c->errstr);
-    return s;
-  }
-  s.type = describe(type.get());
-  reply_ptr value;
+  if (!type) return s;
+  s.type = describe(*type);
+  std::optional<reply> value;
   if (s.type == "string")
     value = cmd({"GET", s.redis_key});
   else if (s.type == "hash")
     value = cmd({"HGETALL", s.redis_key});
   else if (s.type == "zset")
     value = cmd({"ZRANGE", s.redis_key, "0", "9", "WITHSCORES"});
-  if (value) s.value = describe(value.get());
-  if (s.type == "zset") s.members = integer_of(cmd({"ZCARD", s.redis_key}).get(), -1);
-  s.ttl_ms = integer_of(cmd({"PTTL", s.redis_key}).get(), -2);
+  if (!s.error.empty()) return s;
+  if (value) s.value = describe(*value);
+  if (s.type == "zset") {
+    const auto n = cmd({"ZCARD", s.redis_key});
+    if (!n) return s;
+    s.members = n->kind == reply::type::integer ? n->integer : -1;
+  }
+  const auto ttl = cmd({"PTTL", s.redis_key});
+  if (!ttl) return s;
+  s.ttl_ms = ttl->kind == reply::type::integer ? ttl->integer : -2;
   return s;
 }
 

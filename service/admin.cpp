@@ -55,12 +55,7 @@ http_response top(const http_request& req, const admin_sources& sources) {
   o["denials"] = r.denials;
   o["checked"] = entries(r.checked);
   o["denied"] = entries(r.denied);
-  http_response res;
-  res.headers.emplace_back("Content-Type", "application/json");
-  res.headers.emplace_back("Cache-Control", "no-store");  // callers' keys
-  res.body = json::serialize(o);
-  res.body += '\n';
-  return res;
+  return admin_json(json::serialize(o));
 }
 
 // GET /v1/inspect, POST /v1/reset: ?rule=NAME&key=KEY, validated.
@@ -135,6 +130,15 @@ std::optional<std::string_view> query_param(std::string_view target, std::string
       return eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
   }
   return std::nullopt;
+}
+
+http_response admin_json(std::string body) {
+  http_response res;
+  res.headers.emplace_back("Content-Type", "application/json");
+  res.headers.emplace_back("Cache-Control", "no-store");  // callers' keys
+  res.body = std::move(body);
+  res.body += '\n';
+  return res;
 }
 
 bool admin_host_allowed(std::optional<std::string_view> host, const std::vector<std::string>& names) {

@@ -84,6 +84,9 @@ struct key_request {
 using admin_result = std::variant<http_response, key_request>;
 admin_result route_admin(const http_request& req, const admin_sources& sources);
 
+// A 200 with serialized JSON `body`, as every admin answer is: never cached (callers' keys).
+http_response admin_json(std::string body);
+
 // The value of query parameter `name` in `target` ("/path?a=1&b=2"), undecoded; nullopt when
 // absent.
 std::optional<std::string_view> query_param(std::string_view target, std::string_view name);

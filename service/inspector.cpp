@@ -7,20 +7,7 @@
 #include "raw_state.hpp"
 
 namespace floodgate::service {
-namespace {
-
 namespace json = boost::json;
-
-http_response json_response(const json::object& o) {
-  http_response res;
-  res.headers.emplace_back("Content-Type", "application/json");
-  res.headers.emplace_back("Cache-Control", "no-store");  // callers' keys
-  res.body = json::serialize(o);
-  res.body += '\n';
-  return res;
-}
-
-}  // namespace
 
 inspector::inspector(std::shared_ptr<limiter> l, std::string url, std::size_t max_waiting,
                      std::chrono::milliseconds raw_timeout)
@@ -81,7 +68,7 @@ http_response inspector::run(const key_request& r) const {
     o["rule"] = rule.name();
     o["key"] = r.key;
     o["reset"] = true;
-    return json_response(o);
+    return admin_json(json::serialize(o));
   }
   // The peek first: it is what a check would see; the raw read after it may be a moment later.
   const auto peek = limiter_->check(r.key, p, 0);
@@ -118,7 +105,7 @@ http_response inspector::run(const key_request& r) const {
     s["ttl_ms"] = raw.ttl_ms;
     o["raw"] = std::move(s);
   }
-  return json_response(o);
+  return admin_json(json::serialize(o));
 }
 
 }  // namespace floodgate::service

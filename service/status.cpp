@@ -117,12 +117,7 @@ http_response render_status(const admin_sources& sources) {
     top["interval_ms"] = sources.top->options().interval.count();
   }
   o["top_keys"] = std::move(top);
-  http_response res;
-  res.headers.emplace_back("Content-Type", "application/json");
-  res.headers.emplace_back("Cache-Control", "no-store");
-  res.body = json::serialize(o);
-  res.body += '\n';
-  return res;
+  return admin_json(json::serialize(o));
 }
 
 }  // namespace floodgate::service

@@ -10,6 +10,7 @@
 #include "child_process.hpp"
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "inspect_helpers.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {
@@ -17,57 +18,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct cli_result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-cli_result run_cli(const std::vector<std::string>& args) {
-  char dir[] = "/tmp/floodgate-cli-XXXXXX";
-  if (!::mkdtemp(dir)) throw std::runtime_error("mkdtemp failed");
-  const std::string out = std::string(dir) + "/out.log";
-  std::vector<std::string> argv = {FLOODGATE_CLI_BINARY};
-  argv.insert(argv.end(), args.begin(), args.end());
-  child_process p(argv, {.output = out});
-  cli_result r;
-  r.exit_code = p.wait_exit(20s).value_or(-1);
-  r.output = read_file(out);
-  std::filesystem::remove_all(dir);
-  return r;
-}
-
-// A rules file in a temp dir, removed with it.
-struct rules_file {
-  explicit rules_file(const std::string& yaml) {
-    char d[] = "/tmp/floodgate-cli-rules-XXXXXX";
-    if (!::mkdtemp(d)) throw std::runtime_error("mkdtemp failed");
-    dir = d;
-    path = dir + "/rules.yaml";
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(yaml.c_str(), f);
-    std::fclose(f);
-  }
-  ~rules_file() { std::filesystem::remove_all(dir); }
-  std::string dir, path;
-};
-
-// The value after `label` on its line ("remaining      7 of 10" → "7 of 10").
-std::string field(const std::string& out, const std::string& label) {
-  const auto at = out.find("\n" + label + " ");
-  const auto start = at == std::string::npos && out.starts_with(label + " ") ? 0 : at + 1;
-  if (at == std::string::npos && start != 0) return "";
-  auto line = out.substr(start + label.size(), out.find('\n', start) - start - label.size());
-  return line.substr(line.find_first_not_of(' '));
-}
-
 TEST(cli, check_config_gives_floodgateds_messages) {
-  rules_file good("rules:\n  - {name: api, algorithm: gcra, limit: 5, window: 1s}\n");
-  auto r = run_cli({"check-config", good.path});
+  temp_rules_file good("rules:\n  - {name: api, algorithm: gcra, limit: 5, window: 1s}\n");
+  auto r = run_floodgate_cli({"check-config", good.path});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("ok (1 rules, 0 groups)"), std::string::npos) << r.output;
 
-  rules_file bad("rules:\n  - name: api\n    algorithm: sliding_log\n    limit: 0\n    window: 60s\n");
-  r = run_cli({"check-config", bad.path});
+  temp_rules_file bad("rules:\n  - name: api\n    algorithm: sliding_log\n    limit: 0\n    window: 60s\n");
+  r = run_floodgate_cli({"check-config", bad.path});
   EXPECT_EQ(r.exit_code, 1);
   const std::string message = bad.path + ":4: rule 'api': limit must be at least 1 (got 0)";
   EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
@@ -76,24 +34,24 @@ TEST(cli, check_config_gives_floodgateds_messages) {
   EXPECT_NE(fg.output.find(message), std::string::npos) << fg.output;
 
   // --cluster: a group's rules must share their key source.
-  rules_file mixed(
+  temp_rules_file mixed(
       "rules:\n  - {name: a, algorithm: gcra, limit: 5, window: 1s, key: remote_addr}\n"
       "  - {name: b, algorithm: gcra, limit: 5, window: 1s, key: 'header:X-User'}\n"
       "groups:\n  - {name: g, rules: [a, b]}\n");
-  EXPECT_EQ(run_cli({"check-config", mixed.path}).exit_code, 0);
-  r = run_cli({"check-config", mixed.path, "--cluster"});
+  EXPECT_EQ(run_floodgate_cli({"check-config", mixed.path}).exit_code, 0);
+  r = run_floodgate_cli({"check-config", mixed.path, "--cluster"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find(":5: group 'g'"), std::string::npos) << r.output;
 
-  EXPECT_EQ(run_cli({"check-config"}).exit_code, 2);
-  EXPECT_EQ(run_cli({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(run_floodgate_cli({"check-config"}).exit_code, 2);
+  EXPECT_EQ(run_floodgate_cli({"frobnicate"}).exit_code, 2);
 }
 
 TEST(cli, inspect_does_not_consume_and_reset_frees_the_key) {
   redis_server redis;
   const std::string yaml =
       "rules:\n  - {name: api, algorithm: sliding_log, limit: 10, window: 1h}\n";
-  rules_file rules(yaml);
+  temp_rules_file rules(yaml);
   floodgated_process::options o;
   o.extra_args = {"--redis", redis.url()};
   floodgated_process fg(yaml, o);
@@ -108,14 +66,14 @@ TEST(cli, inspect_does_not_consume_and_reset_frees_the_key) {
   const std::vector<std::string> inspect = {"inspect", "--redis", redis.url(), "--rules",
                                             rules.path, "api", "alice"};
   for (int i = 0; i < 2; ++i) {  // twice: the first consumed nothing
-    const auto r = run_cli(inspect);
+    const auto r = run_floodgate_cli(inspect);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(field(r.output, "remaining"), "7 of 10") << r.output;
-    EXPECT_EQ(field(r.output, "redis_key"), "floodgate:api:sl:{alice}") << r.output;
-    EXPECT_TRUE(field(r.output, "state").starts_with("zset ")) << r.output;
+    EXPECT_EQ(cli_field(r.output, "remaining"), "7 of 10") << r.output;
+    EXPECT_EQ(cli_field(r.output, "redis_key"), "floodgate:api:sl:{alice}") << r.output;
+    EXPECT_TRUE(cli_field(r.output, "state").starts_with("zset ")) << r.output;
     // One member per millisecond with a count (docs/algorithms.md): 1 to 3 members for 3.
-    EXPECT_FALSE(field(r.output, "state_members").empty()) << r.output;
-    const auto ttl = std::stoll(field(r.output, "ttl_ms"));
+    EXPECT_FALSE(cli_field(r.output, "state_members").empty()) << r.output;
+    const auto ttl = std::stoll(cli_field(r.output, "ttl_ms"));
     EXPECT_GT(ttl, 3'500'000);  // an hour's window, less this test's seconds
     EXPECT_LE(ttl, 3'600'000);
   }
@@ -125,26 +83,26 @@ TEST(cli, inspect_does_not_consume_and_reset_frees_the_key) {
 
   // A key never checked: no state, and the peek leaves none behind.
   for (int i = 0; i < 2; ++i) {
-    const auto r = run_cli({"inspect", "--redis", redis.url(), "--rules", rules.path, "api", "bob"});
-    EXPECT_TRUE(field(r.output, "state").starts_with("none")) << r.output;
-    EXPECT_EQ(field(r.output, "remaining"), "10 of 10") << r.output;
+    const auto r = run_floodgate_cli({"inspect", "--redis", redis.url(), "--rules", rules.path, "api", "bob"});
+    EXPECT_TRUE(cli_field(r.output, "state").starts_with("none")) << r.output;
+    EXPECT_EQ(cli_field(r.output, "remaining"), "10 of 10") << r.output;
   }
 
-  auto r = run_cli({"reset", "--redis", redis.url(), "--rules", rules.path, "api", "alice"});
+  auto r = run_floodgate_cli({"reset", "--redis", redis.url(), "--rules", rules.path, "api", "alice"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(redis.command({"EXISTS", "floodgate:api:sl:{alice}"}).integer, 0);
-  r = run_cli(inspect);
-  EXPECT_EQ(field(r.output, "remaining"), "10 of 10") << r.output;
+  r = run_floodgate_cli(inspect);
+  EXPECT_EQ(cli_field(r.output, "remaining"), "10 of 10") << r.output;
   EXPECT_NE(c.request("POST", "/v1/check", R"({"rule":"api","key":"alice"})").body.find(
                 R"("remaining":9)"),
             std::string::npos);
 
-  r = run_cli({"inspect", "--redis", redis.url(), "--rules", rules.path, "nope", "alice"});
+  r = run_floodgate_cli({"inspect", "--redis", redis.url(), "--rules", rules.path, "nope", "alice"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no rule named 'nope'"), std::string::npos) << r.output;
-  r = run_cli({"inspect", "--redis", "redis://127.0.0.1:1", "--rules", rules.path, "api", "a"});
+  r = run_floodgate_cli({"inspect", "--redis", "redis://127.0.0.1:1", "--rules", rules.path, "api", "a"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_EQ(run_cli({"inspect", "--rules", rules.path, "api", "a"}).exit_code, 2);
+  EXPECT_EQ(run_floodgate_cli({"inspect", "--rules", rules.path, "api", "a"}).exit_code, 2);
 }
 
 }  // namespace

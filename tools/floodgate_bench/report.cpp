@@ -92,6 +92,16 @@ std::int64_t report::max_held() const {
   return held ? held->max_held() : 0;
 }
 
+void report::run_fields(std::ostream& o) const {
+  if (opts.is_burst())
+    o << ",\"burst\":" << *opts.burst;
+  else
+    o << ",\"duration_ms\":" << opts.duration.count();
+  o << ",\"elapsed_s\":" << number(elapsed_s()) << ",\"decisions\":" << result.decisions()
+    << ",\"decisions_per_sec\":" << number(decisions_per_sec()) << ",\"allowed\":" << result.allowed
+    << ",\"denied\":" << result.denied << ",\"errors\":" << result.errors;
+}
+
 std::string report::lease_json() const {
   const auto limit = opts.limit;
   std::ostringstream o;
@@ -102,14 +112,8 @@ std::string report::lease_json() const {
     << ",\"processes\":" << opts.processes << ",\"threads\":" << opts.threads
     << ",\"connections\":" << opts.connections << ",\"keys\":" << opts.keys
     << ",\"zipf\":" << opts.zipf;
-  if (opts.is_burst())
-    o << ",\"burst\":" << *opts.burst;
-  else
-    o << ",\"duration_ms\":" << opts.duration.count();
-  o << ",\"elapsed_s\":" << number(elapsed_s()) << ",\"decisions\":" << result.decisions()
-    << ",\"decisions_per_sec\":" << number(decisions_per_sec()) << ",\"allowed\":" << result.allowed
-    << ",\"denied\":" << result.denied << ",\"errors\":" << result.errors
-    << ",\"over_admitted\":" << std::max<std::int64_t>(0, max_held() - limit)
+  run_fields(o);
+  o << ",\"over_admitted\":" << std::max<std::int64_t>(0, max_held() - limit)
     << ",\"leases\":{\"limit\":" << limit << ",\"granted\":" << result.allowed
     << ",\"refused\":" << result.denied << ",\"released\":" << result.released
     << ",\"lost\":" << result.lost << ",\"max_held\":" << max_held()
@@ -134,14 +138,8 @@ std::string report::json() const {
     << ",\"threads\":" << opts.threads << ",\"inflight\":" << opts.inflight
     << ",\"connections\":" << opts.connections << ",\"keys\":" << opts.keys
     << ",\"zipf\":" << opts.zipf;
-  if (opts.is_burst())
-    o << ",\"burst\":" << *opts.burst;
-  else
-    o << ",\"duration_ms\":" << opts.duration.count();
-  o << ",\"elapsed_s\":" << number(elapsed_s()) << ",\"decisions\":" << result.decisions()
-    << ",\"decisions_per_sec\":" << number(decisions_per_sec()) << ",\"allowed\":" << result.allowed
-    << ",\"denied\":" << result.denied << ",\"errors\":" << result.errors
-    << ",\"over_admitted\":" << accuracy.over_admitted
+  run_fields(o);
+  o << ",\"over_admitted\":" << accuracy.over_admitted
     << ",\"accuracy\":{\"bound\":" << quoted(accuracy.bound)
     << ",\"admitted\":" << accuracy.admitted << ",\"undetermined\":" << accuracy.undetermined
     << ",\"clock_tolerance_ms\":" << opts.clock_tolerance.count();

@@ -20,6 +20,7 @@
 // over_admission {max, mean, key_windows, key_windows_over}} (replay.hpp).
 #pragma once
 
+#include <iosfwd>
 #include <optional>
 #include <string>
 
@@ -48,6 +49,9 @@ struct report {
  private:
   std::int64_t max_held() const;
   std::string lease_json() const;
+  // The run's shape and counts, shared by both JSON forms: duration_ms | burst, elapsed_s,
+  // decisions, decisions_per_sec, allowed, denied, errors.
+  void run_fields(std::ostream& o) const;
 };
 
 }  // namespace floodgate::bench

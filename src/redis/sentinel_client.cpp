@@ -4,7 +4,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cctype>
-#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include "redis/connection.hpp"
 #include "redis/io_worker.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_socket.hpp"
 
 namespace floodgate::redis {
@@ -34,20 +34,6 @@ constexpr auto resolve_min_interval = 100ms;
 // The sentinels are asked this often regardless, over the persistent connections: a safety
 // net for a +switch-master missed by a subscription that died silently (half-open).
 constexpr auto recheck_interval = 1s;
-
-// "host port" of a sentinel's answer or message, as the primary's endpoint.
-std::optional<redis_endpoint> primary_at(const redis_endpoint& primary, std::string_view host,
-                                         std::string_view port_text) {
-  std::uint16_t port = 0;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (host.empty() || ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0)
-    return std::nullopt;
-  auto out = primary;
-  out.host = std::string(host);
-  out.port = port;
-  return out;
-}
 
 }  // namespace
 
@@ -153,7 +139,9 @@ class sentinel_client::impl final : public io_worker_owner,
         recheck_timer_(worker_.context()),
         parked_timer_(worker_.context()),
         retire_timer_(worker_.context()) {
-    append_command(ask_command_, {"SENTINEL", "get-master-addr-by-name", config_.master_name});
+    append_command(ask_command_, {"SENTINEL", "MASTER", config_.master_name});
+    append_command(address_command_,
+                   {"SENTINEL", "get-master-addr-by-name", config_.master_name});
     append_command(subscribe_command_, {"SUBSCRIBE", "+switch-master", "+promoted-slave"});
     for (std::size_t i = 0; i < config_.sentinels.size(); ++i)
       peers_.push_back(std::make_unique<peer>(*this, config_.sentinels[i]));
@@ -238,6 +226,8 @@ class sentinel_client::impl final : public io_worker_owner,
     const bool readonly = r != nullptr && r->is_error() &&
                           (r->error_code() == "READONLY" ||
                            r->str.find("READONLY You can't write") != std::string::npos);
+    // The primary it was sent to is a replica now, whatever a sentinel says (sentinel_answer.hpp).
+    if (readonly) refused_epoch_.store(c.epoch, std::memory_order_relaxed);
     if (readonly || ec == errc::not_connected || ec == errc::timeout) suspect();
     if (readonly && !c.resent && steady::now() < c.deadline) {
       // Parked on the io thread until the new primary is known or its deadline passes.
@@ -303,6 +293,7 @@ class sentinel_client::impl final : public io_worker_owner,
     asio::steady_timer ask_timer, sub_timer;
     std::uint64_t ask_generation = 0, sub_generation = 0;  // so a stale expiry is ignored
     bool asking = false;                                   // a question in flight on `ask`
+    bool address_only = false;  // refused SENTINEL MASTER (ACL): asked get-master-addr-by-name
     std::uint64_t ask_round = 0;                           // the round it belongs to
     bool subscribed = false;
     std::chrono::milliseconds backoff;
@@ -345,7 +336,7 @@ class sentinel_client::impl final : public io_worker_owner,
     for (auto& p : peers_) {
       if (p->asking) continue;  // still waiting for the last answer: its deadline will tell
       if (!p->ask.is_open()) p->ask.open();
-      p->ask.send(ask_command_);
+      p->ask.send(p->address_only ? address_command_ : ask_command_);
       p->asking = true;
       p->ask_round = round_;
       const auto generation = ++p->ask_generation;
@@ -382,18 +373,35 @@ class sentinel_client::impl final : public io_worker_owner,
 
   void on_answer(peer& p, reply& r) {
     if (!p.asking) return;
+    const auto where = p.ask.endpoint().host + ":" + std::to_string(p.ask.endpoint().port);
+    if (!p.address_only && r.is_error() &&
+        (r.error_code() == "NOPERM" || r.str.find("nknown") != std::string::npos)) {
+      // A sentinel whose ACL allows only get-master-addr-by-name: asked that, on the same
+      // question's deadline. Its answers carry no epoch, so they never move a working primary.
+      p.address_only = true;
+      note_error(where + ": SENTINEL MASTER refused (" + r.str +
+                 "): asking get-master-addr-by-name, which cannot tell a stale answer");
+      p.ask.send(address_command_);
+      return;
+    }
     const auto round = p.ask_round;
     answered(p);
-    if (r.kind == reply::type::array && r.elements.size() == 2 &&
-        r.elements[0].kind == reply::type::string && r.elements[1].kind == reply::type::string) {
-      // An answer to a question asked before the last switch may predate it: ignored.
-      if (round <= switch_round_) return;
-      if (auto ep = primary_at(config_.primary, r.elements[0].str, r.elements[1].str))
-        return learned(*ep);
+    const auto answer = p.address_only ? read_address_answer(r, config_.primary)
+                                       : read_master_answer(r, config_.primary);
+    if (!answer) {
+      return note_error(where + (r.is_error() ? ": " + r.str
+                                              : ": does not know master '" +
+                                                    config_.master_name + "'"));
     }
-    note_error(
-        p.ask.endpoint().host + ":" + std::to_string(p.ask.endpoint().port) +
-        (r.is_error() ? ": " + r.str : ": does not know master '" + config_.master_name + "'"));
+    // An answer to a question asked before the last switch may predate it: ignored.
+    if (round <= switch_round_) return;
+    bool have_primary = false, refused = false;
+    {
+      std::lock_guard lock(mutex_);
+      have_primary = current_ != nullptr;
+      refused = have_primary && refused_epoch_.load(std::memory_order_relaxed) == epoch_;
+    }
+    if (choice_.take(*answer, have_primary, refused)) learned(answer->primary);
   }
 
   void on_ask_closed(peer& p, const std::string& why) {
@@ -463,16 +471,16 @@ class sentinel_client::impl final : public io_worker_owner,
     if (r.elements[1].str == "+promoted-slave" && words.size() == 8 && words[0] == "slave" &&
         words[4] == "@" && words[5] == config_.master_name)
       ep = primary_at(config_.primary, words[2], words[3]);
-    if (ep) learned(*ep);
+    if (ep && learned(*ep)) choice_.pushed();
   }
 
   // --- switching --------------------------------------------------------------------------
 
-  // A new client when the primary moved; parked calls go to it.
-  void learned(const redis_endpoint& address) {
+  // A new client when the primary moved; parked calls go to it. False: no move.
+  bool learned(const redis_endpoint& address) {
     {
       std::lock_guard lock(mutex_);
-      if (stopping_ || (current_ && current_endpoint_ == address)) return;
+      if (stopping_ || (current_ && current_endpoint_ == address)) return false;
     }
     auto next = std::make_shared<client>(address, options_, scripts_);  // connects in background
     bool retiring = false;
@@ -495,6 +503,7 @@ class sentinel_client::impl final : public io_worker_owner,
     parked_.clear();
     for (auto& c : resend) next->submit(std::move(c));
     if (retiring) arm_retire();
+    return true;
   }
 
   void arm_retire() {
@@ -553,7 +562,7 @@ class sentinel_client::impl final : public io_worker_owner,
   const redis_options options_;
   const std::vector<const script*> scripts_;
   const tls_context_result tls_;  // rediss+sentinel://: the sentinels' and the primary's
-  std::string ask_command_, subscribe_command_;
+  std::string ask_command_, address_command_, subscribe_command_;
 
   io_worker worker_{*this};  // before what uses its io_context: destroyed after it
   std::vector<std::unique_ptr<peer>> peers_;
@@ -566,6 +575,7 @@ class sentinel_client::impl final : public io_worker_owner,
   bool round_pending_ = false;
   steady::time_point last_round_at_{};
   std::uint64_t round_ = 0, switch_round_ = 0, recheck_generation_ = 0;
+  primary_choice choice_;
   std::atomic<bool> suspect_posted_{false};
 
   mutable std::mutex mutex_;
@@ -578,6 +588,8 @@ class sentinel_client::impl final : public io_worker_owner,
   std::string sentinel_error_;                                                  // guarded by mutex_
   std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired_;  // mutex_
   std::atomic<std::uint64_t> resent_{0}, switches_{0};
+  // The epoch_ of the last primary that answered READONLY (~0: none yet).
+  std::atomic<std::uint64_t> refused_epoch_{~std::uint64_t{0}};
 };
 
 void sentinel_call::complete(std::error_code ec, reply* r) noexcept {

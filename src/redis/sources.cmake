@@ -13,6 +13,7 @@ target_sources(floodgate PRIVATE
   redis/client.cpp
   redis/cluster_protocol.cpp
   redis/cluster_url.cpp
+  redis/sentinel_answer.cpp
   redis/cluster_client.cpp
   redis/sentinel_socket.cpp
   redis/sentinel_client.cpp

@@ -226,9 +226,10 @@ TEST(fake_redis, a_sentinel_backend_may_be_dropped_inside_a_completion_on_its_ow
   });
   const std::string port = std::to_string(primary.port());
   fake_redis sentinel([&port](const fake_redis::command& c) -> std::string {
-    if (c.size() == 3 && c[0] == "SENTINEL")
+    // An old sentinel: SENTINEL MASTER unknown, so the client asks for the address.
+    if (c.size() == 3 && c[0] == "SENTINEL" && c[1] == "get-master-addr-by-name")
       return "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(port.size()) + "\r\n" + port + "\r\n";
-    return "-ERR unknown\r\n";
+    return "-ERR unknown subcommand\r\n";
   });
   backend_options o;
   o.redis.timeout = 300ms;

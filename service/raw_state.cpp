@@ -1,7 +1,6 @@
 #include "raw_state.hpp"
 
 #include <boost/asio/io_context.hpp>
-#include <charconv>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -14,6 +13,7 @@
 #include "redis/connection.hpp"
 #include "redis/key.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/sentinel_socket.hpp"
 #include "redis/url.hpp"
@@ -228,37 +228,40 @@ class key_reader {
   std::string node_name_;
 };
 
-// The primary the first sentinel to answer names; nullopt with `error` (each sentinel's
-// reason) when none does.
+// The primary the sentinels name: every one is asked (SENTINEL MASTER for the epoch, then
+// get-master-addr-by-name; the latter alone where the former is refused) and the answer with
+// the newest configuration wins (redis/sentinel_answer.hpp: right after a failover a sentinel
+// may still name the old primary). nullopt with `error` (each sentinel's reason) when none
+// answers.
 std::optional<redis_endpoint> find_primary(asker& a, const redis::sentinel_config& cfg,
                                            std::string& error) {
+  const command epoch_question{"SENTINEL", "MASTER", cfg.master_name};
+  const command address_question{"SENTINEL", "get-master-addr-by-name", cfg.master_name};
+  std::vector<redis::sentinel_answer> answers;
   for (const auto& s : cfg.sentinels) {
     std::string why;
-    auto replies =
-        a.ask(s, true, {{"SENTINEL", "get-master-addr-by-name", cfg.master_name}}, why);
+    auto replies = a.ask(s, true, {epoch_question, address_question}, why);
+    std::optional<std::uint64_t> epoch;
+    if (replies.size() == 2) {
+      epoch = redis::read_config_epoch(replies.front());
+      replies.erase(replies.begin());
+    }
     if (replies.empty()) {
       error += (error.empty() ? "" : "; ") + why;
       continue;
     }
     const auto& r = replies.front();
-    std::uint16_t port = 0;
-    if (r.kind == reply::type::array && r.elements.size() == 2) {
-      const auto& p = r.elements[1].str;
-      std::from_chars(p.data(), p.data() + p.size(), port);
-    }
-    if (port == 0) {
-      why = label_of(s) + ": " +
-            (r.is_error()                 ? r.str
-             : r.kind == reply::type::nil ? "no master named '" + cfg.master_name + "'"
-                                          : "unexpected answer: " + describe(r));
-      error += (error.empty() ? "" : "; ") + why;
+    if (auto answer = redis::read_answer(r, epoch, cfg.primary)) {
+      answers.push_back(std::move(*answer));
       continue;
     }
-    auto primary = cfg.primary;
-    primary.host = r.elements[0].str;
-    primary.port = port;
-    return primary;
+    why = label_of(s) + ": " +
+          (r.is_error()                 ? r.str
+           : r.kind == reply::type::nil ? "no master named '" + cfg.master_name + "'"
+                                        : "unexpected answer: " + describe(r));
+    error += (error.empty() ? "" : "; ") + why;
   }
+  if (auto best = redis::best_answer(answers)) return std::move(best->primary);
   error = "no sentinel named the primary: " + error;
   return std::nullopt;
 }

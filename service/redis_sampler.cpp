@@ -17,6 +17,7 @@
 #include "redis/cluster_url.hpp"
 #include "redis/connection.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/sentinel_socket.hpp"
 #include "redis/url.hpp"
@@ -88,7 +89,6 @@ struct redis_sampler::impl {
   // Sentinel: who to ask for the primary, and the primary's credentials (its host and port
   // found). Empty otherwise.
   std::vector<std::unique_ptr<sampler_link>> sentinels;  // the sampler thread's
-  std::size_t sentinel_first = 0;                        // the one that answered last: asked first
   std::optional<redis::sentinel_config> sentinel;
   std::vector<std::unique_ptr<sampler_link>> links;  // per node; the sampler thread's
   std::vector<bool> clock_alarm;                     // the sampler thread's: skew logged as over
@@ -100,8 +100,9 @@ struct redis_sampler::impl {
   // options.timeout from now for connecting and answering together. nullopt on no reply, an
   // error reply or a lost connection: the connection is closed then, and the next ask
   // reconnects.
+  // keep_errors: an error reply is returned (the caller reads it) and the connection kept.
   std::optional<redis::reply> ask(sampler_link& l, std::initializer_list<std::string_view> args,
-                                  const std::stop_token& stop) {
+                                  const std::stop_token& stop, bool keep_errors = false) {
     if (stop.stop_requested()) return std::nullopt;
     const auto deadline = std::chrono::steady_clock::now() + options.timeout;
     l.answer.reset();
@@ -113,7 +114,7 @@ struct redis_sampler::impl {
     io.restart();
     while (!l.answer && !l.closed && !stop.stop_requested())
       if (io.run_one_until(deadline) == 0) break;  // the deadline, or stopped
-    if (!l.answer || l.answer->is_error()) {
+    if (!l.answer || (l.answer->is_error() && !keep_errors)) {
       spdlog::debug("msg=\"redis sample failed\" node={} command={} error={}",
                     quote(label_of(l.endpoint)), *args.begin(),
                     quote(l.closed.value_or(l.answer ? l.answer->str : "no reply in time")));
@@ -123,23 +124,24 @@ struct redis_sampler::impl {
     return std::move(l.answer);
   }
 
-  // Sentinel: the primary named now by the first sentinel that answers (the one that answered
-  // last asked first), each within options.timeout; nullopt when none does.
+  // Sentinel: the primary the sentinels name now, each asked within options.timeout, the
+  // newest configuration winning (redis/sentinel_answer.hpp); nullopt when none answers.
   std::optional<redis::redis_endpoint> find_primary(const std::stop_token& stop) {
-    for (std::size_t k = 0; k < sentinels.size(); ++k) {
-      const auto i = (sentinel_first + k) % sentinels.size();
-      auto r =
-          ask(*sentinels[i], {"SENTINEL", "get-master-addr-by-name", sentinel->master_name}, stop);
-      if (!r || r->kind != redis::reply::type::array || r->elements.size() != 2) continue;
-      const auto port = to_int(r->elements[1].str);
-      if (port < 1 || port > 65535) continue;
-      sentinel_first = i;
-      auto primary = sentinel->primary;
-      primary.host = r->elements[0].str;
-      primary.port = static_cast<std::uint16_t>(port);
-      return primary;
+    std::vector<redis::sentinel_answer> answers;
+    for (auto& l : sentinels) {
+      // The epoch first, then the address: a failover in between pairs the new address with
+      // the old epoch, never the reverse. A refusal (an ACL) leaves the answer without epoch.
+      const auto master = ask(*l, {"SENTINEL", "MASTER", sentinel->master_name}, stop, true);
+      if (!master) continue;
+      const auto epoch = redis::read_config_epoch(*master);
+      if (const auto r =
+              ask(*l, {"SENTINEL", "get-master-addr-by-name", sentinel->master_name}, stop))
+        if (auto a = redis::read_answer(*r, epoch, sentinel->primary))
+          answers.push_back(std::move(*a));
     }
-    return std::nullopt;
+    auto best = redis::best_answer(answers);
+    if (!best) return std::nullopt;
+    return std::move(best->primary);
   }
 
   // Points node 0 at the primary the sentinels name, when it is another than sampled so far:

@@ -1,6 +1,7 @@
 #include "redis/sentinel_answer.hpp"
 
 #include <charconv>
+#include <tuple>
 
 namespace floodgate::redis {
 
@@ -17,46 +18,49 @@ std::optional<redis_endpoint> primary_at(const redis_endpoint& primary, std::str
   return out;
 }
 
-std::optional<sentinel_answer> read_master_answer(const reply& r, const redis_endpoint& primary) {
-  if (r.kind != reply::type::array || r.elements.size() % 2 != 0) return std::nullopt;
-  std::string_view ip, port, flags, epoch_text;
-  bool has_epoch = false;
-  for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
-    const auto& field = r.elements[i];
-    const auto& value = r.elements[i + 1];
-    if (field.kind != reply::type::string || value.kind != reply::type::string) continue;
-    if (field.str == "ip") ip = value.str;
-    if (field.str == "port") port = value.str;
-    if (field.str == "flags") flags = value.str;
-    if (field.str == "config-epoch") {
-      epoch_text = value.str;
-      has_epoch = true;
-    }
+std::optional<std::uint64_t> read_config_epoch(const reply& master) {
+  if (master.kind != reply::type::array) return std::nullopt;
+  for (std::size_t i = 0; i + 1 < master.elements.size(); i += 2) {
+    const auto& field = master.elements[i];
+    const auto& value = master.elements[i + 1];
+    if (field.kind != reply::type::string || field.str != "config-epoch" ||
+        value.kind != reply::type::string)
+      continue;
+    std::uint64_t epoch = 0;
+    const auto& t = value.str;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), epoch);
+    if (ec != std::errc{} || end != t.data() + t.size()) return std::nullopt;
+    return epoch;
   }
-  auto at = primary_at(primary, ip, port);
-  if (!at || !has_epoch) return std::nullopt;
-  std::uint64_t epoch = 0;
-  const auto [end, ec] =
-      std::from_chars(epoch_text.data(), epoch_text.data() + epoch_text.size(), epoch);
-  if (ec != std::errc{} || end != epoch_text.data() + epoch_text.size()) return std::nullopt;
-  sentinel_answer out{std::move(*at), epoch, false};
-  // flags is a comma-separated list: "master,failover_in_progress,..."
-  for (std::string_view rest = flags; !rest.empty();) {
-    const auto comma = rest.find(',');
-    if (rest.substr(0, comma) == "failover_in_progress") out.in_failover = true;
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-  }
-  return out;
+  return std::nullopt;
 }
 
-std::optional<sentinel_answer> read_address_answer(const reply& r,
-                                                   const redis_endpoint& primary) {
-  if (r.kind != reply::type::array || r.elements.size() != 2 ||
-      r.elements[0].kind != reply::type::string || r.elements[1].kind != reply::type::string)
+std::optional<sentinel_answer> read_answer(const reply& address,
+                                           std::optional<std::uint64_t> epoch,
+                                           const redis_endpoint& primary) {
+  if (address.kind != reply::type::array || address.elements.size() != 2 ||
+      address.elements[0].kind != reply::type::string ||
+      address.elements[1].kind != reply::type::string)
     return std::nullopt;
-  auto at = primary_at(primary, r.elements[0].str, r.elements[1].str);
+  auto at = primary_at(primary, address.elements[0].str, address.elements[1].str);
   if (!at) return std::nullopt;
-  return sentinel_answer{std::move(*at), std::nullopt, false};
+  return sentinel_answer{std::move(*at), epoch};
+}
+
+bool refuses_sentinel_master(const reply& master) {
+  return master.is_error() &&
+         (master.error_code() == "NOPERM" || master.str.find("nknown") != std::string::npos);
+}
+
+std::optional<sentinel_answer> best_answer(const std::vector<sentinel_answer>& answers) {
+  const sentinel_answer* best = nullptr;
+  const auto rank = [](const sentinel_answer& a) {
+    return std::tuple(a.epoch.has_value(), a.epoch.value_or(0));
+  };
+  for (const auto& a : answers)
+    if (!best || rank(a) > rank(*best)) best = &a;
+  if (!best) return std::nullopt;
+  return *best;
 }
 
 bool primary_choice::take(const sentinel_answer& a, bool have_primary, bool primary_refused) {
@@ -65,7 +69,6 @@ bool primary_choice::take(const sentinel_answer& a, bool have_primary, bool prim
     // be the stale one); a sentinel's push or a READONLY moves the client instead.
     return !have_primary || primary_refused;
   }
-  if (a.in_failover && have_primary) return false;
   if (*a.epoch < epoch_seen_) return false;  // has not heard of a failover another reported
   // The push named the configuration after epoch_seen_; an answer at epoch_seen_ predates it,
   // unless the pushed primary refuses writes (a late push for a superseded failover).

@@ -8,7 +8,13 @@
 // grows with each failover: an answer older than one already seen is a sentinel that has not
 // heard of the last failover, and is ignored.
 //
-//   auto a = read_master_answer(reply, template_endpoint);      // SENTINEL MASTER's reply
+// A sentinel is asked two questions in one write: SENTINEL MASTER (its config-epoch) and then
+// SENTINEL get-master-addr-by-name (the address; from the moment the new primary is promoted
+// it names that one, while SENTINEL MASTER's address stays the old one until the failover
+// ends, though its epoch is already the new one). In that order, a failover between the two
+// pairs the new address with the old epoch, never the old address with the new epoch.
+//
+//   auto a = read_answer(master_reply, address_reply, template_endpoint);
 //   if (a && choice.take(*a, have_primary, primary_refused)) switch_to(a->primary);
 //   if (switched_on_push) choice.pushed();
 //
@@ -19,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "redis/reply.hpp"
 #include "redis/url.hpp"
@@ -27,21 +34,30 @@ namespace floodgate::redis {
 
 struct sentinel_answer {
   redis_endpoint primary;
-  // SENTINEL MASTER's config-epoch; none from get-master-addr-by-name (a sentinel whose ACL
-  // allows only that).
+  // SENTINEL MASTER's config-epoch; none when a sentinel refused that (an ACL that allows only
+  // get-master-addr-by-name).
   std::optional<std::uint64_t> epoch;
-  // The sentinel is leading a failover: mid-way it names the old address with the new epoch.
-  bool in_failover = false;
 };
 
 // "host port" as the primary's endpoint: `primary` (credentials, db, tls) with that address.
 std::optional<redis_endpoint> primary_at(const redis_endpoint& primary, std::string_view host,
                                          std::string_view port_text);
 
-// SENTINEL MASTER <name>: field/value pairs (ip, port, flags, config-epoch, ...).
-std::optional<sentinel_answer> read_master_answer(const reply& r, const redis_endpoint& primary);
-// SENTINEL get-master-addr-by-name <name>: [host, port].
-std::optional<sentinel_answer> read_address_answer(const reply& r, const redis_endpoint& primary);
+// The config-epoch field of SENTINEL MASTER's reply (field/value pairs); none if absent.
+std::optional<std::uint64_t> read_config_epoch(const reply& master);
+// The answer made of SENTINEL get-master-addr-by-name's reply ([host, port]) and the epoch
+// read before it; none when the address is not one (nil: an unknown master name).
+std::optional<sentinel_answer> read_answer(const reply& address,
+                                           std::optional<std::uint64_t> epoch,
+                                           const redis_endpoint& primary);
+// True when a sentinel refused SENTINEL MASTER (an ACL allowing less, or a sentinel without
+// it): ask it get-master-addr-by-name alone from then on.
+bool refuses_sentinel_master(const reply& master);
+
+// Of the answers to one round of questions, the one to believe when nothing was known before
+// (a one-off look-up: the raw state reader, the metrics sampler): the highest epoch, answers
+// without one only when none has one.
+std::optional<sentinel_answer> best_answer(const std::vector<sentinel_answer>& answers);
 
 // The rules for switching on what sentinels say. The caller tracks the current primary;
 // `take` says whether an answer is believed: if it names another primary, the client moves.

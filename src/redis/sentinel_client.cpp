@@ -139,9 +139,11 @@ class sentinel_client::impl final : public io_worker_owner,
         recheck_timer_(worker_.context()),
         parked_timer_(worker_.context()),
         retire_timer_(worker_.context()) {
-    append_command(ask_command_, {"SENTINEL", "MASTER", config_.master_name});
+    // The epoch, then the address (sentinel_answer.hpp says why in this order).
     append_command(address_command_,
                    {"SENTINEL", "get-master-addr-by-name", config_.master_name});
+    append_command(ask_command_, {"SENTINEL", "MASTER", config_.master_name});
+    ask_command_ += address_command_;
     append_command(subscribe_command_, {"SUBSCRIBE", "+switch-master", "+promoted-slave"});
     for (std::size_t i = 0; i < config_.sentinels.size(); ++i)
       peers_.push_back(std::make_unique<peer>(*this, config_.sentinels[i]));
@@ -294,6 +296,8 @@ class sentinel_client::impl final : public io_worker_owner,
     std::uint64_t ask_generation = 0, sub_generation = 0;  // so a stale expiry is ignored
     bool asking = false;                                   // a question in flight on `ask`
     bool address_only = false;  // refused SENTINEL MASTER (ACL): asked get-master-addr-by-name
+    bool epoch_read = false;    // this question's SENTINEL MASTER reply is in: the address next
+    std::optional<std::uint64_t> epoch;  // what it said
     std::uint64_t ask_round = 0;                           // the round it belongs to
     bool subscribed = false;
     std::chrono::milliseconds backoff;
@@ -337,6 +341,7 @@ class sentinel_client::impl final : public io_worker_owner,
       if (p->asking) continue;  // still waiting for the last answer: its deadline will tell
       if (!p->ask.is_open()) p->ask.open();
       p->ask.send(p->address_only ? address_command_ : ask_command_);
+      p->epoch_read = p->address_only;
       p->asking = true;
       p->ask_round = round_;
       const auto generation = ++p->ask_generation;
@@ -374,20 +379,21 @@ class sentinel_client::impl final : public io_worker_owner,
   void on_answer(peer& p, reply& r) {
     if (!p.asking) return;
     const auto where = p.ask.endpoint().host + ":" + std::to_string(p.ask.endpoint().port);
-    if (!p.address_only && r.is_error() &&
-        (r.error_code() == "NOPERM" || r.str.find("nknown") != std::string::npos)) {
-      // A sentinel whose ACL allows only get-master-addr-by-name: asked that, on the same
-      // question's deadline. Its answers carry no epoch, so they never move a working primary.
-      p.address_only = true;
-      note_error(where + ": SENTINEL MASTER refused (" + r.str +
-                 "): asking get-master-addr-by-name, which cannot tell a stale answer");
-      p.ask.send(address_command_);
+    if (!p.epoch_read) {  // SENTINEL MASTER's reply; get-master-addr-by-name's follows
+      p.epoch_read = true;
+      p.epoch = read_config_epoch(r);
+      if (refuses_sentinel_master(r)) {
+        // A sentinel whose ACL allows only get-master-addr-by-name: asked that alone from
+        // now on. Its answers carry no epoch, so they never move a primary taking writes.
+        p.address_only = true;
+        note_error(where + ": SENTINEL MASTER refused (" + r.str +
+                   "): asking get-master-addr-by-name alone, which cannot tell a stale answer");
+      }
       return;
     }
     const auto round = p.ask_round;
     answered(p);
-    const auto answer = p.address_only ? read_address_answer(r, config_.primary)
-                                       : read_master_answer(r, config_.primary);
+    const auto answer = read_answer(r, p.address_only ? std::nullopt : p.epoch, config_.primary);
     if (!answer) {
       return note_error(where + (r.is_error() ? ": " + r.str
                                               : ": does not know master '" +

@@ -7,6 +7,7 @@
 #include <map>
 #include <thread>
 
+#include "fake_sentinel.hpp"
 #include "inspect_helpers.hpp"
 #include "redis_cluster.hpp"
 #include "redis_sentinel.hpp"
@@ -123,6 +124,20 @@ TEST(inspect_sentinel, reads_the_raw_state_over_tls) {
   f.check("alice", 3);
   expect_raw_state(f.inspect("alice"), "alice", 3, loopback(s.tls_port(0)));
   expect_cli_raw_state(url, "alice", 3, loopback(s.tls_port(0)));
+}
+
+// Right after a failover a sentinel that has not heard of it still names the old primary:
+// the read goes to the newest configuration's primary, whichever sentinel answers first
+// (before: the first in the URL, so here the old primary, whose state the resync erases).
+TEST(inspect_sentinel, the_newest_configuration_names_the_primary) {
+  redis_server old_primary, new_primary;
+  fake_sentinel stale{old_primary.port(), 1}, told{new_primary.port(), 2};
+  for (const auto& url : {sentinel_url_of({&stale, &told}), sentinel_url_of({&told, &stale})}) {
+    temp_rules_file rules(inspect_rules);
+    const auto r = run_floodgate_cli({"inspect", "--redis", url, "--rules", rules.path, "api", "a"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(cli_field(r.output, "redis_node"), loopback(new_primary.port())) << r.output;
+  }
 }
 
 // A master name the sentinels do not know, and sentinels that do not answer: the error names

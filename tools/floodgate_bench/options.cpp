@@ -390,8 +390,9 @@ Open loop (default: closed loop, each call waits for the previous answer):
   --arrivals A           constant (evenly spaced, default) or poisson (exponential gaps)
   --inflight N           (above) is then each thread's bound on calls in flight: a request
                          due while N are in flight waits for a slot, late
-  --max-lag D            a request still waiting for a slot D after its intended time is
-                         dropped and counted (default 1s)
+  --max-lag D            a request not sent by D after its intended time (waiting for a
+                         slot, or the sender running late) is dropped and counted
+                         (default 1s)
   --over-limit-share F   derive --limit so that a share F of the requests comes from keys
                          whose load (their share of R x cost per window) is over it: with
                          --zipf, a few keys far over, some near, most well under. The share

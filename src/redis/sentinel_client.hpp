@@ -7,16 +7,17 @@
 // The credentials and db are the primary's (the sentinels get sentinel_user/sentinel_password).
 // On its own io thread, the client keeps two connections to every sentinel (sentinel_socket):
 // one subscribed to +switch-master and +promoted-slave, so a failover is learned when a
-// sentinel announces it, and one for SENTINEL MASTER, asked of every sentinel at once, each
-// answer due within connect_timeout (or that connection is closed): at start, on
-// (re)subscribing, at most every 100 ms after a call meets READONLY (a demoted primary), a
-// lost connection or a timeout, and every second regardless (a silently dead subscription).
-// An answer is believed unless its config epoch is older than one already seen (a sentinel
-// that has not heard of the last failover: sentinel_answer.hpp). When the address changes,
-// calls go to a new client (client.hpp) for it; the old one is kept for twice the call timeout so its calls in
-// flight finish, then closed. A READONLY reply means the script wrote nothing (a replica
-// refuses the first write), so that call is parked and re-sent once to the new primary; a
-// parked call answers errc::timeout at its own deadline if none is named by then.
+// sentinel announces it, and one for questions (SENTINEL MASTER for the config epoch, then
+// get-master-addr-by-name), asked of every sentinel at once, each answer due within
+// connect_timeout (or that connection is closed): at start, on (re)subscribing, at most every
+// 100 ms after a call meets READONLY (a demoted primary), a lost connection or a timeout, and
+// every second regardless (a silently dead subscription). An answer is believed unless its
+// epoch is older than one already seen (a sentinel that has not heard of the last failover:
+// sentinel_answer.hpp). When the address changes, calls go to a new client (client.hpp) for
+// it; the old one is kept for twice the call timeout so its calls in flight finish, then
+// closed. A READONLY reply means the script wrote nothing (a replica refuses the first
+// write), so that call is parked and re-sent once to the new primary; a parked call answers
+// errc::timeout at its own deadline if none is named by then.
 //
 // The constructor waits for the first answer, or for every sentinel to fail, connect_timeout
 // at most; until a primary is known, calls fail with not_connected. Threading and completion:

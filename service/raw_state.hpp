@@ -8,10 +8,10 @@
 // Every Redis URL the backend takes is read, on the node that holds the key: the URL's for
 // redis:// and rediss://; for redis+cluster:// the master of the key's slot (asked of the
 // seeds in turn; a MOVED is followed to the node it names, an ASK once after ASKING, at most
-// max_redirects per command); for redis+sentinel:// the primary the first sentinel to answer
-// names. TLS, credentials and the db as the backend uses them (the URL's options, read by the
+// max_redirects per command); for redis+sentinel:// the primary of the newest configuration
+// the sentinels name (redis/sentinel_answer.hpp). TLS, credentials and the db as the backend uses them (the URL's options, read by the
 // backend's own parsers; the connection is the backend's sentinel_socket). Each connect and
-// answer takes at most `timeout`, and the read asks at most: one question per sentinel, then
+// answer takes at most `timeout`, and the read asks at most: two questions per sentinel, then
 // 5 commands (TYPE, the value, ZCARD, PTTL), each on at most (seeds + max_redirects) nodes.
 // memory:// is not read (`readable` false, `why_not` says why).
 #pragma once

@@ -1,6 +1,5 @@
 #include "raw_state.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -12,10 +11,9 @@
 #include "redis/cluster_url.hpp"
 #include "redis/connection.hpp"
 #include "redis/key.hpp"
-#include "redis/resp_writer.hpp"
+#include "redis/node_asker.hpp"
 #include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_client.hpp"
-#include "redis/sentinel_socket.hpp"
 #include "redis/url.hpp"
 #include "redis/url_options.hpp"
 
@@ -26,10 +24,7 @@ using redis::redis_endpoint;
 using redis::reply;
 using command = std::vector<std::string>;
 
-std::string label_of(const redis_endpoint& ep) {
-  const bool v6 = ep.host.find(':') != std::string::npos;
-  return (v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port);
-}
+using redis::endpoint_label;
 
 std::string describe(const reply& r) {
   switch (r.kind) {
@@ -52,107 +47,23 @@ std::string describe(const reply& r) {
   return "(reply)";
 }
 
-// The connections of one read, to nodes and sentinels, each the backend's sentinel_socket
-// (which connects within connect_timeout, over TLS for rediss://, and AUTHs first with the
-// sentinel_* credentials of its options: for a node, set to the node's). Every handler runs
-// inside ask(), on the caller's thread.
+// The questions of one read, to nodes and sentinels (redis/node_asker.hpp), each within the
+// read's timeout.
 class asker {
  public:
   asker(const redis_options& options, redis::tls_context_result tls,
         std::chrono::milliseconds timeout)
-      : options_(options), tls_(std::move(tls)), timeout_(timeout) {
-    options_.connect_timeout = timeout;
-  }
-  ~asker() {
-    // The sockets' cancelled handlers still name them: they run before the sockets go.
-    for (auto& [name, l] : links_) l->socket->close();
-    io_.restart();
-    io_.run();
-  }
-  asker(const asker&) = delete;
-  asker& operator=(const asker&) = delete;
+      : nodes_(options, std::move(tls)), timeout_(timeout) {}
 
-  // The replies to `commands`, written together to `ep` (connecting first, with SELECT when
-  // the node's db is not 0), all due within the timeout from now; or why not, naming the node.
-  // An error reply is a reply: the caller reads the server's words.
   std::vector<reply> ask(const redis_endpoint& ep, bool sentinel,
                          const std::vector<command>& commands, std::string& error) {
-    auto& l = link_to(ep, sentinel);
-    std::string out;
-    std::size_t skip = 0;  // SELECT's reply, when sent
-    if (!l.socket->is_open()) {
-      l.socket->open();
-      if (!sentinel && ep.db != 0) {
-        redis::append_command(out, {"SELECT", std::to_string(ep.db)});
-        skip = 1;
-      }
-    }
-    for (const auto& c : commands) {
-      redis::append_array_header(out, c.size());
-      for (const auto& arg : c) redis::append_bulk(out, std::string_view(arg));
-    }
-    l.replies.clear();
-    l.closed.reset();
-    l.socket->send(out);
-    const auto want = commands.size() + skip;
-    const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    io_.restart();
-    while (l.replies.size() < want && !l.closed)
-      if (io_.run_one_until(deadline) == 0) break;
-    if (l.replies.size() < want) {
-      error = l.closed ? *l.closed
-                       : label_of(ep) + ": no answer within " + std::to_string(timeout_.count()) +
-                             " ms";
-      l.socket->close();  // a late reply must not answer the next question
-      return {};
-    }
-    if (skip && l.replies.front().is_error()) {
-      error = label_of(ep) + ": SELECT " + std::to_string(ep.db) + ": " + l.replies.front().str;
-      l.socket->close();
-      return {};
-    }
-    return {std::make_move_iterator(l.replies.begin() + static_cast<std::ptrdiff_t>(skip)),
-            std::make_move_iterator(l.replies.end())};
+    using peer = redis::node_asker::peer;
+    return nodes_.ask(ep, sentinel ? peer::sentinel : peer::node, commands, timeout_, error);
   }
 
  private:
-  struct link {
-    redis_options options;  // the socket's (it keeps a reference)
-    std::vector<reply> replies;
-    std::optional<std::string> closed;
-    std::unique_ptr<redis::sentinel_socket> socket;
-  };
-
-  link& link_to(const redis_endpoint& ep, bool sentinel) {
-    auto& slot = links_[(sentinel ? "s " : "n ") + label_of(ep)];
-    if (slot) return *slot;
-    slot = std::make_unique<link>();
-    auto* l = slot.get();
-    l->options = options_;
-    if (!sentinel) {
-      l->options.sentinel_user = ep.user;
-      l->options.sentinel_password = ep.password;
-    }
-    l->socket = std::make_unique<redis::sentinel_socket>(
-        io_, ep, l->options, tls_.context, tls_.error,
-        redis::sentinel_socket::handlers{
-            [l](reply& r) { l->replies.push_back(std::move(r)); },
-            [l, sentinel](const std::string& why) {
-              // The socket was written for sentinels; a node is a server.
-              static constexpr std::string_view said = "closed by the sentinel";
-              std::string w = why;
-              if (!sentinel && w.ends_with(said))
-                w.replace(w.size() - said.size(), said.size(), "closed by the server");
-              l->closed = std::move(w);
-            }});
-    return *l;
-  }
-
-  boost::asio::io_context io_;  // run only inside ask() (and the destructor)
-  redis_options options_;
-  redis::tls_context_result tls_;
+  redis::node_asker nodes_;
   std::chrono::milliseconds timeout_;
-  std::map<std::string, std::unique_ptr<link>> links_;  // last: closed before io_ goes
 };
 
 // Where the key lives, and how to ask there.
@@ -186,21 +97,21 @@ class key_reader {
       }
       auto& r = replies.back();
       if (replies.size() == 2 && replies.front().is_error()) {
-        error = label_of(ep) + ": ASKING: " + replies.front().str;
+        error = endpoint_label(ep) + ": ASKING: " + replies.front().str;
         return std::nullopt;
       }
       const auto moved = cluster_ && r.is_error() ? redis::parse_redirect(r.str) : std::nullopt;
       if (!moved) {
         if (r.is_error()) {
-          error = label_of(ep) + ": " + c.front() + ": " + r.str;
+          error = endpoint_label(ep) + ": " + c.front() + ": " + r.str;
           return std::nullopt;
         }
         found_ = true;
-        node_name_ = label_of(ep);
+        node_name_ = endpoint_label(ep);
         return std::move(r);
       }
       if (++redirects > max_redirects) {
-        error = label_of(ep) + ": still redirected after " + std::to_string(max_redirects) +
+        error = endpoint_label(ep) + ": still redirected after " + std::to_string(max_redirects) +
                 " hops: " + r.str;
         return std::nullopt;
       }
@@ -255,7 +166,7 @@ std::optional<redis_endpoint> find_primary(asker& a, const redis::sentinel_confi
       answers.push_back(std::move(*answer));
       continue;
     }
-    why = label_of(s) + ": " +
+    why = endpoint_label(s) + ": " +
           (r.is_error()                 ? r.str
            : r.kind == reply::type::nil ? "no master named '" + cfg.master_name + "'"
                                         : "unexpected answer: " + describe(r));

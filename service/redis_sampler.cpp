@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/io_context.hpp>
 #include <charconv>
 #include <condition_variable>
 #include <cstdio>
@@ -16,10 +15,9 @@
 #include "log_format.hpp"
 #include "redis/cluster_url.hpp"
 #include "redis/connection.hpp"
-#include "redis/resp_writer.hpp"
+#include "redis/node_asker.hpp"
 #include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_client.hpp"
-#include "redis/sentinel_socket.hpp"
 #include "redis/url.hpp"
 #include "redis/url_options.hpp"
 #include "redis_info.hpp"
@@ -33,11 +31,6 @@ struct node_state {
   std::optional<redis_info> info;
   std::optional<clock_sample> clock;  // the latest TIME sample
 };
-
-std::string label_of(const redis::redis_endpoint& ep) {
-  const bool v6 = ep.host.find(':') != std::string::npos;
-  return (v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port);
-}
 
 void append_double(std::string& out, double v) {
   char buf[32];
@@ -53,89 +46,50 @@ std::int64_t to_int(std::string_view s) {
 
 }  // namespace
 
-// One connection the sampler asks things over (a node, or a sentinel): the backend's
-// sentinel_socket, which connects (TLS for rediss://, as the backend's connections do) and
-// AUTHs with the sentinel_* credentials of its options: for a node, those are the node's.
-struct sampler_link {
-  sampler_link(boost::asio::io_context& io, const redis::redis_endpoint& ep,
-               const floodgate::redis_options& shared, const redis::tls_context_result& tls,
-               bool sentinel)
-      : options(shared), endpoint(ep) {
-    if (!sentinel) {
-      options.sentinel_user = ep.user;
-      options.sentinel_password = ep.password;
-    }
-    socket = std::make_unique<redis::sentinel_socket>(
-        io, ep, options, tls.context, tls.error,
-        redis::sentinel_socket::handlers{[this](redis::reply& r) {
-                                           if (!answer) answer = std::move(r);
-                                         },
-                                         [this](const std::string& why) { closed = why; }});
-  }
-
-  floodgate::redis_options options;  // the socket's (it keeps a reference)
-  redis::redis_endpoint endpoint;
-  std::optional<redis::reply> answer;
-  std::optional<std::string> closed;
-  std::unique_ptr<redis::sentinel_socket> socket;
-};
-
 struct redis_sampler::impl {
   redis_sampler_options options;
   bool enabled = false;             // the URL names nodes to sample
   floodgate::redis_options client;  // the URL's options (TLS files, sentinels' credentials)
-  redis::tls_context_result tls;
-  boost::asio::io_context io;  // run by the sampler thread only, one ask at a time
+  std::unique_ptr<redis::node_asker> asker;  // the sampler thread's (stop() from any)
   // Sentinel: who to ask for the primary, and the primary's credentials (its host and port
   // found). Empty otherwise.
-  std::vector<std::unique_ptr<sampler_link>> sentinels;  // the sampler thread's
+  std::vector<redis::redis_endpoint> sentinels;
   std::optional<redis::sentinel_config> sentinel;
-  std::vector<std::unique_ptr<sampler_link>> links;  // per node; the sampler thread's
-  std::vector<bool> clock_alarm;                     // the sampler thread's: skew logged as over
+  std::vector<redis::redis_endpoint> links;  // the nodes sampled; the sampler thread's
+  std::vector<bool> clock_alarm;             // the sampler thread's: skew logged as over
   mutable std::mutex mutex;
   std::vector<node_state> nodes;  // under mutex
   std::jthread thread;            // last: joined before the rest goes
 
-  // Sends `args` over `l` (connecting first if it is not) and waits for the reply, within
-  // options.timeout from now for connecting and answering together. nullopt on no reply, an
-  // error reply or a lost connection: the connection is closed then, and the next ask
-  // reconnects.
-  // keep_errors: an error reply is returned (the caller reads it) and the connection kept.
-  std::optional<redis::reply> ask(sampler_link& l, std::initializer_list<std::string_view> args,
-                                  const std::stop_token& stop, bool keep_errors = false) {
-    if (stop.stop_requested()) return std::nullopt;
-    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
-    l.answer.reset();
-    l.closed.reset();
-    if (!l.socket->is_open()) l.socket->open();
-    std::string command;
-    redis::append_command(command, args);
-    l.socket->send(command);
-    io.restart();
-    while (!l.answer && !l.closed && !stop.stop_requested())
-      if (io.run_one_until(deadline) == 0) break;  // the deadline, or stopped
-    if (!l.answer || (l.answer->is_error() && !keep_errors)) {
+  // `args` to `ep`, answered within options.timeout (connecting included; stop() ends the
+  // wait). nullopt on no reply or, unless keep_errors, an error reply (the caller reads it
+  // then).
+  std::optional<redis::reply> ask(const redis::redis_endpoint& ep, redis::node_asker::peer kind,
+                                  redis::node_asker::command args, bool keep_errors = false) {
+    std::string why;
+    auto replies = asker->ask(ep, kind, {args}, options.timeout, why);
+    if (replies.empty() || (replies.front().is_error() && !keep_errors)) {
       spdlog::debug("msg=\"redis sample failed\" node={} command={} error={}",
-                    quote(label_of(l.endpoint)), *args.begin(),
-                    quote(l.closed.value_or(l.answer ? l.answer->str : "no reply in time")));
-      l.socket->close();
+                    quote(redis::endpoint_label(ep)), args.front(),
+                    quote(replies.empty() ? why : replies.front().str));
       return std::nullopt;
     }
-    return std::move(l.answer);
+    return std::move(replies.front());
   }
 
   // Sentinel: the primary the sentinels name now, each asked within options.timeout, the
   // newest configuration winning (redis/sentinel_answer.hpp); nullopt when none answers.
-  std::optional<redis::redis_endpoint> find_primary(const std::stop_token& stop) {
+  std::optional<redis::redis_endpoint> find_primary() {
+    using peer = redis::node_asker::peer;
     std::vector<redis::sentinel_answer> answers;
-    for (auto& l : sentinels) {
+    for (const auto& l : sentinels) {
       // The epoch first, then the address: a failover in between pairs the new address with
       // the old epoch, never the reverse. A refusal (an ACL) leaves the answer without epoch.
-      const auto master = ask(*l, {"SENTINEL", "MASTER", sentinel->master_name}, stop, true);
+      const auto master = ask(l, peer::sentinel, {"SENTINEL", "MASTER", sentinel->master_name}, true);
       if (!master) continue;
       const auto epoch = redis::read_config_epoch(*master);
-      if (const auto r =
-              ask(*l, {"SENTINEL", "get-master-addr-by-name", sentinel->master_name}, stop))
+      if (const auto r = ask(l, peer::sentinel,
+                             {"SENTINEL", "get-master-addr-by-name", sentinel->master_name}))
         if (auto a = redis::read_answer(*r, epoch, sentinel->primary))
           answers.push_back(std::move(*a));
     }
@@ -146,32 +100,27 @@ struct redis_sampler::impl {
 
   // Points node 0 at the primary the sentinels name, when it is another than sampled so far:
   // the old node's figures go (its series end), the new one's start at the next sample.
-  void follow_primary(const std::stop_token& stop) {
-    auto primary = find_primary(stop);
-    if (!primary || (!links.empty() && links[0]->endpoint == *primary)) return;
-    // The sockets' cancelled handlers still name them: run those before the old link goes.
-    for (auto& l : sentinels) l->socket->close();
-    if (!links.empty()) links[0]->socket->close();
-    io.restart();
-    io.run();
-    links.clear();
-    links.push_back(std::make_unique<sampler_link>(io, *primary, client, tls, false));
+  void follow_primary() {
+    auto primary = find_primary();
+    if (!primary || (!links.empty() && links[0] == *primary)) return;
+    if (!links.empty()) asker->close(links[0], redis::node_asker::peer::node);
+    links.assign(1, *primary);
     clock_alarm.assign(1, false);
     std::lock_guard lock(mutex);
-    nodes.assign(1, {label_of(*primary), false, {}, {}});
+    nodes.assign(1, {redis::endpoint_label(*primary), false, {}, {}});
   }
 
   // INFO from node i; nullopt when it did not answer.
-  std::optional<redis_info> sample(std::size_t i, const std::stop_token& stop) {
-    auto r = ask(*links[i], {"INFO", "all"}, stop);
+  std::optional<redis_info> sample(std::size_t i) {
+    auto r = ask(links[i], redis::node_asker::peer::node, {"INFO", "all"});
     if (!r || r->kind != redis::reply::type::string) return std::nullopt;
     return parse_info(r->str);
   }
 
   // Redis's clock against ours (TIME: seconds and microseconds as strings).
-  std::optional<clock_sample> sample_clock(std::size_t i, const std::stop_token& stop) {
+  std::optional<clock_sample> sample_clock(std::size_t i) {
     const auto sent = std::chrono::system_clock::now();
-    auto r = ask(*links[i], {"TIME"}, stop);
+    auto r = ask(links[i], redis::node_asker::peer::node, {"TIME"});
     const auto received = std::chrono::system_clock::now();
     if (!r || r->kind != redis::reply::type::array || r->elements.size() != 2) return std::nullopt;
     const auto us = std::chrono::seconds(to_int(r->elements[0].str)) +
@@ -199,15 +148,15 @@ struct redis_sampler::impl {
   }
 
   void run(std::stop_token stop) {
-    // Wakes an ask waiting on the io_context at once.
-    std::stop_callback wake_io(stop, [this] { io.stop(); });
+    // Ends an ask in progress at once.
+    std::stop_callback end_ask(stop, [this] { asker->stop(); });
     std::mutex m;
     std::condition_variable_any wake;
     while (!stop.stop_requested()) {
-      if (sentinel) follow_primary(stop);
+      if (sentinel) follow_primary();
       for (std::size_t i = 0; i < links.size() && !stop.stop_requested(); ++i) {
-        auto info = sample(i, stop);
-        const auto clock = info ? sample_clock(i, stop) : std::nullopt;
+        auto info = sample(i);
+        const auto clock = info ? sample_clock(i) : std::nullopt;
         std::lock_guard lock(mutex);
         nodes[i].up = info.has_value();
         if (info) nodes[i].info = std::move(info);
@@ -241,15 +190,13 @@ redis_sampler::redis_sampler(redis_sampler_options options) : impl_(std::make_un
     return;
   }
   if (endpoints.empty() && !s.sentinel) return;
-  s.client.connect_timeout = s.options.timeout;
   const bool tls = s.sentinel ? s.sentinel->primary.tls : endpoints.front().tls;
-  if (tls) s.tls = redis::make_tls_context(s.client.tls);
-  if (s.sentinel)
-    for (const auto& ep : s.sentinel->sentinels)
-      s.sentinels.push_back(std::make_unique<sampler_link>(s.io, ep, s.client, s.tls, true));
+  s.asker = std::make_unique<redis::node_asker>(
+      s.client, tls ? redis::make_tls_context(s.client.tls) : redis::tls_context_result{});
+  if (s.sentinel) s.sentinels = s.sentinel->sentinels;
   for (const auto& ep : endpoints) {
-    s.links.push_back(std::make_unique<sampler_link>(s.io, ep, s.client, s.tls, false));
-    s.nodes.push_back({label_of(ep), false, {}, {}});
+    s.links.push_back(ep);
+    s.nodes.push_back({redis::endpoint_label(ep), false, {}, {}});
   }
   s.clock_alarm.resize(s.links.size());
   s.enabled = true;

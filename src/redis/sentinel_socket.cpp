@@ -37,13 +37,14 @@ struct sentinel_socket::session {
 sentinel_socket::sentinel_socket(asio::io_context& io, redis_endpoint endpoint,
                                  const redis_options& options,
                                  std::shared_ptr<asio::ssl::context> tls, std::string tls_error,
-                                 handlers h)
+                                 handlers h, std::string peer)
     : io_(io),
       endpoint_(std::move(endpoint)),
       options_(options),
       tls_(std::move(tls)),
       tls_error_(std::move(tls_error)),
-      handlers_(std::move(h)) {}
+      handlers_(std::move(h)),
+      peer_(std::move(peer)) {}
 
 sentinel_socket::~sentinel_socket() {
   close();
@@ -151,7 +152,7 @@ void sentinel_socket::read(const session_ptr& s) {
   auto done = [this, s](const error_code& ec, std::size_t n) {
     if (s != session_) return;
     if (ec)
-      return fail(s, ec == asio::error::eof ? "closed by the sentinel" : "read: " + ec.message());
+      return fail(s, ec == asio::error::eof ? "closed by " + peer_ : "read: " + ec.message());
     s->reader.feed({s->read_buffer.data(), n});
     reply r;
     while (s->reader.next(r) == resp_reader::result::reply) {

@@ -33,9 +33,11 @@ class sentinel_socket {
   };
 
   // `tls` is used when endpoint.tls; null there makes every open fail (the reason given).
+  // `peer` names the other end in messages ("closed by the sentinel"; node_asker.hpp also
+  // asks servers).
   sentinel_socket(boost::asio::io_context& io, redis_endpoint endpoint,
                   const redis_options& options, std::shared_ptr<boost::asio::ssl::context> tls,
-                  std::string tls_error, handlers h);
+                  std::string tls_error, handlers h, std::string peer = "the sentinel");
   ~sentinel_socket();
   sentinel_socket(const sentinel_socket&) = delete;
   sentinel_socket& operator=(const sentinel_socket&) = delete;
@@ -65,6 +67,7 @@ class sentinel_socket {
   const std::shared_ptr<boost::asio::ssl::context> tls_;
   const std::string tls_error_;
   handlers handlers_;
+  const std::string peer_;
   session_ptr session_;
 };
 

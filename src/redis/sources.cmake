@@ -1,6 +1,6 @@
 # The Redis backend (included from src/CMakeLists.txt). connection.cpp, client.cpp,
-# cluster_client.cpp, sentinel_socket.cpp and sentinel_client.cpp are the only sources that
-# include Asio: keep it that way, each costs ~20 s to compile.
+# cluster_client.cpp, sentinel_socket.cpp, sentinel_client.cpp and node_asker.cpp are the only
+# sources that include Asio: keep it that way, each costs ~20 s to compile.
 target_sources(floodgate PRIVATE
   redis/sha256.cpp
   redis/resp_reader.cpp
@@ -17,12 +17,13 @@ target_sources(floodgate PRIVATE
   redis/cluster_client.cpp
   redis/sentinel_socket.cpp
   redis/sentinel_client.cpp
+  redis/node_asker.cpp
   redis/redis_backend.cpp)
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining), and,
 # under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
 set_source_files_properties(redis/connection.cpp redis/client.cpp redis/cluster_client.cpp
-  redis/sentinel_socket.cpp redis/sentinel_client.cpp
+  redis/sentinel_socket.cpp redis/sentinel_client.cpp redis/node_asker.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "-Wno-null-dereference;$<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>")
 # hiredis (the reply parser) and OpenSSL (rediss://) are link dependencies of the static

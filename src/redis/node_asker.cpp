@@ -1,0 +1,133 @@
+#include "redis/node_asker.hpp"
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <map>
+#include <optional>
+
+#include "redis/resp_writer.hpp"
+#include "redis/sentinel_socket.hpp"
+
+namespace floodgate::redis {
+
+std::string endpoint_label(const redis_endpoint& ep) {
+  const bool v6 = ep.host.find(':') != std::string::npos;
+  return (v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port);
+}
+
+namespace {
+
+struct link {
+  redis_options options;  // the socket's (it keeps a reference)
+  std::vector<reply> replies;
+  std::optional<std::string> closed;
+  std::unique_ptr<sentinel_socket> socket;
+};
+
+std::string link_name(const redis_endpoint& ep, node_asker::peer kind) {
+  return (kind == node_asker::peer::sentinel ? "s " : "n ") + endpoint_label(ep);
+}
+
+}  // namespace
+
+struct node_asker::impl {
+  impl(const redis_options& o, tls_context_result t) : options(o), tls(std::move(t)) {}
+  ~impl() {
+    // The sockets' cancelled handlers still name their links: run them before the links go.
+    for (auto& [name, l] : links) l->socket->close();
+    io.restart();
+    io.run();
+  }
+
+  link& link_to(const redis_endpoint& ep, peer kind) {
+    auto& slot = links[link_name(ep, kind)];
+    if (slot) return *slot;
+    slot = std::make_unique<link>();
+    auto* l = slot.get();
+    l->options = options;
+    if (kind == peer::node) {  // the socket AUTHs with sentinel_*: for a node, its own
+      l->options.sentinel_user = ep.user;
+      l->options.sentinel_password = ep.password;
+    }
+    l->socket = std::make_unique<sentinel_socket>(
+        io, ep, l->options, tls.context, tls.error,
+        sentinel_socket::handlers{[l](reply& r) { l->replies.push_back(std::move(r)); },
+                                  [l](const std::string& why) { l->closed = why; }},
+        kind == peer::sentinel ? "the sentinel" : "the server");
+    return *l;
+  }
+
+  boost::asio::io_context io;  // run only inside ask() and the destructor
+  redis_options options;
+  tls_context_result tls;
+  std::atomic<bool> stopped{false};
+  std::map<std::string, std::unique_ptr<link>> links;  // last: closed before io goes
+};
+
+node_asker::node_asker(const redis_options& options, tls_context_result tls)
+    : impl_(std::make_unique<impl>(options, std::move(tls))) {}
+
+node_asker::~node_asker() = default;
+
+std::vector<reply> node_asker::ask(const redis_endpoint& ep, peer kind,
+                                   const std::vector<command>& commands,
+                                   std::chrono::milliseconds timeout, std::string& error) {
+  auto& s = *impl_;
+  if (s.stopped.load()) {
+    error = endpoint_label(ep) + ": stopped";
+    return {};
+  }
+  auto& l = s.link_to(ep, kind);
+  std::string out;
+  std::size_t skip = 0;  // SELECT's reply, when sent
+  if (!l.socket->is_open()) {
+    l.options.connect_timeout = timeout;
+    l.socket->open();
+    if (kind == peer::node && ep.db != 0) {
+      append_command(out, {"SELECT", std::to_string(ep.db)});
+      skip = 1;
+    }
+  }
+  for (const auto& c : commands) {
+    append_array_header(out, c.size());
+    for (const auto& arg : c) append_bulk(out, std::string_view(arg));
+  }
+  l.replies.clear();
+  l.closed.reset();
+  l.socket->send(out);
+  const auto want = commands.size() + skip;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  s.io.restart();
+  while (l.replies.size() < want && !l.closed && !s.stopped.load())
+    if (s.io.run_one_until(deadline) == 0) break;  // the deadline, or stop()
+  if (l.replies.size() < want) {
+    error = l.closed            ? *l.closed
+            : s.stopped.load()  ? endpoint_label(ep) + ": stopped"
+                                : endpoint_label(ep) + ": no answer within " +
+                                     std::to_string(timeout.count()) + " ms";
+    l.socket->close();  // a late reply must not answer the next question
+    return {};
+  }
+  if (skip && l.replies.front().is_error()) {
+    error = endpoint_label(ep) + ": SELECT " + std::to_string(ep.db) + ": " +
+            l.replies.front().str;
+    l.socket->close();
+    return {};
+  }
+  return {std::make_move_iterator(l.replies.begin() + static_cast<std::ptrdiff_t>(skip)),
+          std::make_move_iterator(l.replies.end())};
+}
+
+void node_asker::close(const redis_endpoint& ep, peer kind) {
+  // The link stays (a few hundred bytes per endpoint ever asked): its socket's cancelled
+  // handlers may still be queued, and run at the next ask, finding the connection gone.
+  if (const auto it = impl_->links.find(link_name(ep, kind)); it != impl_->links.end())
+    it->second->socket->close();
+}
+
+void node_asker::stop() {
+  impl_->stopped.store(true);
+  impl_->io.stop();
+}
+
+}  // namespace floodgate::redis

@@ -1,0 +1,59 @@
+// Questions to Redis servers and sentinels from a thread that waits for the answers, each due
+// within a deadline: the raw state reader (service/raw_state.cpp: floodgate inspect and
+// GET /v1/inspect) and the metrics sampler (service/redis_sampler.cpp). A connection is kept
+// per endpoint and kind — sentinel_socket: TLS as the endpoint says, AUTH with a node's own
+// credentials or the sentinel_* ones, SELECT of a node's db — and closed after any failure,
+// so a late reply never answers the next question.
+//
+//   node_asker a{options, make_tls_context(options.tls)};
+//   std::string why;
+//   auto replies = a.ask(node, node_asker::peer::node, {{"TYPE", k}, {"PTTL", k}}, 1s, why);
+//   if (replies.empty()) report(why);   // "127.0.0.1:6379: no answer within 1000 ms"
+//
+// Not thread-safe, but stop() may come from any thread: the ask in progress and every later
+// one return at once. Asio stays in node_asker.cpp.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "floodgate/options.hpp"
+#include "redis/connection.hpp"
+#include "redis/reply.hpp"
+#include "redis/url.hpp"
+
+namespace floodgate::redis {
+
+// "host:port", "[v6]:port": how errors and metrics name an endpoint.
+std::string endpoint_label(const redis_endpoint& ep);
+
+class node_asker {
+ public:
+  enum class peer { node, sentinel };
+  using command = std::vector<std::string>;
+
+  // `options`: TLS files, the sentinels' credentials, max_reply_size. `tls`: the context for
+  // TLS endpoints (its error is given for them when it could not be made).
+  node_asker(const redis_options& options, tls_context_result tls);
+  ~node_asker();
+  node_asker(const node_asker&) = delete;
+  node_asker& operator=(const node_asker&) = delete;
+
+  // The replies to `commands`, written together to `ep` (connecting first), all due within
+  // `timeout` from now, connecting included; or none, with `error` naming the endpoint. An
+  // error reply is a reply: the caller reads the server's words.
+  std::vector<reply> ask(const redis_endpoint& ep, peer kind, const std::vector<command>& commands,
+                         std::chrono::milliseconds timeout, std::string& error);
+  // Closes the connection to `ep` (a primary that is one no more); the next ask reopens it.
+  void close(const redis_endpoint& ep, peer kind);
+  // Any thread: the ask in progress and every later one return at once ("stopped").
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace floodgate::redis

@@ -6,7 +6,8 @@
 
 namespace floodgate::service {
 
-space_saving::space_saving(std::size_t capacity) : slots_(capacity), counts_(capacity, 0) {
+space_saving::space_saving(std::size_t capacity)
+    : slots_(capacity), counts_(capacity, 0), heap_(capacity, 0), heap_at_(capacity, 0) {
   if (capacity < 1 || capacity > (1u << 20))
     throw std::invalid_argument("space_saving: capacity must be 1 to 2^20");
   std::size_t n = 1;
@@ -40,12 +41,47 @@ void space_saving::erase_at(std::size_t pos) noexcept {
   index_[hole] = -1;
 }
 
+// The slot at heap position i moved to its place below it (its count grew).
+void space_saving::sift_down(std::size_t i) noexcept {
+  const std::size_t n = used_;
+  const auto moving = heap_[i];
+  const auto count = counts_[moving];
+  for (;;) {
+    std::size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && counts_[heap_[child + 1]] < counts_[heap_[child]]) ++child;
+    if (counts_[heap_[child]] >= count) break;
+    heap_[i] = heap_[child];
+    heap_at_[heap_[i]] = static_cast<std::uint32_t>(i);
+    i = child;
+  }
+  heap_[i] = moving;
+  heap_at_[moving] = static_cast<std::uint32_t>(i);
+}
+
+// The slot at heap position i moved to its place above it (a new, small count).
+void space_saving::sift_up(std::size_t i) noexcept {
+  const auto moving = heap_[i];
+  const auto count = counts_[moving];
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (counts_[heap_[parent]] <= count) break;
+    heap_[i] = heap_[parent];
+    heap_at_[heap_[i]] = static_cast<std::uint32_t>(i);
+    i = parent;
+  }
+  heap_[i] = moving;
+  heap_at_[moving] = static_cast<std::uint32_t>(i);
+}
+
 void space_saving::add(std::string_view key, std::uint64_t weight) {
   total_ += weight;
   const std::uint64_t hash = std::hash<std::string_view>{}(key);
   const std::size_t pos = find(key, hash);
   if (index_[pos] >= 0) {
-    counts_[static_cast<std::size_t>(index_[pos])] += weight;
+    const auto counted = static_cast<std::size_t>(index_[pos]);
+    counts_[counted] += weight;
+    sift_down(heap_at_[counted]);
     return;
   }
   if (used_ < slots_.size()) {
@@ -54,12 +90,14 @@ void space_saving::add(std::string_view key, std::uint64_t weight) {
     s.hash = hash;
     counts_[used_] = weight;
     s.error = 0;
-    index_[pos] = static_cast<std::int32_t>(used_++);
+    index_[pos] = static_cast<std::int32_t>(used_);
+    heap_[used_] = static_cast<std::uint32_t>(used_);
+    ++used_;
+    sift_up(used_ - 1);
     return;
   }
-  // Full: the key with the smallest count gives up its counter.
-  const auto victim =
-      static_cast<std::size_t>(std::min_element(counts_.begin(), counts_.end()) - counts_.begin());
+  // Full: the key with the smallest count (the heap's root) gives up its counter.
+  const std::size_t victim = heap_[0];
   auto& s = slots_[victim];
   erase_at(find(s.key, s.hash));
   const std::uint64_t m = counts_[victim];
@@ -68,6 +106,7 @@ void space_saving::add(std::string_view key, std::uint64_t weight) {
   counts_[victim] = m + weight;
   s.error = m;
   index_[find(key, hash)] = static_cast<std::int32_t>(victim);
+  sift_down(0);
 }
 
 std::vector<space_saving::entry> space_saving::top(std::size_t n) const {
@@ -96,7 +135,7 @@ std::uint64_t space_saving::count_of(std::string_view key, bool* found) const {
 
 std::uint64_t space_saving::min_count() const noexcept {
   if (used_ < slots_.size()) return 0;
-  return *std::min_element(counts_.begin(), counts_.end());
+  return counts_[heap_[0]];
 }
 
 void space_saving::clear() noexcept {

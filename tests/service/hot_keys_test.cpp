@@ -54,6 +54,33 @@ TEST(space_saving, a_new_key_takes_the_smallest_counter_and_its_count_as_error) 
   EXPECT_EQ(s.count_of("b"), 1u);
 }
 
+// The smallest counter is found without a scan (a heap): after every addition of a random key
+// with a random weight it is the smallest of all, and the one a new key replaces.
+TEST(space_saving, a_new_key_always_replaces_the_smallest_counter) {
+  constexpr std::size_t capacity = 16;
+  space_saving s(capacity);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    const auto key = "k" + std::to_string(rng() % 64);
+    bool counted = false;
+    s.count_of(key, &counted);
+    const auto before = s.top(capacity);
+    const auto smallest = before.empty() ? 0 : before.back().count;
+    const auto weight = 1 + rng() % 5;
+    s.add(key, weight);
+    if (!counted && before.size() == capacity) {
+      // Replaced a counter holding the smallest count: it starts there, with that error.
+      bool now = false;
+      EXPECT_EQ(s.count_of(key, &now), smallest + weight);
+      ASSERT_TRUE(now);
+    }
+    const auto after = s.top(capacity);
+    if (after.size() == capacity) {
+      ASSERT_EQ(s.min_count(), after.back().count) << i;
+    }
+  }
+}
+
 // 200,000 draws over 20,000 keys with zipf(1.1) frequencies, into 64 counters: every entry
 // brackets the true count (count - error <= true <= count), every error is at most N / 64, and
 // every key more frequent than N / 64 is listed. The sketch never holds more than 64 keys.

@@ -13,9 +13,9 @@
 // checks, or denials, in the span); a key with more than N / capacity occurrences is always
 // listed. Memory per rule: 4 × capacity entries of at most max_key_size bytes, fixed.
 //
-// Threading: any thread. A mutex per rule, held for one sketch update (a hash and a probe; a
-// scan of `capacity` counters when a new key replaces one); the rule's entry is found under a
-// shared lock, taken exclusively only for a rule's first record.
+// Threading: any thread. A mutex per rule, held for one sketch update (a hash, a probe and
+// O(log capacity) heap steps); the rule's entry is found under a shared lock, taken
+// exclusively only for a rule's first record.
 #pragma once
 
 #include <chrono>

@@ -214,6 +214,22 @@ TEST_P(rls_semantics, hits_addend_request_and_per_descriptor) {
   EXPECT_EQ(check({desc({{"remote_address", "w"}})}).statuses[0].limit_remaining, 2u);
 }
 
+// A client's hits_addend is a uint64: the per-rule counters must not wrap to a small number
+// (Prometheus reads a counter that goes down as a restart, and rate() would show garbage).
+TEST_P(rls_semantics, hit_counters_saturate_instead_of_wrapping) {
+  auto most = desc({{"remote_address", "counted"}});
+  most.hits_addend = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(check({most, most}).overall, code::over_limit);
+  std::string text;
+  metrics_.append(text);
+  for (const char* family : {"total_hits", "over_limit"})
+    EXPECT_NE(text.find("floodgate_envoy_" + std::string(family) +
+                        "_total{domain=\"edge\",rule=\"remote_address\"} 18446744073709551615"),
+              std::string::npos)
+        << family << "\n"
+        << text;
+}
+
 TEST_P(rls_semantics, the_request_may_override_the_limit) {
   auto d = desc({{"remote_address", "o"}});
   d.limit = limit_override{1, unit::hour};

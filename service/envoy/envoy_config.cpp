@@ -293,7 +293,7 @@ const descriptor_node* find_in(const std::vector<descriptor_node>& nodes, std::s
   for (const auto& d : nodes)
     if (d.key == k && !d.value.empty() && d.value == v) return &d;
   for (const auto& d : nodes)
-    if (d.key == k && d.value.size() > 1 && d.value.back() == '*' &&
+    if (d.key == k && !d.value.empty() && d.value.back() == '*' &&  // "*" alone: any value
         v.starts_with(std::string_view(d.value).substr(0, d.value.size() - 1)))
       return &d;
   for (const auto& d : nodes)

@@ -86,6 +86,31 @@ TEST(envoy_config, the_most_specific_rule_wins_and_only_at_the_last_entry) {
   EXPECT_EQ(cfg.find("mongo_cps", {{"remote_address", "11.1.2.3"}}), nullptr);
 }
 
+// Upstream stores a rule as "key_value" and a value ending in '*' as the prefix before it, so
+// `value: "*"` is the prefix "key_": every value of the key, ahead of the key-only rule. An
+// upstream config using it must not silently limit nothing here.
+TEST(envoy_config, a_lone_star_value_matches_every_value_of_its_key) {
+  const auto cfg = parse(R"(
+domain: d
+descriptors:
+  - key: user
+    value: "*"
+    rate_limit: {unit: minute, requests_per_unit: 7}
+  - key: user
+    value: admin
+    rate_limit: {unit: minute, requests_per_unit: 70}
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)");
+  for (const char* value : {"alice", "*", ""}) {
+    const auto* r = cfg.find("d", {{"user", value}});
+    ASSERT_NE(r, nullptr) << value;
+    EXPECT_EQ(r->requests_per_unit, 7u) << "'" << value << "'";
+    EXPECT_EQ(r->metric_name, "user_*");
+  }
+  EXPECT_EQ(cfg.find("d", {{"user", "admin"}})->requests_per_unit, 70u) << "exact value first";
+}
+
 TEST(envoy_config, defaults_and_extensions) {
   const auto cfg = parse(R"(
 domain: d

@@ -278,6 +278,22 @@ TEST_P(rls_semantics, replaces_drops_the_named_limit) {
   EXPECT_EQ(r.statuses[1].current_limit->name, "trial");
 }
 
+// Two overrides of one descriptor in one unit share its counter (upstream keys the counter by
+// the entries and the unit alone): the request's hits must fit the smaller limit too, and no
+// status may report more remaining than its own limit.
+TEST_P(rls_semantics, the_same_counter_under_two_overrides_keeps_the_smaller_limit) {
+  auto loose = desc({{"remote_address", "two"}});
+  loose.limit = limit_override{10, unit::minute};
+  auto tight = desc({{"remote_address", "two"}});
+  tight.limit = limit_override{1, unit::minute};
+  const auto r = check({loose, tight});
+  EXPECT_EQ(r.overall, code::over_limit) << "2 hits on a counter limited to 1";
+  EXPECT_EQ(r.statuses[1].status, code::over_limit);
+  for (const auto& st : r.statuses)
+    EXPECT_LE(st.limit_remaining, st.current_limit->requests_per_unit);
+  EXPECT_EQ(check({tight}).overall, code::ok) << "the refused request consumed nothing";
+}
+
 TEST_P(rls_semantics, the_same_counter_twice_in_one_request_adds_up) {
   const auto r = check({desc({{"remote_address", "dup"}}), desc({{"remote_address", "dup"}})});
   EXPECT_EQ(r.overall, code::ok);

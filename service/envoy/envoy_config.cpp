@@ -154,6 +154,9 @@ class parser {
         if (!rep.IsMap() || !rep["name"] || !rep["name"].IsScalar() || rep.size() != 1 ||
             rep["name"].Scalar().empty())
           fail(line(rep), what + ": each of 'replaces' must be {name: NAME} with a non-empty NAME");
+        // As upstream: it would drop itself from every request it matches.
+        if (rep["name"].Scalar() == r.name)
+          fail(line(rep), what + ": 'replaces' names this limit itself ('" + r.name + "')");
         r.replaces.push_back(rep["name"].Scalar());
       }
     }

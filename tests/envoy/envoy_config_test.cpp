@@ -182,6 +182,15 @@ TEST(envoy_config, bad_files_name_file_line_and_problem) {
             std::string::npos);
 }
 
+// Upstream refuses a limit that replaces its own name; loaded, it would drop itself from every
+// request it matches: a limit configured and silently never applied.
+TEST(envoy_config, a_limit_that_replaces_itself_is_an_error) {
+  EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n"
+                     "      requests_per_unit: 1\n      name: x\n      replaces:\n"
+                     "        - name: y\n        - name: x\n"),
+            "edge.yaml:10: descriptor 'a': rate_limit: 'replaces' names this limit itself ('x')");
+}
+
 TEST(envoy_config, a_domain_twice_is_an_error) {
   std::map<std::string, domain_config, std::less<>> domains;
   parse_envoy_domain("domain: d\n", "one.yaml", domains);

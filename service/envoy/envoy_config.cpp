@@ -154,6 +154,9 @@ class parser {
         if (!rep.IsMap() || !rep["name"] || !rep["name"].IsScalar() || rep.size() != 1 ||
             rep["name"].Scalar().empty())
           fail(line(rep), what + ": each of 'replaces' must be {name: NAME} with a non-empty NAME");
+        // As upstream: it would drop itself from every request it matches.
+        if (rep["name"].Scalar() == r.name)
+          fail(line(rep), what + ": 'replaces' names this limit itself ('" + r.name + "')");
         r.replaces.push_back(rep["name"].Scalar());
       }
     }
@@ -293,7 +296,7 @@ const descriptor_node* find_in(const std::vector<descriptor_node>& nodes, std::s
   for (const auto& d : nodes)
     if (d.key == k && !d.value.empty() && d.value == v) return &d;
   for (const auto& d : nodes)
-    if (d.key == k && d.value.size() > 1 && d.value.back() == '*' &&
+    if (d.key == k && !d.value.empty() && d.value.back() == '*' &&  // "*" alone: any value
         v.starts_with(std::string_view(d.value).substr(0, d.value.size() - 1)))
       return &d;
   for (const auto& d : nodes)

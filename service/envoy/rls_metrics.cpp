@@ -1,6 +1,7 @@
 #include "rls_metrics.hpp"
 
 #include <cstdio>
+#include <limits>
 
 namespace floodgate::service::envoy {
 namespace {
@@ -20,6 +21,13 @@ std::string label(std::string_view s) {
   return out;
 }
 
+// A client's hits_addend is a uint64: a wrapped sum would read as a counter reset.
+void add_saturating(std::uint64_t& counter, std::uint64_t hits) {
+  counter = hits > std::numeric_limits<std::uint64_t>::max() - counter
+                ? std::numeric_limits<std::uint64_t>::max()
+                : counter + hits;
+}
+
 }  // namespace
 
 void rls_metrics::record(std::string_view domain, std::string_view rule, std::uint64_t hits,
@@ -31,18 +39,18 @@ void rls_metrics::record(std::string_view domain, std::string_view rule, std::ui
     it = series_.try_emplace({std::string(domain), room ? std::string(rule) : "_other"}).first;
   }
   auto& c = it->second;
-  c.total_hits += hits;
+  add_saturating(c.total_hits, hits);
   switch (v) {
     case verdict::within_limit:
-      c.within_limit += hits;
+      add_saturating(c.within_limit, hits);
       break;
     case verdict::near_limit:
-      c.within_limit += hits;
-      c.near_limit += hits;
+      add_saturating(c.within_limit, hits);
+      add_saturating(c.near_limit, hits);
       break;
     case verdict::over_limit:
-      c.over_limit += hits;
-      if (shadow) c.shadow_mode += hits;
+      add_saturating(c.over_limit, hits);
+      if (shadow) add_saturating(c.shadow_mode, hits);
       break;
   }
 }

@@ -303,6 +303,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
       c->items.push_back(std::move(fresh));
     }
     auto& it = c->items[found];
+    // Two overrides in one unit name one counter (as upstream's key): the smaller limit holds.
+    if (it.policy && p && p->capacity() < it.policy->capacity()) it.policy = p;
     // Saturating: any sum this large is over every limit anyway.
     constexpr std::uint64_t cap = std::uint64_t{1} << 62;
     it.hits = std::min(cap, std::min(cap, it.hits) + std::min(cap, s.hits));

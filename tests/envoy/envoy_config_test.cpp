@@ -86,6 +86,31 @@ TEST(envoy_config, the_most_specific_rule_wins_and_only_at_the_last_entry) {
   EXPECT_EQ(cfg.find("mongo_cps", {{"remote_address", "11.1.2.3"}}), nullptr);
 }
 
+// Upstream stores a rule as "key_value" and a value ending in '*' as the prefix before it, so
+// `value: "*"` is the prefix "key_": every value of the key, ahead of the key-only rule. An
+// upstream config using it must not silently limit nothing here.
+TEST(envoy_config, a_lone_star_value_matches_every_value_of_its_key) {
+  const auto cfg = parse(R"(
+domain: d
+descriptors:
+  - key: user
+    value: "*"
+    rate_limit: {unit: minute, requests_per_unit: 7}
+  - key: user
+    value: admin
+    rate_limit: {unit: minute, requests_per_unit: 70}
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 1}
+)");
+  for (const char* value : {"alice", "*", ""}) {
+    const auto* r = cfg.find("d", {{"user", value}});
+    ASSERT_NE(r, nullptr) << value;
+    EXPECT_EQ(r->requests_per_unit, 7u) << "'" << value << "'";
+    EXPECT_EQ(r->metric_name, "user_*");
+  }
+  EXPECT_EQ(cfg.find("d", {{"user", "admin"}})->requests_per_unit, 70u) << "exact value first";
+}
+
 TEST(envoy_config, defaults_and_extensions) {
   const auto cfg = parse(R"(
 domain: d
@@ -155,6 +180,15 @@ TEST(envoy_config, bad_files_name_file_line_and_problem) {
                      "requests_per_unit: 4000000000}\n")
                 .find("edge.yaml:4: descriptor 'a': rate_limit: "),
             std::string::npos);
+}
+
+// Upstream refuses a limit that replaces its own name; loaded, it would drop itself from every
+// request it matches: a limit configured and silently never applied.
+TEST(envoy_config, a_limit_that_replaces_itself_is_an_error) {
+  EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n"
+                     "      requests_per_unit: 1\n      name: x\n      replaces:\n"
+                     "        - name: y\n        - name: x\n"),
+            "edge.yaml:10: descriptor 'a': rate_limit: 'replaces' names this limit itself ('x')");
 }
 
 TEST(envoy_config, a_domain_twice_is_an_error) {

@@ -214,6 +214,22 @@ TEST_P(rls_semantics, hits_addend_request_and_per_descriptor) {
   EXPECT_EQ(check({desc({{"remote_address", "w"}})}).statuses[0].limit_remaining, 2u);
 }
 
+// A client's hits_addend is a uint64: the per-rule counters must not wrap to a small number
+// (Prometheus reads a counter that goes down as a restart, and rate() would show garbage).
+TEST_P(rls_semantics, hit_counters_saturate_instead_of_wrapping) {
+  auto most = desc({{"remote_address", "counted"}});
+  most.hits_addend = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(check({most, most}).overall, code::over_limit);
+  std::string text;
+  metrics_.append(text);
+  for (const char* family : {"total_hits", "over_limit"})
+    EXPECT_NE(text.find("floodgate_envoy_" + std::string(family) +
+                        "_total{domain=\"edge\",rule=\"remote_address\"} 18446744073709551615"),
+              std::string::npos)
+        << family << "\n"
+        << text;
+}
+
 TEST_P(rls_semantics, the_request_may_override_the_limit) {
   auto d = desc({{"remote_address", "o"}});
   d.limit = limit_override{1, unit::hour};
@@ -260,6 +276,22 @@ TEST_P(rls_semantics, replaces_drops_the_named_limit) {
   EXPECT_EQ(r.overall, code::ok) << "login is replaced by trial";
   EXPECT_FALSE(r.statuses[0].current_limit);
   EXPECT_EQ(r.statuses[1].current_limit->name, "trial");
+}
+
+// Two overrides of one descriptor in one unit share its counter (upstream keys the counter by
+// the entries and the unit alone): the request's hits must fit the smaller limit too, and no
+// status may report more remaining than its own limit.
+TEST_P(rls_semantics, the_same_counter_under_two_overrides_keeps_the_smaller_limit) {
+  auto loose = desc({{"remote_address", "two"}});
+  loose.limit = limit_override{10, unit::minute};
+  auto tight = desc({{"remote_address", "two"}});
+  tight.limit = limit_override{1, unit::minute};
+  const auto r = check({loose, tight});
+  EXPECT_EQ(r.overall, code::over_limit) << "2 hits on a counter limited to 1";
+  EXPECT_EQ(r.statuses[1].status, code::over_limit);
+  for (const auto& st : r.statuses)
+    EXPECT_LE(st.limit_remaining, st.current_limit->requests_per_unit);
+  EXPECT_EQ(check({tight}).overall, code::ok) << "the refused request consumed nothing";
 }
 
 TEST_P(rls_semantics, the_same_counter_twice_in_one_request_adds_up) {

@@ -390,6 +390,19 @@ class session : public std::enable_shared_from_this<session> {
       ++n;
     }
     request_.headers.resize(n);
+    // An absolute-form target: routed as its path; its host replaces Host (RFC 9112 3.2.2,
+    // 7.2), which the admin listener's Host check reads.
+    if (!request_.target.starts_with('/'))
+      if (auto abs = from_absolute_form(request_.target)) {
+        bool had_host = false;
+        for (auto& [name, value] : request_.headers)
+          if (same_header_name(name, "Host")) {
+            had_host = true;
+            value.assign(abs->authority);
+          }
+        if (!had_host) request_.headers.emplace_back("Host", abs->authority);  // HTTP/1.0
+        request_.target = std::move(abs->target);
+      }
     request_.body = std::move(msg.body());
     head_ = msg.method() == http::verb::head;
     keep_alive_ = msg.keep_alive();

@@ -184,5 +184,37 @@ TEST(hot_keys, top_endpoint) {
   EXPECT_EQ(admin_answer(req, on).status, 404);
 }
 
+// The query as /v1/inspect reads it: bad percent-encoding said as such (was: "give the rule"),
+// n percent-decoded like every query value (docs/service.md), and a concurrency rule refused:
+// its acquires are never counted here, so an empty list would read as "no hot keys".
+TEST(hot_keys, top_endpoint_reads_the_query_as_inspect_does) {
+  metrics m;
+  config_store store(std::make_shared<const config>(
+      parse_config("rules:\n  - {name: api, algorithm: gcra, limit: 1, window: 1s}\n"
+                   "  - {name: jobs, algorithm: concurrency, limit: 2, lease: 10s}\n",
+                   "r.yaml")));
+  hot_keys h({.capacity = 4, .interval = 60s});
+  for (const char* k : {"alice", "bob", "carol"}) h.record("api", k, false, hot_keys::clock::now());
+  admin_sources on{&m, {}, &h, &store};
+  http_request req{"GET", "/v1/top?rule=%zz", {}, {}, "127.0.0.1"};
+  auto res = admin_answer(req, on);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(res.body.find("bad percent-encoding"), std::string::npos) << res.body;
+
+  req.target = "/v1/top?rule=%61pi&n=%32";
+  res = admin_answer(req, on);
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(boost::json::parse(res.body).at("checked").as_array().size(), 2u);
+  req.target = "/v1/top?rule=api&n=%zz";
+  res = admin_answer(req, on);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(res.body.find("bad percent-encoding"), std::string::npos) << res.body;
+
+  req.target = "/v1/top?rule=jobs";
+  res = admin_answer(req, on);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(res.body.find("concurrency"), std::string::npos) << res.body;
+}
+
 }  // namespace
 }  // namespace floodgate::service

@@ -21,7 +21,7 @@ json::array entries(const std::vector<space_saving::entry>& list) {
   json::array out;
   for (const auto& e : list) {
     json::object o;
-    o["key"] = e.key;
+    o["key"] = valid_utf8(e.key);  // a key from a header may hold any byte
     o["count"] = e.count;
     o["error"] = e.error;
     out.push_back(std::move(o));

@@ -112,7 +112,18 @@ TEST(floodgated, a_busy_port_stops_start_up) {
   const auto r =
       run_floodgated({"--config", path, "--listen", "127.0.0.1:" + std::to_string(first.port())});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("cannot listen"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(first.port()) +
+                          " (--listen)"),
+            std::string::npos)
+      << r.output;
+  // Which listener could not: a careless --admin-listen equal to --listen said only "cannot
+  // listen on HOST:PORT: Address already in use", as if something else held the port.
+  const auto port = "127.0.0.1:" + std::to_string(first.port());
+  const auto admin = run_floodgated(
+      {"--config", path, "--listen", "127.0.0.1:0", "--admin-listen", port});
+  EXPECT_EQ(admin.exit_code, 1);
+  EXPECT_NE(admin.output.find("cannot listen on " + port + " (--admin-listen)"), std::string::npos)
+      << admin.output;
   std::remove(path.c_str());
   ::rmdir(dir);
 }

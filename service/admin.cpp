@@ -21,7 +21,7 @@ json::array entries(const std::vector<space_saving::entry>& list) {
   json::array out;
   for (const auto& e : list) {
     json::object o;
-    o["key"] = e.key;
+    o["key"] = valid_utf8(e.key);  // a key from a header may hold any byte
     o["count"] = e.count;
     o["error"] = e.error;
     out.push_back(std::move(o));
@@ -34,13 +34,22 @@ http_response top(const http_request& req, const admin_sources& sources) {
     return error_response(404, "hot keys are off (start floodgated with --top-keys N)");
   const auto& opts = sources.top->options();
   const auto raw_rule = query_param(req.target, "rule");
-  const auto rule = raw_rule ? percent_decode(*raw_rule) : std::nullopt;
-  if (!rule || rule->empty()) return error_response(400, "give the rule: /v1/top?rule=NAME");
+  if (!raw_rule || raw_rule->empty())
+    return error_response(400, "give the rule: /v1/top?rule=NAME");
+  const auto rule = percent_decode(*raw_rule);
+  const auto raw_n = query_param(req.target, "n");
+  const auto text = raw_n ? percent_decode(*raw_n) : std::nullopt;
+  if (!rule || (raw_n && !text)) return error_response(400, "bad percent-encoding in the query");
   const auto rules = sources.store->get();
-  if (!rules->find(*rule))
-    return error_response(404, "unknown rule '" + std::string(rule->substr(0, 64)) + "'");
+  const auto* named = rules->find(*rule);
+  if (!named) return error_response(404, "unknown rule '" + std::string(rule->substr(0, 64)) + "'");
+  // Leases are not checks: an empty list would read as "no hot keys".
+  if (named->concurrency)
+    return error_response(400, "rule '" + *rule +
+                                   "' is a concurrency rule: its acquires are not counted in hot "
+                                   "keys");
   std::size_t n = 10;
-  if (const auto text = query_param(req.target, "n")) {
+  if (text) {
     auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
     if (ec != std::errc{} || end != text->data() + text->size() || n < 1 || n > opts.capacity)
       return error_response(400, "n must be a number from 1 to " + std::to_string(opts.capacity));

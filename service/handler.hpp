@@ -88,6 +88,11 @@ http_response render_health();
 http_response render_ready(bool backend_healthy, std::string_view backend_kind);
 http_response render_metrics(std::string text);
 
+// `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD: JSON must be UTF-8,
+// and what callers send (a path, a header, a key from a header) need not be; a strict client
+// refuses a whole answer over one raw byte (found by fuzz_http_request, then in /v1/top).
+std::string valid_utf8(std::string_view s);
+
 // {"error": message} with a JSON content type: 400, 404, 405, 408, 413, 431, 501, 503...
 http_response error_response(int status, std::string_view message);
 

@@ -66,7 +66,7 @@ http_response inspector::run(const key_request& r) const {
       return error_response(503, "backend: " + ec.message());
     json::object o;
     o["rule"] = rule.name();
-    o["key"] = r.key;
+    o["key"] = valid_utf8(r.key);
     o["reset"] = true;
     return admin_json(json::serialize(o));
   }
@@ -82,7 +82,7 @@ http_response inspector::run(const key_request& r) const {
   o["window_ms"] = p.window().count();
   o["capacity"] = p.capacity();
   o["shadow"] = rule.shadow;
-  o["key"] = r.key;
+  o["key"] = valid_utf8(r.key);  // the decoded query: any byte
   o["remaining"] = peek.decision.remaining;
   o["reset_after_ms"] = peek.decision.reset_after.count();
   o["local"] = peek.local;            // answered in this process
@@ -98,9 +98,9 @@ http_response inspector::run(const key_request& r) const {
   } else {
     json::object s;
     s["node"] = raw.node;  // host:port that holds it (Cluster: the slot's master)
-    s["redis_key"] = raw.redis_key;
+    s["redis_key"] = valid_utf8(raw.redis_key);
     s["type"] = raw.type;
-    s["value"] = raw.value;
+    s["value"] = valid_utf8(raw.value);
     if (raw.members >= 0) s["members"] = raw.members;
     s["ttl_ms"] = raw.ttl_ms;
     o["raw"] = std::move(s);

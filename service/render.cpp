@@ -28,9 +28,8 @@ void add_decision(json::object& o, const decision& d) {
   o["retry_after_ms"] = d.retry_after.count();
 }
 
-// `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD. Messages quote the
-// caller's bytes (a request path, a header), and JSON must be UTF-8: a strict client could not
-// parse an error that quoted them raw (found by fuzz_http_request).
+}  // namespace
+
 std::string valid_utf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -59,7 +58,6 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
-}  // namespace
 
 http_response error_response(int status, std::string_view message) {
   json::object o;

@@ -47,4 +47,20 @@ std::optional<http_response> check_framing(
   return std::nullopt;
 }
 
+std::optional<absolute_target> from_absolute_form(std::string_view target) {
+  std::string_view rest;
+  for (std::string_view scheme : {"http://", "https://"})
+    if (target.size() > scheme.size() && same_header_name(target.substr(0, scheme.size()), scheme))
+      rest = target.substr(scheme.size());
+  if (rest.empty()) return std::nullopt;
+  const auto end = rest.find_first_of("/?#");
+  absolute_target out;
+  out.authority = rest.substr(0, end);
+  if (out.authority.empty()) return std::nullopt;
+  const auto path = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+  if (!path.starts_with('/')) out.target = "/";
+  out.target.append(path);
+  return out;
+}
+
 }  // namespace floodgate::service

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,5 +23,15 @@ namespace floodgate::service {
 //   501 chunked after another coding (gzip, chunked): a coding we do not decode (RFC 9112 6.1).
 std::optional<http_response> check_framing(unsigned version, std::size_t host_fields,
                                            const std::vector<std::string_view>& transfer_encodings);
+
+// An absolute-form target (RFC 9112 3.2.2: "http://host:port/path?query", scheme in any case;
+// a server MUST accept it) as the origin-form the handler routes ("/path?query", "/" for an
+// empty path) and its authority ("host:port"), which an origin server uses instead of Host.
+// nullopt for any other target (origin-form, "*", or an authority that is empty).
+struct absolute_target {
+  std::string target;
+  std::string_view authority;
+};
+std::optional<absolute_target> from_absolute_form(std::string_view target);
 
 }  // namespace floodgate::service

@@ -45,14 +45,16 @@ std::optional<std::string> parse_key(const json::value* key_v, const request_lim
 }
 
 // The "cost" field (null if absent: 1) for rule `r` into `out`; an error message otherwise.
-std::optional<std::string> parse_cost(const json::value* cost_v, const rule& r, std::int64_t& out) {
+// `hint` follows the type and sign errors: what the smallest cost means where it is asked.
+std::optional<std::string> parse_cost(const json::value* cost_v, const rule& r, std::int64_t& out,
+                                      std::string_view hint = " (0 peeks without consuming)") {
   out = 1;
   if (!cost_v) return std::nullopt;
   if (!cost_v->is_int64() && !cost_v->is_uint64())
-    return std::string("'cost' must be an integer (0 peeks without consuming)");
+    return "'cost' must be an integer" + std::string(hint);
   const auto capacity = r.policy.capacity();
   if (cost_v->is_int64() && cost_v->get_int64() < 0)
-    return std::string("'cost' must not be negative (0 peeks without consuming)");
+    return "'cost' must not be negative" + std::string(hint);
   if (cost_v->is_uint64() || cost_v->get_int64() > capacity)
     return "'cost' exceeds the capacity of rule " + quoted(r.name()) + " (" +
            std::to_string(capacity) + "): it could never be admitted";
@@ -82,9 +84,11 @@ std::optional<std::string_view> fields_of(const json::object& o, std::string_vie
   return std::nullopt;
 }
 
-// One {"rule", "key", "cost"} object into `out`; an error message otherwise.
+// One {"rule", "key", "cost"} object into `out`; an error message otherwise. `refund`: the
+// cost's messages say a refund's range, not /v1/check's (where 0 peeks).
 std::optional<std::string> parse_item(const json::object& o, const config& rules,
-                                      const request_limits& limits, check_plan::item& out) {
+                                      const request_limits& limits, check_plan::item& out,
+                                      bool refund = false) {
   item_fields f;
   if (auto unknown = fields_of(o, "rule", f)) return "unknown field " + quoted(*unknown);
   if (!f.what) return std::string("missing field 'rule'");
@@ -97,6 +101,7 @@ std::optional<std::string> parse_item(const json::object& o, const config& rules
 
   if (auto err = parse_key(f.key, limits, out.key)) return err;
 
+  if (refund) return parse_cost(f.cost, *out.rule, out.cost, " (a refund is at least 1)");
   return parse_cost(f.cost, *out.rule, out.cost);
 }
 
@@ -187,7 +192,7 @@ route_result parse_refund(const http_request& req, std::shared_ptr<const config>
   plan.rules = std::move(rules);
   plan.kind = check_plan::style::refund;
   check_plan::item item;
-  if (auto err = parse_item(*obj, *plan.rules, limits, item)) return bad_request(*err);
+  if (auto err = parse_item(*obj, *plan.rules, limits, item, true)) return bad_request(*err);
   if (item.cost < 1) return bad_request("'cost' must be at least 1 for a refund");
   plan.items.push_back(std::move(item));
   return plan;

@@ -126,7 +126,8 @@ struct server::impl {
   }
 
   void listen();
-  void listen_on(tcp::acceptor& a, const std::string& host, std::uint16_t port);
+  void listen_on(tcp::acceptor& a, const std::string& host, std::uint16_t port,
+                 std::string_view flag);
   void accept(tcp::acceptor& a);
   void on_accept(tcp::acceptor& a, beast::error_code ec, session_socket socket);
   void reject(session_socket socket);
@@ -390,6 +391,19 @@ class session : public std::enable_shared_from_this<session> {
       ++n;
     }
     request_.headers.resize(n);
+    // An absolute-form target: routed as its path; its host replaces Host (RFC 9112 3.2.2,
+    // 7.2), which the admin listener's Host check reads.
+    if (!request_.target.starts_with('/'))
+      if (auto abs = from_absolute_form(request_.target)) {
+        bool had_host = false;
+        for (auto& [name, value] : request_.headers)
+          if (same_header_name(name, "Host")) {
+            had_host = true;
+            value.assign(abs->authority);
+          }
+        if (!had_host) request_.headers.emplace_back("Host", abs->authority);  // HTTP/1.0
+        request_.target = std::move(abs->target);
+      }
     request_.body = std::move(msg.body());
     head_ = msg.method() == http::verb::head;
     keep_alive_ = msg.keep_alive();
@@ -665,11 +679,15 @@ class session : public std::enable_shared_from_this<session> {
 }  // namespace
 
 void server::impl::listen() {
-  listen_on(acceptor, options.host, options.port);
-  if (options.admin_handler) listen_on(admin_acceptor, options.admin_host, options.admin_port);
+  listen_on(acceptor, options.host, options.port, "--listen");
+  if (options.admin_handler)
+    listen_on(admin_acceptor, options.admin_host, options.admin_port, "--admin-listen");
 }
 
-void server::impl::listen_on(tcp::acceptor& a, const std::string& host, std::uint16_t port) {
+// `flag` names the listener in errors: with two, "Address already in use" alone does not say
+// which (nor that --admin-listen may just repeat --listen).
+void server::impl::listen_on(tcp::acceptor& a, const std::string& host, std::uint16_t port,
+                             std::string_view flag) {
   beast::error_code ec;
   auto address = asio::ip::make_address(host, ec);
   tcp::endpoint endpoint;
@@ -679,8 +697,8 @@ void server::impl::listen_on(tcp::acceptor& a, const std::string& host, std::uin
     tcp::resolver resolver(*ios.front());
     const auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
     if (ec || results.empty())
-      throw std::runtime_error("cannot resolve listen host '" + host +
-                               "': " + (ec ? ec.message() : "no addresses"));
+      throw std::runtime_error("cannot resolve listen host '" + host + "' (" + std::string(flag) +
+                               "): " + (ec ? ec.message() : "no addresses"));
     endpoint = results.begin()->endpoint();
   }
   const auto where = host + ":" + std::to_string(port);
@@ -688,7 +706,9 @@ void server::impl::listen_on(tcp::acceptor& a, const std::string& host, std::uin
   if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(endpoint, ec);
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error("cannot listen on " + where + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot listen on " + where + " (" + std::string(flag) +
+                             "): " + ec.message());
 }
 
 void server::impl::accept(tcp::acceptor& a) {

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "admin_port.hpp"
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
 
@@ -154,6 +155,43 @@ TEST(bad_http, http_1_1_without_host_or_with_two_is_400_and_closed) {
   http_connection c(fg.port());
   ASSERT_TRUE(c.send_raw("GET /healthz HTTP/1.0\r\n\r\n"));
   EXPECT_EQ(c.read_reply().status, 200);
+  expect_still_serving(fg);
+}
+
+// RFC 9112 3.2.2: a server MUST accept the absolute-form (http://host/path), and an origin
+// server takes the host from it, not from Host. It was routed as the path "http://..." (404).
+TEST(bad_http, an_absolute_form_target_is_served_as_its_path) {
+  floodgated_process::options opts;
+  opts.extra_args = {"--admin-listen", "127.0.0.1:0"};
+  floodgated_process fg(rules, opts);
+  const auto admin = admin_port_of(fg);
+  http_connection c(fg.port());
+  const std::string body = R"({"rule":"api","key":"abs"})";
+  ASSERT_TRUE(c.send_raw("POST http://127.0.0.1/v1/check?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         "Content-Length: " +
+                         std::to_string(body.size()) + "\r\n\r\n" + body));
+  const auto r = c.read_reply();
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.body.find("\"remaining\":99"), std::string::npos) << r.body;
+  ASSERT_TRUE(c.send_raw("GET HTTP://x.example:80 HTTP/1.1\r\nHost: x.example\r\n\r\n"));
+  EXPECT_EQ(c.read_reply().status, 404) << "an empty path is /";
+  ASSERT_TRUE(c.send_raw("GET https://x.example/healthz HTTP/1.1\r\nHost: x.example\r\n\r\n"));
+  EXPECT_EQ(c.read_reply().status, 200);
+
+  // The admin listener's Host check takes the target's host: its own address passes whatever
+  // Host says, another name is refused whatever Host says.
+  http_connection a(admin);
+  ASSERT_TRUE(a.send_raw("GET http://127.0.0.1:" + std::to_string(admin) +
+                         "/healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n"));
+  EXPECT_EQ(a.read_reply().status, 200);
+  ASSERT_TRUE(
+      a.send_raw("GET http://evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  const auto refused = a.read_reply();
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  EXPECT_NE(refused.body.find("evil.example"), std::string::npos) << refused.body;
+  http_connection a10(admin);  // HTTP/1.0 needs no Host: the target's is checked all the same
+  ASSERT_TRUE(a10.send_raw("GET http://evil.example/healthz HTTP/1.0\r\n\r\n"));
+  EXPECT_EQ(a10.read_reply().status, 403);
   expect_still_serving(fg);
 }
 

@@ -1,12 +1,17 @@
 // The config file: every bad file names the file, the line and the problem.
 #include "config.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <memory>
+#include <thread>
 
 #include "floodgate/errors.hpp"
 
@@ -381,6 +386,44 @@ TEST(config, load_config_names_the_path_as_given) {
   } catch (const config_error& e) {
     EXPECT_EQ(std::string(e.what()), path + ": cannot open: No such file or directory");
   }
+}
+
+// A careless --config: a directory read as an empty file said "the file is empty"; a FIFO
+// blocked open() (and on SIGHUP the thread that accepts connections) until someone wrote to it.
+TEST(config, load_config_refuses_what_is_not_a_regular_file) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("floodgate-config-kind-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  try {
+    load_config(dir.string());
+    ADD_FAILURE() << "expected config_error";
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()), dir.string() + ": not a regular file (a directory)");
+  }
+
+  const auto fifo = (dir / "rules.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto answer = std::make_shared<std::promise<std::string>>();
+  auto outcome = answer->get_future();
+  std::thread([fifo, answer] {
+    try {
+      load_config(fifo);
+      answer->set_value("loaded");
+    } catch (const config_error& e) {
+      answer->set_value(e.what());
+    }
+  }).detach();
+  // 5 s: a stat and a throw take microseconds; a blocked open() never returns by itself.
+  if (outcome.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "load_config blocked in open() of a FIFO";
+    // A writer that opens and closes at once lets the blocked open() return (EOF).
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+    outcome.wait();
+  } else {
+    EXPECT_EQ(outcome.get(), fifo + ": not a regular file (a FIFO)");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(config, load_config_applies_the_placement) {

@@ -595,6 +595,7 @@ TEST(route, refund_takes_one_rule_key_and_a_cost_of_at_least_one) {
       {R"({"rule":"ip","key":"k","cost":0})", "at least 1 for a refund"},
       {R"({"rule":"ip","key":"k","cost":21})", "exceeds the capacity"},
       {R"({"rule":"ip","key":"k","cost":-1})", "must not be negative"},
+      {R"({"rule":"ip","key":"k","cost":1.5})", "must be an integer"},
       {R"({"rule":"nope","key":"k"})", "unknown rule"},
       {R"({"rule":"ip"})", "missing field 'key'"},
       {R"({"rule":"ip","key":"k","extra":1})", "unknown field"},
@@ -606,6 +607,8 @@ TEST(route, refund_takes_one_rule_key_and_a_cost_of_at_least_one) {
     const auto res = routed_error(post_refund(body));
     EXPECT_EQ(res.status, 400) << body;
     EXPECT_NE(error_of(res).find(why), std::string::npos) << body << ": " << res.body;
+    // A refund of 0 is refused (above): /v1/check's hint does not apply here.
+    EXPECT_EQ(error_of(res).find("peeks"), std::string::npos) << body << ": " << res.body;
   }
   EXPECT_EQ(routed_error({"GET", "/v1/refund", {}, "", "10.0.0.9"}).status, 405);
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -209,6 +210,63 @@ TEST(hot_keys, top_endpoint) {
   EXPECT_EQ(admin_answer(req, on).status, 400);
   req.target = "/v1/top?rule=nope";
   EXPECT_EQ(admin_answer(req, on).status, 404);
+}
+
+// The query as /v1/inspect reads it: bad percent-encoding said as such (was: "give the rule"),
+// n percent-decoded like every query value (docs/service.md), and a concurrency rule refused:
+// its acquires are never counted here, so an empty list would read as "no hot keys".
+TEST(hot_keys, top_endpoint_reads_the_query_as_inspect_does) {
+  metrics m;
+  config_store store(std::make_shared<const config>(
+      parse_config("rules:\n  - {name: api, algorithm: gcra, limit: 1, window: 1s}\n"
+                   "  - {name: jobs, algorithm: concurrency, limit: 2, lease: 10s}\n",
+                   "r.yaml")));
+  hot_keys h({.capacity = 4, .interval = 60s});
+  for (const char* k : {"alice", "bob", "carol"}) h.record("api", k, false, hot_keys::clock::now());
+  admin_sources on{&m, {}, &h, &store};
+  http_request req{"GET", "/v1/top?rule=%zz", {}, {}, "127.0.0.1"};
+  auto res = admin_answer(req, on);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(res.body.find("bad percent-encoding"), std::string::npos) << res.body;
+
+  req.target = "/v1/top?rule=%61pi&n=%32";
+  res = admin_answer(req, on);
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_EQ(boost::json::parse(res.body).at("checked").as_array().size(), 2u);
+  req.target = "/v1/top?rule=api&n=%zz";
+  res = admin_answer(req, on);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(res.body.find("bad percent-encoding"), std::string::npos) << res.body;
+
+  req.target = "/v1/top?rule=jobs";
+  res = admin_answer(req, on);
+  EXPECT_EQ(res.status, 400);
+  EXPECT_NE(res.body.find("concurrency"), std::string::npos) << res.body;
+}
+
+// A key from a header may hold any byte (obs-text): listed raw, it made the answer invalid
+// JSON (RFC 8259: UTF-8), which a strict client refuses whole. Invalid bytes show as U+FFFD.
+TEST(hot_keys, top_endpoint_answers_valid_utf8_whatever_the_keys) {
+  metrics m;
+  config_store store(std::make_shared<const config>(
+      parse_config("rules:\n  - {name: api, algorithm: gcra, limit: 1, window: 1s}\n", "r.yaml")));
+  hot_keys h({.capacity = 4, .interval = 60s});
+  h.record("api", "caf\xc3\xa9", false, hot_keys::clock::now());
+  h.record("api", "bad\xff", true, hot_keys::clock::now());
+  admin_sources on{&m, {}, &h, &store};
+  const auto res = admin_answer({"GET", "/v1/top?rule=api", {}, {}, "127.0.0.1"}, on);
+  ASSERT_EQ(res.status, 200) << res.body;
+  boost::system::error_code ec;
+  const auto v = boost::json::parse(res.body, ec);  // validates UTF-8
+  ASSERT_FALSE(ec) << ec.message() << ": " << res.body;
+  const auto& checked = v.at("checked").as_array();
+  ASSERT_EQ(checked.size(), 2u);
+  std::vector<std::string> keys;
+  for (const auto& e : checked) keys.emplace_back(e.at("key").as_string());
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(keys[0], "bad\xEF\xBF\xBD");
+  EXPECT_EQ(keys[1], "caf\xc3\xa9");
+  EXPECT_EQ(v.at("denied").at(0).at("key").as_string(), "bad\xEF\xBF\xBD");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // processes, headers, honest retry_after, reloads, shutdown, start-up errors.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,7 +112,18 @@ TEST(floodgated, a_busy_port_stops_start_up) {
   const auto r =
       run_floodgated({"--config", path, "--listen", "127.0.0.1:" + std::to_string(first.port())});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("cannot listen"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot listen on 127.0.0.1:" + std::to_string(first.port()) +
+                          " (--listen)"),
+            std::string::npos)
+      << r.output;
+  // Which listener could not: a careless --admin-listen equal to --listen said only "cannot
+  // listen on HOST:PORT: Address already in use", as if something else held the port.
+  const auto port = "127.0.0.1:" + std::to_string(first.port());
+  const auto admin = run_floodgated(
+      {"--config", path, "--listen", "127.0.0.1:0", "--admin-listen", port});
+  EXPECT_EQ(admin.exit_code, 1);
+  EXPECT_NE(admin.output.find("cannot listen on " + port + " (--admin-listen)"), std::string::npos)
+      << admin.output;
   std::remove(path.c_str());
   ::rmdir(dir);
 }
@@ -419,6 +431,27 @@ TEST(floodgated, sighup_reloads_a_good_file_and_keeps_the_old_rules_for_a_bad_on
   const auto m = http_request_once(fg.port(), "GET", "/metrics").body;
   EXPECT_NE(m.find(R"(floodgate_config_reloads_total{result="success"} 1)"), std::string::npos);
   EXPECT_NE(m.find(R"(floodgate_config_reloads_total{result="failure"} 1)"), std::string::npos);
+}
+
+// A careless operator's SIGHUP with the rules path now a FIFO (or a directory): the reload runs
+// on the thread that accepts connections, and open() of a FIFO with no writer blocked it: no
+// new connection was served, and SIGTERM was not heard either. Now refused like a bad file.
+TEST(floodgated, sighup_refuses_a_rules_path_that_is_not_a_regular_file) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
+  const auto before = fg.log().size();
+  std::remove(fg.rules_path().c_str());
+  ASSERT_EQ(::mkfifo(fg.rules_path().c_str(), 0600), 0);
+  fg.signal(SIGHUP);
+  ASSERT_TRUE(fg.wait_for_log("msg=\"SIGHUP: reloading config\"", 5s, before)) << fg.log();
+  // The old rules serve on a new connection (accepted by the thread that took the signal).
+  const auto r = http_request_once(fg.port(), "POST", "/v1/check", check_body("a", "k"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(fg.wait_for_log("reload rejected", 1s, before)) << fg.log();
+  EXPECT_NE(fg.log().find(fg.rules_path() + ": not a regular file (a FIFO)", before),
+            std::string::npos)
+      << fg.log();
+  fg.signal(SIGTERM);
+  EXPECT_EQ(fg.wait_exit(5s), 0);
 }
 
 TEST(floodgated, sigterm_closes_idle_connections_and_exits_0) {

@@ -2,12 +2,43 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/value_stack.hpp>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace floodgate::service {
 namespace {
 
 namespace json = boost::json;
+
+// The member names of one object, to refuse a second use of one. A request's objects have a
+// few members: those are scanned. Past `few`, a hash set holds them all, so a body of many
+// members costs linear time, not quadratic (3,905 members: ~30 ms of an I/O thread scanned).
+class member_names {
+ public:
+  static constexpr std::size_t few = 16;
+
+  // False when `name` was given already (it is left as it was); else it is taken.
+  bool add(std::string& name) {
+    if (many_.empty()) {
+      for (const auto& seen : few_)
+        if (seen == name) return false;
+      if (few_.size() < few) {
+        few_.push_back(std::move(name));
+        return true;
+      }
+      for (auto& seen : few_) many_.insert(std::move(seen));
+      few_.clear();
+    }
+    if (many_.contains(name)) return false;
+    many_.insert(std::move(name));
+    return true;
+  }
+
+ private:
+  std::vector<std::string> few_;
+  std::unordered_set<std::string> many_;
+};
 
 // Boost.JSON's own value-building handler, plus the member names of each open object.
 struct strict_handler {
@@ -17,7 +48,7 @@ struct strict_handler {
   static constexpr std::size_t max_string_size = json::string::max_size();
 
   json::value_stack st;
-  std::vector<std::vector<std::string>> names;  // one entry per open object
+  std::vector<member_names> names;  // one entry per open object
   std::string key;                              // a key arriving in parts
   std::optional<std::string> duplicate;
 
@@ -49,13 +80,10 @@ struct strict_handler {
   }
   bool on_key(json::string_view s, std::size_t, json::error_code& ec) {
     key.append(s.data(), s.size());
-    auto& seen = names.back();
-    for (const auto& name : seen)
-      if (name == key) {
-        duplicate = std::move(key);
-        return refuse(ec);
-      }
-    seen.push_back(std::move(key));
+    if (!names.back().add(key)) {
+      duplicate = std::move(key);
+      return refuse(ec);
+    }
     key.clear();
     st.push_key(s);
     return true;

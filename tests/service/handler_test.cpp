@@ -104,6 +104,14 @@ TEST(route, cost_zero_peeks_and_cost_up_to_capacity_is_accepted) {
   EXPECT_EQ(routed_plan(post_check(R"({"rule":"ip","key":"a","cost":20})")).items[0].cost, 20);
 }
 
+// {"rule": "api", "key": "a", "m0": 0, ..., "m<n-1>": 0} and then `again` repeated (if any).
+std::string many_members(int n, const std::string& again) {
+  std::string body = R"({"rule": "api", "key": "a")";
+  for (int i = 0; i < n; ++i) body += ", \"m" + std::to_string(i) + "\": 0";
+  if (!again.empty()) body += ", \"" + again + "\": 1";
+  return body + "}";
+}
+
 TEST(route, malformed_and_mistyped_bodies_are_400_with_a_reason) {
   struct bad {
     std::string body;
@@ -146,6 +154,10 @@ TEST(route, malformed_and_mistyped_bodies_are_400_with_a_reason) {
       {R"({"rules": [{"rule": "api", "key": "a", "key": "b"}]})", "duplicate field 'key'"},
       {R"({"group": "signup", "key": "a", "group": "mixed"})", "duplicate field 'group'"},
       {R"({"r\u0075le": "api", "key": "a", "rule": "ip"})", "duplicate field 'rule'"},
+      // Past 16 members the names are in a hash set (json_parse.cpp): found there too.
+      {many_members(40, "m3"), "duplicate field 'm3'"},
+      {many_members(40, "m39"), "duplicate field 'm39'"},
+      {many_members(40, ""), "unknown field 'm0'"},  // no duplicate: on to the fields
   };
   for (const auto& c : cases) {
     const auto res = routed_error(post_check(c.body));

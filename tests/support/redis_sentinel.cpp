@@ -24,6 +24,17 @@ bool wait_until(F done, std::chrono::milliseconds limit) {
   }
 }
 
+// The last lines of a log file (a few hundred bytes), for an error message.
+std::string log_tail(const std::string& path) {
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::exception&) {
+  }
+  if (text.size() > 600) text = "..." + text.substr(text.size() - 600);
+  return text.empty() ? "(empty)" : text;
+}
+
 }  // namespace
 
 redis_sentinel::redis_sentinel(options opts)
@@ -54,11 +65,50 @@ redis_sentinel::redis_sentinel(options opts)
           10s))
     throw std::runtime_error("redis_sentinel: replica did not sync");
 
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 3; ++i) start_sentinel(i, primary_port);
+  // Every sentinel knows the replica and the two other sentinels: a failover can then be
+  // agreed and carried out.
+  const auto& pw = options_.password;
+  for (auto port : sentinel_ports_)
+    if (!wait_until(
+            [&] {
+              return command_at(port, {"SENTINEL", "REPLICAS", master_name}, pw).elements.size() ==
+                         1 &&
+                     command_at(port, {"SENTINEL", "SENTINELS", master_name}, pw).elements.size() ==
+                         2;
+            },
+            20s)) {
+      // What each saw, and its own log's last lines: the cause, not just the symptom.
+      std::string why = "redis_sentinel: sentinels did not discover each other within 20 s:";
+      for (std::size_t i = 0; i < sentinel_ports_.size(); ++i) {
+        const auto p = sentinel_ports_[i];
+        why += "\n  sentinel " + std::to_string(i) + " (port " + std::to_string(p) + "): ";
+        try {
+          why += std::to_string(command_at(p, {"SENTINEL", "REPLICAS", master_name}, pw)
+                                    .elements.size()) +
+                 " replicas, " +
+                 std::to_string(command_at(p, {"SENTINEL", "SENTINELS", master_name}, pw)
+                                    .elements.size()) +
+                 " other sentinels";
+        } catch (const std::exception& e) {
+          why += e.what();
+        }
+        why += "; log ends: " + log_tail(dir_ + "/sentinel" + std::to_string(i) + ".log");
+      }
+      throw std::runtime_error(why);
+    }
+}
+
+// Sentinel i on free ports, answering PING. A port can be taken between free_port() and the
+// sentinel binding it (it then exits): tried again on others, as redis_server does.
+void redis_sentinel::start_sentinel(int i, std::uint16_t primary_port) {
+  const auto conf = dir_ + "/sentinel" + std::to_string(i) + ".conf";
+  const auto log = dir_ + "/sentinel" + std::to_string(i) + ".log";
+  for (int attempt = 0;; ++attempt) {
     const auto port = free_port();
-    const auto conf = dir_ + "/sentinel" + std::to_string(i) + ".conf";
+    const std::uint16_t tls_port = options_.tls ? free_port() : 0;
     std::ofstream(conf) << "port " << port << "\nbind 127.0.0.1\ndaemonize no\n"
-                        << "dir " << dir_ << "\nlogfile " << dir_ << "/sentinel" << i << ".log\n"
+                        << "dir " << dir_ << "\nlogfile " << log << "\n"
                         << "sentinel monitor " << master_name << " 127.0.0.1 " << primary_port
                         << " 2\n"
                         << "sentinel down-after-milliseconds " << master_name << " 1000\n"
@@ -67,29 +117,25 @@ redis_sentinel::redis_sentinel(options opts)
       std::ofstream(conf, std::ios::app) << "requirepass " << options_.password << "\n"
                                          << "sentinel sentinel-pass " << options_.password << "\n";
     if (options_.tls) {
-      tls_ports_.push_back(free_port());
       const auto* c = options_.tls;
       std::ofstream(conf, std::ios::app)
-          << "tls-port " << tls_ports_.back() << "\ntls-replication yes\n"
+          << "tls-port " << tls_port << "\ntls-replication yes\n"
           << "tls-cert-file " << c->path("server.crt") << "\ntls-key-file " << c->path("server.key")
           << "\ntls-ca-cert-file " << c->path("ca.crt") << "\n";
     }
-    sentinels_.emplace_back(std::vector<std::string>{"redis-server", conf, "--sentinel"});
-    sentinel_ports_.push_back(port);
+    child_process p(std::vector<std::string>{"redis-server", conf, "--sentinel"});
+    const auto started = p.wait_ready(
+        [&] { return command_at(port, {"PING"}, options_.password).str == "PONG"; }, 10s);
+    if (started == child_process::readiness::ready) {
+      sentinels_.push_back(std::move(p));
+      sentinel_ports_.push_back(port);
+      if (options_.tls) tls_ports_.push_back(tls_port);
+      return;
+    }
+    if (started == child_process::readiness::timed_out || attempt == 4)
+      throw std::runtime_error("redis_sentinel: sentinel " + std::to_string(i) +
+                               " did not start; log ends: " + log_tail(log));
   }
-  // Every sentinel knows the replica and the two other sentinels: a failover can then be
-  // agreed and carried out.
-  for (auto port : sentinel_ports_)
-    if (!wait_until(
-            [&] {
-              const auto& pw = options_.password;
-              return command_at(port, {"SENTINEL", "REPLICAS", master_name}, pw).elements.size() ==
-                         1 &&
-                     command_at(port, {"SENTINEL", "SENTINELS", master_name}, pw).elements.size() ==
-                         2;
-            },
-            20s))
-      throw std::runtime_error("redis_sentinel: sentinels did not discover each other");
 }
 
 redis_sentinel::~redis_sentinel() {

@@ -54,6 +54,8 @@ class redis_sentinel {
   bool wait_primary_port(int port, std::chrono::milliseconds limit);
 
  private:
+  void start_sentinel(int i, std::uint16_t primary_port);
+
   options options_;
   std::string dir_;
   std::vector<std::unique_ptr<redis_server>> nodes_;

@@ -156,12 +156,7 @@ TEST(sentinel_deadlines, switch_learned_from_the_push) {
   backend_options o;
   limiter l{s.url(), o};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
-  reply failover;
-  for (auto until = clock::now() + 10s;;) {
-    failover = s.sentinel_command({"SENTINEL", "FAILOVER", redis_sentinel::master_name});
-    if (failover.kind == reply::status || clock::now() > until) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  const auto failover = s.failover();
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   const auto asked = clock::now();
   // The first sentinel to name the new primary (the leader, which announces it).

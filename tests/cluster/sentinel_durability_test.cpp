@@ -29,15 +29,6 @@ void min_replicas(redis_sentinel& s, const std::string& n) {
   }
 }
 
-reply ask_failover(redis_sentinel& s) {
-  reply failover;
-  for (auto until = clock::now() + 10s;;) {
-    failover = s.sentinel_command({"SENTINEL", "FAILOVER", redis_sentinel::master_name});
-    if (failover.kind == reply::status || clock::now() > until) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  return failover;
-}
 
 // The failover test of sentinel_test.cpp, with min-replicas-to-write 1 / max-lag 1 on both
 // nodes: the old primary refuses (NOREPLICAS, the failure mode answers) once its replica left
@@ -54,7 +45,7 @@ TEST(sentinel_durability, failover_with_min_replicas_to_write) {
   const policy p{"hot", algorithm::gcra, 40000, 1h};
   load ld(l, "alice", p, 4);
   ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, 10s));
-  const auto failover = ask_failover(s);
+  const auto failover = s.failover();
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_TRUE(
       wait_for([&] { return s.node(1).command({"ROLE"}).elements.at(0).str == "master"; }, 20s));

@@ -27,12 +27,7 @@ TEST(tls_sentinel, decisions_and_a_failover_over_tls) {
   // The state is in the primary (read over its plain port).
   EXPECT_FALSE(s.node(0).command({"KEYS", o.redis.key_prefix + "*"}).elements.empty());
 
-  reply failover;
-  for (auto until = std::chrono::steady_clock::now() + 10s;;) {
-    failover = s.sentinel_command({"SENTINEL", "FAILOVER", redis_sentinel::master_name});
-    if (failover.kind == reply::status || std::chrono::steady_clock::now() > until) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  const auto failover = s.failover();
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_TRUE(s.wait_primary_port(s.tls_port(1), 20s));
   ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; }, 20s))

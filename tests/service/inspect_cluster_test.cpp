@@ -102,12 +102,7 @@ TEST(inspect_sentinel, reads_the_raw_state_on_the_primary) {
   expect_raw_state(f.inspect("alice"), "alice", 3, loopback(s.node(0).port()));
   expect_cli_raw_state(s.url(), "alice", 3, loopback(s.node(0).port()));
 
-  reply failover;
-  for (auto until = std::chrono::steady_clock::now() + 10s;;) {
-    failover = s.sentinel_command({"SENTINEL", "FAILOVER", redis_sentinel::master_name});
-    if (failover.kind == reply::status || std::chrono::steady_clock::now() > until) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  const auto failover = s.failover();
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_TRUE(s.wait_primary_port(s.node(1).port(), 20s));
   // The replica had the state (replicated before the failover: its TTL as the primary's).

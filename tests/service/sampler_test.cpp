@@ -102,12 +102,7 @@ TEST(sampler, follows_the_sentinel_primary_through_a_failover) {
   auto fg = start(s.url());
   expect_sampled(fg, s.node(0).port());
 
-  reply failover;
-  for (auto until = std::chrono::steady_clock::now() + 10s;;) {
-    failover = s.sentinel_command({"SENTINEL", "FAILOVER", redis_sentinel::master_name});
-    if (failover.kind == reply::status || std::chrono::steady_clock::now() > until) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  const auto failover = s.failover();
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_TRUE(s.wait_primary_port(s.node(1).port(), 20s));
   const auto series = "floodgate_redis_up{" + node(s.node(1).port()) + "}";

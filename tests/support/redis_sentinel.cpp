@@ -138,6 +138,15 @@ void redis_sentinel::start_sentinel(int i, std::uint16_t primary_port) {
   }
 }
 
+reply redis_sentinel::failover(std::chrono::milliseconds within) const {
+  reply r;
+  for (const auto until = std::chrono::steady_clock::now() + within;;) {
+    r = sentinel_command({"SENTINEL", "FAILOVER", master_name});
+    if (r.kind == reply::status || std::chrono::steady_clock::now() > until) return r;
+    std::this_thread::sleep_for(100ms);
+  }
+}
+
 redis_sentinel::~redis_sentinel() {
   sentinels_.clear();  // killed first: no failover of a primary going away
   nodes_.clear();

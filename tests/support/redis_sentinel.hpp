@@ -3,7 +3,7 @@
 //
 //   floodgate::test::redis_sentinel s;                 // replica synced, sentinels agree
 //   floodgate::limiter l{s.url()};                      // redis+sentinel://127.0.0.1:P,.../fg
-//   s.sentinel_command({"SENTINEL", "FAILOVER", "fg"});
+//   s.failover();                                       // SENTINEL FAILOVER fg
 //   s.wait_primary_port(s.node(1).port(), 10s);
 #pragma once
 
@@ -47,6 +47,9 @@ class redis_sentinel {
   std::uint16_t tls_port(int i) const { return tls_ports_.at(static_cast<std::size_t>(i)); }
   // Runs a command on the first sentinel that answers.
   reply sentinel_command(const std::vector<std::string>& args) const;
+  // SENTINEL FAILOVER, asked again for up to `within` while refused: right after start-up a
+  // sentinel may not yet count the replica as promotable (-NOGOODSLAVE). The last reply.
+  reply failover(std::chrono::milliseconds within = std::chrono::seconds(10)) const;
   // The port the sentinels name as primary now (0 if none answers).
   int primary_port() const;
   // Waits until the sentinels name `port` (a node's plain or TLS port) as primary and it says

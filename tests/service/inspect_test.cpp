@@ -5,18 +5,15 @@
 
 #include "inspect_helpers.hpp"
 #include "redis_server.hpp"
-#include "tls_certificates.hpp"
+#include "tls_redis.hpp"
 
 namespace floodgate::test {
 namespace {
 
 TEST(inspect, reads_the_raw_state_over_tls) {
-  tls_certificates certs;
-  const auto tls_port = free_port();
-  redis_server::options ro;
-  ro.extra_args = certs.server_args(tls_port);
-  redis_server redis(ro);
-  const auto url = "rediss://127.0.0.1:" + std::to_string(tls_port) + "?" + certs.client_query();
+  tls_redis server;
+  const auto tls_port = server.tls_port;
+  const auto url = server.url(server.certs.client_query());
   inspected_floodgated f(url);
   f.check("alice", 3);
   for (int i = 0; i < 2; ++i) expect_raw_state(f.inspect("alice"), "alice", 3, loopback(tls_port));
@@ -27,8 +24,7 @@ TEST(inspect, reads_the_raw_state_over_tls) {
   // Without the client certificate the server ends the handshake: the note names the node.
   temp_rules_file rules(inspect_rules);
   const auto r = run_floodgate_cli({"inspect", "--redis",
-                                    "rediss://127.0.0.1:" + std::to_string(tls_port) +
-                                        "?tls_ca_file=" + certs.path("ca.crt"),
+                                    server.url("tls_ca_file=" + server.certs.path("ca.crt")),
                                     "--rules", rules.path, "api", "alice"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("floodgate: " + loopback(tls_port) + ": "), std::string::npos)

@@ -12,6 +12,7 @@
 #include "redis_sentinel.hpp"
 #include "redis_server.hpp"
 #include "tls_certificates.hpp"
+#include "tls_redis.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -71,25 +72,16 @@ void expect_sampled(const floodgated_process& fg, std::uint16_t port) {
 }
 
 TEST(sampler, samples_redis_over_tls) {
-  tls_certificates certs;
-  const auto tls_port = free_port();
-  redis_server::options ro;
-  ro.extra_args = certs.server_args(tls_port);
-  redis_server redis(ro);
-  auto fg = start("rediss://127.0.0.1:" + std::to_string(tls_port) + "?" + certs.client_query());
-  expect_sampled(fg, tls_port);
+  tls_redis r;
+  auto fg = start(r.url(r.certs.client_query()));
+  expect_sampled(fg, r.tls_port);
 }
 
 // Without the client certificate the TLS handshake is refused: the node is down, not absent.
 TEST(sampler, a_refused_tls_handshake_is_a_node_down) {
-  tls_certificates certs;
-  const auto tls_port = free_port();
-  redis_server::options ro;
-  ro.extra_args = certs.server_args(tls_port);
-  redis_server redis(ro);
-  auto fg = start("rediss://127.0.0.1:" + std::to_string(tls_port) +
-                  "?tls_ca_file=" + certs.path("ca.crt"));
-  const auto series = "floodgate_redis_up{" + node(tls_port) + "}";
+  tls_redis r;
+  auto fg = start(r.url("tls_ca_file=" + r.certs.path("ca.crt")));
+  const auto series = "floodgate_redis_up{" + node(r.tls_port) + "}";
   const auto text = wait_metric(
       fg, series, [](double) { return true; }, 10s);
   EXPECT_EQ(metric_value(text, series), 0) << text;

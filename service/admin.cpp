@@ -3,7 +3,6 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 
 #include "handler.hpp"
@@ -171,13 +170,8 @@ bool admin_host_allowed(std::optional<std::string_view> host, const std::vector<
   }
   if (const auto literal = parse_ip(name); literal && literal->kind() == ip_address::family::v4)
     return true;
-  const auto same = [name](std::string_view n) {
-    return n.size() == name.size() &&
-           std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
-             return std::tolower(static_cast<unsigned char>(a)) ==
-                    std::tolower(static_cast<unsigned char>(b));
-           });
-  };
+  // Host names compare as header names do: ASCII case-insensitive.
+  const auto same = [name](std::string_view n) { return same_header_name(n, name); };
   return same("localhost") || std::any_of(names.begin(), names.end(), same);
 }
 

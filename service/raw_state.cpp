@@ -12,7 +12,6 @@
 #include "redis/connection.hpp"
 #include "redis/key.hpp"
 #include "redis/node_asker.hpp"
-#include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/url.hpp"
 #include "redis/url_options.hpp"
@@ -47,30 +46,12 @@ std::string describe(const reply& r) {
   return "(reply)";
 }
 
-// The questions of one read, to nodes and sentinels (redis/node_asker.hpp), each within the
-// read's timeout.
-class asker {
- public:
-  asker(const redis_options& options, redis::tls_context_result tls,
-        std::chrono::milliseconds timeout)
-      : nodes_(options, std::move(tls)), timeout_(timeout) {}
-
-  std::vector<reply> ask(const redis_endpoint& ep, bool sentinel,
-                         const std::vector<command>& commands, std::string& error) {
-    using peer = redis::node_asker::peer;
-    return nodes_.ask(ep, sentinel ? peer::sentinel : peer::node, commands, timeout_, error);
-  }
-
- private:
-  redis::node_asker nodes_;
-  std::chrono::milliseconds timeout_;
-};
-
 // Where the key lives, and how to ask there.
 class key_reader {
  public:
-  key_reader(asker& a, std::vector<redis_endpoint> seeds, bool cluster)
-      : asker_(a), seeds_(std::move(seeds)), cluster_(cluster) {}
+  key_reader(redis::node_asker& a, std::chrono::milliseconds timeout,
+             std::vector<redis_endpoint> seeds, bool cluster)
+      : asker_(a), timeout_(timeout), seeds_(std::move(seeds)), cluster_(cluster) {}
 
   // `c`'s reply from the node holding the key; nullopt with `error` set (the node named, the
   // server's words quoted) when there is none. Cluster: a seed that does not answer gives way
@@ -84,7 +65,7 @@ class key_reader {
       if (ask_node_) commands.push_back({"ASKING"});
       commands.push_back(c);
       std::string why;
-      auto replies = asker_.ask(ep, false, commands, why);
+      auto replies = asker_.ask(ep, redis::node_asker::peer::node, commands, timeout_, why);
       ask_node_.reset();
       if (replies.empty()) {
         failures += (failures.empty() ? "" : "; ") + why;
@@ -130,7 +111,8 @@ class key_reader {
   const std::string& node_name() const noexcept { return node_name_; }
 
  private:
-  asker& asker_;
+  redis::node_asker& asker_;
+  const std::chrono::milliseconds timeout_;
   std::vector<redis_endpoint> seeds_;  // the URL's nodes, then those MOVED named
   bool cluster_;
   std::size_t node_ = 0;  // asked next
@@ -138,44 +120,6 @@ class key_reader {
   bool found_ = false;  // a node has answered: no more seed-hopping on failures
   std::string node_name_;
 };
-
-// The primary the sentinels name: every one is asked (SENTINEL MASTER for the epoch, then
-// get-master-addr-by-name; the latter alone where the former is refused) and the answer with
-// the newest configuration wins (redis/sentinel_answer.hpp: right after a failover a sentinel
-// may still name the old primary). nullopt with `error` (each sentinel's reason) when none
-// answers.
-std::optional<redis_endpoint> find_primary(asker& a, const redis::sentinel_config& cfg,
-                                           std::string& error) {
-  const command epoch_question{"SENTINEL", "MASTER", cfg.master_name};
-  const command address_question{"SENTINEL", "get-master-addr-by-name", cfg.master_name};
-  std::vector<redis::sentinel_answer> answers;
-  for (const auto& s : cfg.sentinels) {
-    std::string why;
-    auto replies = a.ask(s, true, {epoch_question, address_question}, why);
-    std::optional<std::uint64_t> epoch;
-    if (replies.size() == 2) {
-      epoch = redis::read_config_epoch(replies.front());
-      replies.erase(replies.begin());
-    }
-    if (replies.empty()) {
-      error += (error.empty() ? "" : "; ") + why;
-      continue;
-    }
-    const auto& r = replies.front();
-    if (auto answer = redis::read_answer(r, epoch, cfg.primary)) {
-      answers.push_back(std::move(*answer));
-      continue;
-    }
-    why = endpoint_label(s) + ": " +
-          (r.is_error()                 ? r.str
-           : r.kind == reply::type::nil ? "no master named '" + cfg.master_name + "'"
-                                        : "unexpected answer: " + describe(r));
-    error += (error.empty() ? "" : "; ") + why;
-  }
-  if (auto best = redis::best_answer(answers)) return std::move(best->primary);
-  error = "no sentinel named the primary: " + error;
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -227,13 +171,13 @@ raw_state read_raw_state(const std::string& url, const policy& p, std::string_vi
   s.readable = true;
   s.redis_key = redis::state_key({ro.key_prefix, ro.max_plain_key_size}, p, key);
   const bool tls = sentinel ? sentinel->primary.tls : nodes.front().tls;
-  asker a(ro, tls ? redis::make_tls_context(ro.tls) : redis::tls_context_result{}, timeout);
+  redis::node_asker a(ro, tls ? redis::make_tls_context(ro.tls) : redis::tls_context_result{});
   if (sentinel) {
-    auto primary = find_primary(a, *sentinel, s.error);
+    auto primary = redis::primary_from_sentinels(a, *sentinel, timeout, s.error);
     if (!primary) return s;
     nodes.push_back(std::move(*primary));
   }
-  key_reader k(a, std::move(nodes), cluster);
+  key_reader k(a, timeout, std::move(nodes), cluster);
   auto cmd = [&](command c) {
     auto r = k.run(c, s.error);
     if (r && !k.node_name().empty()) s.node = k.node_name();

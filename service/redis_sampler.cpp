@@ -16,7 +16,6 @@
 #include "redis/cluster_url.hpp"
 #include "redis/connection.hpp"
 #include "redis/node_asker.hpp"
-#include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/url.hpp"
 #include "redis/url_options.hpp"
@@ -53,7 +52,6 @@ struct redis_sampler::impl {
   std::unique_ptr<redis::node_asker> asker;  // the sampler thread's (stop() from any)
   // Sentinel: who to ask for the primary, and the primary's credentials (its host and port
   // found). Empty otherwise.
-  std::vector<redis::redis_endpoint> sentinels;
   std::optional<redis::sentinel_config> sentinel;
   std::vector<redis::redis_endpoint> links;  // the nodes sampled; the sampler thread's
   std::vector<bool> clock_alarm;             // the sampler thread's: skew logged as over
@@ -61,14 +59,12 @@ struct redis_sampler::impl {
   std::vector<node_state> nodes;  // under mutex
   std::jthread thread;            // last: joined before the rest goes
 
-  // `args` to `ep`, answered within options.timeout (connecting included; stop() ends the
-  // wait). nullopt on no reply or, unless keep_errors, an error reply (the caller reads it
-  // then).
-  std::optional<redis::reply> ask(const redis::redis_endpoint& ep, redis::node_asker::peer kind,
-                                  redis::node_asker::command args, bool keep_errors = false) {
+  // `args` to node `ep`, answered within options.timeout (connecting included; stop() ends
+  // the wait). nullopt on no reply or an error reply.
+  std::optional<redis::reply> ask(const redis::redis_endpoint& ep, redis::node_asker::command args) {
     std::string why;
-    auto replies = asker->ask(ep, kind, {args}, options.timeout, why);
-    if (replies.empty() || (replies.front().is_error() && !keep_errors)) {
+    auto replies = asker->ask(ep, redis::node_asker::peer::node, {args}, options.timeout, why);
+    if (replies.empty() || replies.front().is_error()) {
       spdlog::debug("msg=\"redis sample failed\" node={} command={} error={}",
                     quote(redis::endpoint_label(ep)), args.front(),
                     quote(replies.empty() ? why : replies.front().str));
@@ -77,31 +73,12 @@ struct redis_sampler::impl {
     return std::move(replies.front());
   }
 
-  // Sentinel: the primary the sentinels name now, each asked within options.timeout, the
-  // newest configuration winning (redis/sentinel_answer.hpp); nullopt when none answers.
-  std::optional<redis::redis_endpoint> find_primary() {
-    using peer = redis::node_asker::peer;
-    std::vector<redis::sentinel_answer> answers;
-    for (const auto& l : sentinels) {
-      // The epoch first, then the address: a failover in between pairs the new address with
-      // the old epoch, never the reverse. A refusal (an ACL) leaves the answer without epoch.
-      const auto master = ask(l, peer::sentinel, {"SENTINEL", "MASTER", sentinel->master_name}, true);
-      if (!master) continue;
-      const auto epoch = redis::read_config_epoch(*master);
-      if (const auto r = ask(l, peer::sentinel,
-                             {"SENTINEL", "get-master-addr-by-name", sentinel->master_name}))
-        if (auto a = redis::read_answer(*r, epoch, sentinel->primary))
-          answers.push_back(std::move(*a));
-    }
-    auto best = redis::best_answer(answers);
-    if (!best) return std::nullopt;
-    return std::move(best->primary);
-  }
-
   // Points node 0 at the primary the sentinels name, when it is another than sampled so far:
   // the old node's figures go (its series end), the new one's start at the next sample.
   void follow_primary() {
-    auto primary = find_primary();
+    std::string why;
+    auto primary = redis::primary_from_sentinels(*asker, *sentinel, options.timeout, why);
+    if (!primary) spdlog::debug("msg=\"redis sample: no primary\" error={}", quote(why));
     if (!primary || (!links.empty() && links[0] == *primary)) return;
     if (!links.empty()) asker->close(links[0], redis::node_asker::peer::node);
     links.assign(1, *primary);
@@ -112,7 +89,7 @@ struct redis_sampler::impl {
 
   // INFO from node i; nullopt when it did not answer.
   std::optional<redis_info> sample(std::size_t i) {
-    auto r = ask(links[i], redis::node_asker::peer::node, {"INFO", "all"});
+    auto r = ask(links[i], {"INFO", "all"});
     if (!r || r->kind != redis::reply::type::string) return std::nullopt;
     return parse_info(r->str);
   }
@@ -120,7 +97,7 @@ struct redis_sampler::impl {
   // Redis's clock against ours (TIME: seconds and microseconds as strings).
   std::optional<clock_sample> sample_clock(std::size_t i) {
     const auto sent = std::chrono::system_clock::now();
-    auto r = ask(links[i], redis::node_asker::peer::node, {"TIME"});
+    auto r = ask(links[i], {"TIME"});
     const auto received = std::chrono::system_clock::now();
     if (!r || r->kind != redis::reply::type::array || r->elements.size() != 2) return std::nullopt;
     const auto us = std::chrono::seconds(to_int(r->elements[0].str)) +
@@ -193,7 +170,6 @@ redis_sampler::redis_sampler(redis_sampler_options options) : impl_(std::make_un
   const bool tls = s.sentinel ? s.sentinel->primary.tls : endpoints.front().tls;
   s.asker = std::make_unique<redis::node_asker>(
       s.client, tls ? redis::make_tls_context(s.client.tls) : redis::tls_context_result{});
-  if (s.sentinel) s.sentinels = s.sentinel->sentinels;
   for (const auto& ep : endpoints) {
     s.links.push_back(ep);
     s.nodes.push_back({redis::endpoint_label(ep), false, {}, {}});

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "redis/resp_writer.hpp"
+#include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_socket.hpp"
 
 namespace floodgate::redis {
@@ -128,6 +129,37 @@ void node_asker::close(const redis_endpoint& ep, peer kind) {
 void node_asker::stop() {
   impl_->stopped.store(true);
   impl_->io.stop();
+}
+
+std::optional<redis_endpoint> primary_from_sentinels(node_asker& a, const sentinel_config& cfg,
+                                                     std::chrono::milliseconds timeout,
+                                                     std::string& error) {
+  const node_asker::command epoch_question{"SENTINEL", "MASTER", cfg.master_name};
+  const node_asker::command address_question{"SENTINEL", "get-master-addr-by-name",
+                                             cfg.master_name};
+  std::vector<sentinel_answer> answers;
+  for (const auto& s : cfg.sentinels) {
+    std::string why;
+    auto replies =
+        a.ask(s, node_asker::peer::sentinel, {epoch_question, address_question}, timeout, why);
+    if (replies.empty()) {
+      error += (error.empty() ? "" : "; ") + why;
+      continue;
+    }
+    const auto& r = replies.back();  // the address; the epoch before it (none if refused)
+    if (auto answer = read_answer(r, read_config_epoch(replies.front()), cfg.primary)) {
+      answers.push_back(std::move(*answer));
+      continue;
+    }
+    why = endpoint_label(s) + ": " +
+          (r.is_error()                 ? r.str
+           : r.kind == reply::type::nil ? "no master named '" + cfg.master_name + "'"
+                                        : std::string("unexpected answer"));
+    error += (error.empty() ? "" : "; ") + why;
+  }
+  if (auto best = best_answer(answers)) return std::move(best->primary);
+  error = "no sentinel named the primary: " + error;
+  return std::nullopt;
 }
 
 }  // namespace floodgate::redis

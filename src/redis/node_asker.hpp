@@ -16,12 +16,14 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "floodgate/options.hpp"
 #include "redis/connection.hpp"
 #include "redis/reply.hpp"
+#include "redis/sentinel_client.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
@@ -55,5 +57,14 @@ class node_asker {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+// The primary the sentinels of `cfg` name, for a one-off look-up: every sentinel is asked
+// (SENTINEL MASTER for its config-epoch, then get-master-addr-by-name, in one write; the
+// address alone where the first is refused) and the newest configuration wins
+// (sentinel_answer.hpp: right after a failover a sentinel may still name the old primary).
+// nullopt with `error` (each sentinel's reason) when none names one.
+std::optional<redis_endpoint> primary_from_sentinels(node_asker& a, const sentinel_config& cfg,
+                                                     std::chrono::milliseconds timeout,
+                                                     std::string& error);
 
 }  // namespace floodgate::redis

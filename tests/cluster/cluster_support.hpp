@@ -15,6 +15,7 @@
 #include "floodgate/floodgate.hpp"
 #include "redis/cluster_protocol.hpp"
 #include "redis_cluster.hpp"
+#include "wait_for.hpp"
 
 namespace floodgate::test {
 
@@ -30,26 +31,6 @@ inline std::string unique_prefix(std::string_view name) {
   static std::atomic<int> n{0};
   return "fgc:" + std::string(name) + ":" + std::to_string(::getpid()) + "." +
          std::to_string(n.fetch_add(1)) + ":";
-}
-
-// Polls `done` every 2 ms until it says yes (true) or `limit` passes (false). A poll that
-// throws counts as "not yet": a node changing role resets its connections (seen in CI as
-// "Connection reset by peer" from ROLE during a Sentinel failover).
-template <class F>
-bool wait_for(F done, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  const auto poll = [&] {
-    try {
-      return static_cast<bool>(done());
-    } catch (const std::exception&) {
-      return false;
-    }
-  };
-  while (!poll()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
 }
 
 // A caller key (stored plain, so its slot is the key's own) served by master `m`.

@@ -10,22 +10,12 @@
 
 #include "fake_sentinel.hpp"
 #include "integration_support.hpp"
+#include "wait_for.hpp"
 
 namespace floodgate::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Polls `done` every 2 ms until it says yes or `limit` passes.
-template <class F>
-bool wait_for(F done, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
-}
 
 std::size_t keys_matching(redis_server& r, const std::string& pattern) {
   return r.command({"KEYS", pattern}).elements.size();

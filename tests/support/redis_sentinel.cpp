@@ -5,24 +5,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "wait_for.hpp"
+
 namespace floodgate::test {
 
 using namespace std::chrono_literals;
 
 namespace {
-
-template <class F>
-bool wait_until(F done, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    try {
-      if (done()) return true;
-    } catch (const std::exception&) {
-    }
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-}
 
 // The last lines of a log file (a few hundred bytes), for an error message.
 std::string log_tail(const std::string& path) {
@@ -57,7 +46,7 @@ redis_sentinel::redis_sentinel(options opts)
   const auto primary_port = options_.tls ? tls_ports_[0] : nodes_[0]->port();
   nodes_.push_back(std::make_unique<redis_server>(
       node_options({"--replicaof", "127.0.0.1", std::to_string(primary_port)})));
-  if (!wait_until(
+  if (!wait_for(
           [&] {
             return nodes_[1]->command({"INFO", "replication"}).str.find("master_link_status:up") !=
                    std::string::npos;
@@ -70,7 +59,7 @@ redis_sentinel::redis_sentinel(options opts)
   // agreed and carried out.
   const auto& pw = options_.password;
   for (auto port : sentinel_ports_)
-    if (!wait_until(
+    if (!wait_for(
             [&] {
               return command_at(port, {"SENTINEL", "REPLICAS", master_name}, pw).elements.size() ==
                          1 &&
@@ -185,7 +174,7 @@ int redis_sentinel::primary_port() const {
 }
 
 bool redis_sentinel::wait_primary_port(int port, std::chrono::milliseconds limit) {
-  return wait_until(
+  return wait_for(
       [&] {
         if (primary_port() != port) return false;
         for (std::size_t i = 0; i < nodes_.size(); ++i)

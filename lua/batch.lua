@@ -1,55 +1,87 @@
 -- Entry of the batch script: many independent checks in one call (docs/algorithms.md,
 -- "Batches"). The client sends the checks queued on one connection this way, so Redis pays
 -- the per-call cost (EVALSHA, TIME) once for all of them.
--- KEYS[1..n]; ARGV = {now_ms, then per item: algorithm, limit, window_ms, burst, cost}.
+--
+-- KEYS[1..n]; ARGV = {now_ms, then runs: algorithm, limit, window_ms, burst, cost, count}.
+-- A run gives the policy and cost of the next `count` items (counts add up to n): checks of
+-- one policy usually queue together, and each argument costs Redis a string object and a Lua
+-- string, so a run of 25 carries 6 arguments instead of 125.
+--
 -- Items are decided and written one after another at the same now, exactly as n calls of
 -- the per-algorithm scripts in that order would be: an item sees what earlier items on its
--- key wrote. Returns five values per item: its decision's five integers, or, for an item
--- whose arguments are refused or whose key holds another type, the error followed by four
--- zeros (the others still count).
-local n = #KEYS
-if n < 1 or #ARGV ~= 1 + 5 * n then
-  return redis.error_reply('ERR floodgate: batch takes n >= 1 keys and 1 + 5n arguments, got ' ..
-                           n .. ' and ' .. #ARGV)
+-- key wrote. The reply is flat, two or three integers an item, since each element of it costs
+-- Redis as much as a few Lua operations:
+--   allowed:  remaining, reset_after
+--   denied:   -1 - remaining, reset_after, retry_after (-1: never)
+--   refused:  one error (arguments refused, or the key holds another type); the others count.
+-- The limit is not sent back: the client knows it (the policy's limit, or burst for
+-- token_bucket and gcra).
+local n, nargs = #KEYS, #ARGV
+if n < 1 or nargs < 7 or (nargs - 1) % 6 ~= 0 then
+  return redis.error_reply('ERR floodgate: batch takes n >= 1 keys and 1 + 6 arguments a run, ' ..
+                           'got ' .. n .. ' and ' .. nargs)
+end
+local total = 0
+for a = 7, nargs, 6 do
+  local c = ARGV[a]
+  if #c > 6 or not find(c, '^[1-9]%d*$') then total = -1 break end
+  total = total + c
+end
+if total ~= n then
+  return redis.error_reply('ERR floodgate: batch run counts must be positive and add up to ' ..
+                           n .. ' keys')
 end
 local now, err = read_now(ARGV[1])
 if now == nil then return redis.error_reply(err) end
-local out = {}
--- Items of one policy usually come together: an item whose five argument strings are the
--- previous item's (Lua interns strings, so == compares pointers) reuses its parsed values.
-local pa, pl, pw, pb, pc, decide, l, w, b, cost
-for i = 1, n do
-  local at, base = 5 * i - 4, 5 * i - 5
-  local a1, a2, a3, a4, a5 = ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5]
-  if a1 ~= pa or a2 ~= pl or a3 ~= pw or a4 ~= pb or a5 ~= pc then
-    decide = algorithms[a1]
-    l, w, b, cost = parse_item(a2, a3, a4, a5)
-    if decide ~= nil and l ~= nil then
-      pa, pl, pw, pb, pc = a1, a2, a3, a4, a5
-    else
-      pa = nil
-    end
-  end
+local out, k, i = {}, 0, 0  -- k: elements written; i: items done
+for a = 2, nargs, 6 do
+  local decide = algorithms[ARGV[a]]
+  local l, w, b, cost = parse_item(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+  local last = i + ARGV[a + 5]
   if decide == nil or l == nil then
     local message
     if decide == nil then
-      message = explain_item('algorithm', 'item ' .. i .. ' ', a1)
+      message = explain_item('algorithm', 'items ' .. i + 1 .. '..' .. last .. ' ', ARGV[a])
     else
-      message = explain_item('item ' .. i .. ' ', a2, a3, a4, a5)
+      message = explain_item('items ' .. i + 1 .. '..' .. last .. ' ', ARGV[a + 1], ARGV[a + 2],
+                             ARGV[a + 3], ARGV[a + 4])
     end
-    out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] =
-        redis.error_reply(message), 0, 0, 0, 0
+    local refused = redis.error_reply(message)
+    for _ = i + 1, last do
+      k = k + 1
+      out[k] = refused
+    end
   else
-    -- Written at once, so a later item on the same key sees it. An error (a key of another
-    -- type: WRONGTYPE) is the item's own: the items before it have written, so the call must
-    -- go on rather than fail them all.
-    local ok, value, ttl = pcall(decide, KEYS[i], now, l, w, b, cost, out, base)
-    if ok and value then ok, value = pcall(write, KEYS[i], value, ttl) end
-    if not ok then
-      local message = type(value) == 'table' and value.err or tostring(value)
-      out[base + 1], out[base + 2], out[base + 3], out[base + 4], out[base + 5] =
-          redis.error_reply(message), 0, 0, 0, 0
+    for j = i + 1, last do
+      local key = KEYS[j]
+      -- The decision lands at out[k + 1 .. k + 5] and is then folded into two or three.
+      local value, ttl, failed = decide(key, now, l, w, b, cost, out, k)
+      if failed then
+        k = k + 1
+        out[k] = failed
+      else
+        -- Written at once, so a later item on the same key sees it (write() inline: a call
+        -- per item costs more than these lines).
+        if value then
+          if ttl == nil then
+            value()
+          elseif ttl < 0 then
+            add(key, value)
+          else
+            redis.call('SET', key, value, 'PX', format('%d', ttl))
+          end
+        end
+        if out[k + 1] == 1 then
+          out[k + 1], out[k + 2] = out[k + 3], out[k + 4]
+          k = k + 2
+        else
+          out[k + 1], out[k + 2], out[k + 3] = -1 - out[k + 3], out[k + 4], out[k + 5]
+          k = k + 3
+        end
+      end
     end
   end
+  i = last
 end
+out[k + 1], out[k + 2], out[k + 3] = nil, nil, nil  -- what the last fold left behind
 return out

@@ -34,8 +34,9 @@ end
 local out, writes, all_allowed = {}, {}, true
 for i = 1, n do
   local base = 5 * (i - 1)
-  local value, ttl = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
-                                     items[base + 4], items[base + 5], out, base)
+  local value, ttl, failed = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
+                                             items[base + 4], items[base + 5], out, base)
+  if failed then return failed end  -- nothing is written yet
   if out[base + 1] == 0 then all_allowed = false end
   if value then writes[i] = {value, ttl} end
 end

@@ -2,22 +2,25 @@
 --
 -- Every generated script is `#!lua` + this prelude + algorithm file(s) + an entry
 -- (cmake/embed_lua.cmake). An algorithm file defines one function
---   decide(key, now, limit, window, burst, cost, out, at) -> value, ttl
+--   decide(key, now, limit, window, burst, cost, out, at) -> value, ttl, err
 -- that reads the state, stores the five integers of the decision in out[at + 1 .. at + 5]
 -- and returns what to write, only when the request is allowed with cost > 0 (else nothing):
--- `value, ttl` for `SET key value PX ttl`, or a function to call that writes (sliding_log).
--- write(key, value, ttl) does either. Nothing else writes.
+-- `value, ttl` for `SET key value PX ttl`, `increment, -1` for `INCRBY key increment` (the
+-- expiry kept), or a function to call that writes (sliding_log). write(key, value, ttl) does
+-- any of them. Nothing else writes. A key holding another type is no decision: decide then
+-- returns nil, nil and Redis's error (its reads use redis.pcall), and the entry says so for
+-- that item alone (a batch goes on with the others).
 --
 -- Cost matters here: Redis runs these on its one thread, so every instruction is taken from
 -- every other client (bench/lua_cost measures them per call). What it showed, besides the
--- Redis commands themselves (GET ~3.5k instructions, SET ... PX ~13k): EVALSHA runs this
--- whole file on every call, so each top-level `local function` is a closure made per call
--- (~0.5k); in Redis's Lua every new table (~1.4k), closure, string, and every call into C
--- (string.format ~0.8k, string-to-number coercion ~0.8k: strtod) costs far more than
--- arithmetic, and a number handed to redis.call more still (Redis 7.0 prints it with
--- "%.17g", ~2.8k). So the hot path makes no table or closure per item, hands Redis strings
--- made by string.format('%d'), keeps the policy in locals, and leaves error messages to a
--- slow path that only runs for bad arguments.
+-- Redis commands themselves (GET ~3.5k instructions, SET ... PX ~13k, INCRBY ~4k): EVALSHA
+-- runs this whole file on every call, so each top-level `local function` is a closure made per
+-- call (~0.5k); in Redis's Lua every new table (~1.4k), closure, string, function call (~0.3k)
+-- and every call into C (string.format ~0.8k, string-to-number coercion ~0.8k: strtod) costs
+-- far more than arithmetic, and a number handed to redis.call more still (Redis 7.0 prints it
+-- with "%.17g", ~2.8k). So the hot path makes no table or closure per item, writes floors out
+-- inline, hands Redis strings made by string.format('%d'), keeps the policy in locals, and
+-- leaves error messages to a slow path that only runs for bad arguments.
 
 -- The policy bound on limit x window and burst x window (and on cost and now_ms): below it
 -- every value fits a double exactly, so Lua computes what C++'s int64_t does.
@@ -29,7 +32,10 @@ local algorithms = {}
 
 -- floor(a / b) of exact integers, b > 0. Lua's a % b is a - floor(a / b) * b with a rounded
 -- quotient, so it can land one b outside [0, b); corrected, a - m is a multiple of b and the
--- division is exact (the products are exact integers below 2^53).
+-- division is exact (the products are exact integers below 2^53). When |a| + b < 2^53 the
+-- rounded quotient never crosses an integer (a / b is at least 1 / b from the next one, the
+-- rounding error at most (|a| / b + 1) * 2^-53), so m is already right and the hot paths write
+-- (a - a % b) / b inline: every operand there is below 4e15 (the policy bounds, 1e15 each).
 local function floor_div(a, b)
   local m = a % b
   if m < 0 then
@@ -55,12 +61,22 @@ local function put(out, at, allowed, limit, remaining, reset_after, retry_after)
       allowed and 1 or 0, limit, remaining, reset_after, retry_after
 end
 
+-- INCRBY key by, or where the caller's ACL refuses INCRBY (it was not in the user floodgate
+-- documented before fixed_window used it), the same sum with SET ... KEEPTTL.
+local function add(key, by)
+  if type(redis.pcall('INCRBY', key, by)) == 'table' then
+    redis.call('SET', key, format('%d', redis.call('GET', key) + by), 'KEEPTTL')
+  end
+end
+
 -- Does what a decide function returned.
 local function write(key, value, ttl)
-  if ttl then
-    redis.call('SET', key, value, 'PX', format('%d', ttl))
-  else
+  if ttl == nil then
     value()
+  elseif ttl < 0 then
+    add(key, value)
+  else
+    redis.call('SET', key, value, 'PX', format('%d', ttl))
   end
 end
 

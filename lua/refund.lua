@@ -106,5 +106,5 @@ local now, err = read_now(ARGV[6])
 if now == nil then return redis.error_reply(err) end
 refund(KEYS[1], now, l, w, b, cost)
 local out = {0, 0, 0, 0, 0}
-decide(KEYS[1], now, l, w, b, 0, out, 0)
-return out
+local _, _, failed = decide(KEYS[1], now, l, w, b, 0, out, 0)
+return failed or out

@@ -10,6 +10,7 @@ if l == nil then return redis.error_reply(explain_item('', ARGV[1], ARGV[2], ARG
 local now, err = read_now(ARGV[5])
 if now == nil then return redis.error_reply(err) end
 local out = {0, 0, 0, 0, 0}
-local value, ttl = algorithms[algorithm](KEYS[1], now, l, w, b, cost, out, 0)
+local value, ttl, failed = algorithms[algorithm](KEYS[1], now, l, w, b, cost, out, 0)
+if failed then return failed end
 if value then write(KEYS[1], value, ttl) end
 return out

@@ -16,7 +16,8 @@ local function sliding_log(key, now, l, w, b, cost, out, at)
   local horizon = now - w  -- entries t <= now - window have aged out
   local count, base, newest = 0, 0, now
   local tail, tail_time, tail_total, tail_cost, head
-  local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+  local last = redis.pcall('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+  if last.err then return nil, nil, last end  -- WRONGTYPE: the item's own error
   if last[1] then
     tail, tail_time = last[1], tonumber(last[2])
     if tail_time > horizon then  -- the newest entry is live: so is the count

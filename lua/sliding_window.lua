@@ -1,11 +1,12 @@
 -- sliding_window (docs/algorithms.md): pack(current window index floor(now / W), previous
 -- count, current count).
 local function sliding_window(key, now, l, w, b, cost, out, at)
-  local i = floor_div(now, w)
+  local i = (now - now % w) / w  -- floor(now / W): exact, see floor_div
   local ws = i * w
   local prev, cur = 0, 0
-  local v = redis.call('GET', key)
+  local v = redis.pcall('GET', key)
   if v then
+    if type(v) == 'table' then return nil, nil, v end  -- WRONGTYPE: the item's own error
     local si, p, c = unpack3(v)
     if si == i then
       prev, cur = p, c
@@ -14,7 +15,8 @@ local function sliding_window(key, now, l, w, b, cost, out, at)
     end
   end
   local e = now - ws
-  local used = cur - floor_div(-prev * (w - e), w)
+  local weighed = -prev * (w - e)
+  local used = cur - (weighed - weighed % w) / w
   if cost == 0 or (cost <= l and used + cost <= l) then  -- a peek is never denied
     local cur2 = cur + cost
     local reset = 0

@@ -1,10 +1,11 @@
 -- token_bucket (docs/algorithms.md): pack(last update t, level in units of 1/W token). An
--- absent key is a full bucket.
+-- absent key is a full bucket. Floors are written out inline (see floor_div).
 local function token_bucket(key, now, l, w, b, cost, out, at)
   local capacity = b * w
   local level, lag, updated = capacity, 0, now
-  local s = redis.call('GET', key)
+  local s = redis.pcall('GET', key)
   if s then
+    if type(s) == 'table' then return nil, nil, s end  -- WRONGTYPE: the item's own error
     local t, v = unpack2(s)
     -- After a backwards clock step t is ahead of now: the refill resumes only at t.
     local elapsed = 0
@@ -14,15 +15,20 @@ local function token_bucket(key, now, l, w, b, cost, out, at)
       elapsed = now - t
     end
     -- Compare before multiplying: an idle key's elapsed * limit can leave the exact range.
-    if elapsed < -floor_div(v - capacity, l) then level = v + elapsed * l end
+    local short = capacity - v  -- elapsed < ceil((capacity - v) / L)
+    if elapsed < (short + (-short) % l) / l then level = v + elapsed * l end
   end
   local x = level  -- the level reset_after is of: after this request if allowed
   local allowed = cost <= b and level >= cost * w
   if allowed then x = level - cost * w end
   local reset = 0  -- until full: lag + ceil((capacity - x) / L)
-  if x < capacity then reset = lag - floor_div(x - capacity, l) end
+  if x < capacity then
+    local short = capacity - x
+    reset = lag + (short + (-short) % l) / l
+  end
   if allowed then
-    put(out, at, true, b, floor_div(x, w), reset, 0)
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] =
+        1, b, (x - x % w) / w, reset, 0
     if cost > 0 then return pack(updated, x), reset end
   elseif cost > b then
     put(out, at, false, b, floor_div(level, w), reset, -1)

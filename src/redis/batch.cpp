@@ -40,10 +40,21 @@ std::size_t batch_item_size(const request& r) noexcept {
   return key_of(r).size() + args_of(r).size() + bulk_size(r.script->name.size());
 }
 
+namespace {
+
+// Whether `b` continues the run of `a`: the same algorithm, limit, window, burst and cost.
+bool same_run(const request& a, const request& b) noexcept {
+  return a.script == b.script && args_of(a) == args_of(b);
+}
+
+}  // namespace
+
 void append_batch(std::string& out, std::span<const request_ptr> items, bool as_eval) {
   const script& s = batch_script();
   const std::size_t n = items.size();
-  append_array_header(out, 3 + n + 1 + 5 * n);
+  std::size_t runs = 1;
+  for (std::size_t i = 1; i < n; ++i) runs += !same_run(*items[i - 1], *items[i]);
+  append_array_header(out, 3 + n + 1 + 6 * runs);
   if (as_eval) {
     append_bulk(out, "EVAL");
     append_bulk(out, s.source);
@@ -54,9 +65,13 @@ void append_batch(std::string& out, std::span<const request_ptr> items, bool as_
   append_bulk(out, static_cast<std::int64_t>(n));
   for (const auto& r : items) out.append(key_of(*r));
   out.append(now_of(*items.front()));
-  for (const auto& r : items) {
-    append_bulk(out, r->script->name);
-    out.append(args_of(*r));
+  for (std::size_t i = 0; i < n;) {
+    std::size_t end = i + 1;
+    while (end < n && same_run(*items[i], *items[end])) ++end;
+    append_bulk(out, items[i]->script->name);
+    out.append(args_of(*items[i]));
+    append_bulk(out, static_cast<std::int64_t>(end - i));
+    i = end;
   }
 }
 
@@ -67,19 +82,36 @@ void complete_batch(std::span<request_ptr> items, reply& r) noexcept {
       if (item) item->complete(ec, &r);
     return;
   }
-  if (r.kind != reply::type::array || r.elements.size() != 5 * items.size()) {
-    for (auto& item : items)
-      if (item) item->complete(errc::protocol_error, &r);
-    return;
+  const auto is_integer = [&](std::size_t at) {
+    return at < r.elements.size() && r.elements[at].kind == reply::type::integer;
+  };
+  std::size_t at = 0, i = 0;
+  if (r.kind == reply::type::array) {
+    for (; i < items.size(); ++i) {
+      if (at < r.elements.size() && r.elements[at].is_error()) {
+        if (items[i]) items[i]->complete(error_for(r.elements[at]), &r.elements[at]);
+        ++at;
+        continue;
+      }
+      if (!is_integer(at) || !is_integer(at + 1)) break;
+      const bool allowed = r.elements[at].integer >= 0;
+      if (!allowed && !is_integer(at + 2)) break;
+      const std::int64_t capacity = items[i] ? items[i]->part.capacity : 0;
+      reply parts[5];
+      for (auto& p : parts) p.kind = reply::type::integer;
+      parts[0].integer = allowed;
+      parts[1].integer = capacity;
+      parts[2].integer = allowed ? r.elements[at].integer : -1 - r.elements[at].integer;
+      parts[3].integer = r.elements[at + 1].integer;
+      parts[4].integer = allowed ? 0 : r.elements[at + 2].integer;
+      at += allowed ? 2 : 3;
+      if (items[i]) items[i]->complete_part(parts);
+    }
   }
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (!items[i]) continue;
-    std::span<reply> part(&r.elements[5 * i], 5);
-    if (part[0].is_error())
-      items[i]->complete(error_for(part[0]), &part[0]);
-    else
-      items[i]->complete_part(part);
-  }
+  if (i == items.size() && at == r.elements.size()) return;
+  // A reply of another shape: what is left cannot be matched to its items.
+  for (; i < items.size(); ++i)
+    if (items[i]) items[i]->complete(errc::protocol_error, &r);
 }
 
 }  // namespace floodgate::redis

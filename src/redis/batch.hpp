@@ -6,10 +6,11 @@
 // earlier calls are in flight go out together: the per-call cost is paid once per batch. A
 // check that finds the connection idle is sent at once, alone, so batching adds no latency.
 //
-//   EVALSHA <batch sha1> n key_1..key_n now_ms alg_1 limit_1 window_1 burst_1 cost_1 ...
+//   EVALSHA <batch sha1> n key_1..key_n now_ms [alg limit window_ms burst cost count]...
 //
-// Each item is built from the lone call its request carries (request::batch_part), so a
-// check is encoded once whichever way it goes.
+// where each run of `count` consecutive items shares its algorithm, limit, window, burst and
+// cost (checks of one policy usually queue together). Each item is built from the lone call
+// its request carries (request::batch_part), so a check is encoded once whichever way it goes.
 #pragma once
 
 #include <memory>
@@ -34,9 +35,11 @@ std::size_t batch_item_size(const request& r) noexcept;
 // EVALSHA, or EVAL with the script's source when `as_eval` (after NOSCRIPT twice).
 void append_batch(std::string& out, std::span<const request_ptr> items, bool as_eval);
 
-// Completes every item with its part of the batch's reply `r`: its five elements, or its own
-// error; a reply that is an error as a whole (MOVED, BUSY, ...) goes to each item as it is.
-// A null item (it timed out in flight) keeps its place and is skipped.
+// Completes every item with its part of the batch's reply `r` (two integers when allowed,
+// three when denied, or its own error: lua/batch.lua), handed on as the five elements of a
+// lone call's reply; a reply that is an error as a whole (MOVED, BUSY, ...) goes to each item
+// as it is, and one that does not parse fails them with errc::protocol_error. A null item (it
+// timed out in flight) keeps its place and is skipped.
 void complete_batch(std::span<request_ptr> items, reply& r) noexcept;
 
 }  // namespace floodgate::redis

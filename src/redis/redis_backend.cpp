@@ -268,6 +268,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     append_bulk(out, p.burst());
     append_bulk(out, item.cost);
     call->part.now = static_cast<std::uint32_t>(out.size());
+    call->part.capacity = p.capacity();
     append_now(out, options_);
   } else {
     begin_evalsha(*call, multi_script(), items.size(), 1 + 5 * items.size());

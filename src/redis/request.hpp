@@ -55,9 +55,11 @@ class request {
   //   EVALSHA <sha1> 1 <key> <limit> <window_ms> <burst> <cost> <now_ms>
   // of `script`, and these are the offsets in it of the key's bulk string, of the limit's
   // (the first of the four item arguments), and of now_ms's (the last argument). All zero for
-  // a request that cannot be batched.
+  // a request that cannot be batched. `capacity` is the decision's limit (the policy's
+  // capacity), which the batch script's reply leaves out.
   struct batch_part {
     std::uint32_t key = 0, args = 0, now = 0;
+    std::int64_t capacity = 0;
     bool batchable() const noexcept { return key != 0; }
   };
   batch_part part;

@@ -97,11 +97,15 @@ TEST_F(tls, plain_text_and_tls_do_not_mix) {
   // redis:// to the TLS port: the server waits for a TLS hello and drops the connection.
   const auto plain = check_once("redis://127.0.0.1:" + std::to_string(tls_port_));
   EXPECT_EQ(plain.outcome, outcome::backend_error);
-  // rediss:// to the plain port: no TLS server there.
+  // rediss:// to the plain port: no TLS server there. Redis reads the ClientHello as an inline
+  // command: when its random bytes hold a newline it answers an error and the handshake fails
+  // at once (not_connected); when they do not, it waits for the rest of the line and the
+  // check's deadline comes first (timeout). Either way no decision is made.
   const auto secure =
       check_once("rediss://127.0.0.1:" + std::to_string(redis_->port()) + "?" + trusted());
   EXPECT_EQ(secure.outcome, outcome::backend_error);
-  EXPECT_EQ(secure.error, errc::not_connected) << secure.error.message();
+  EXPECT_TRUE(secure.error == errc::not_connected || secure.error == errc::timeout)
+      << secure.error.message();
 }
 
 TEST_F(tls, unusable_tls_settings_are_errors_at_start_up) {

@@ -166,7 +166,9 @@ class runner {
           ++stats.writes;
           if (x < 1)
             return what.str() + " " + p.key + ": core::expiry " + std::to_string(x) + " < 1";
-          if (core::decide(m.state, now + x, l.p, 1) != core::decide(m.empty, now + x, l.p, 1))
+          // From the write that set the expiry: fixed_window's INCRBY keeps the one before.
+          const std::int64_t at = m.written_at + x;
+          if (core::decide(m.state, at, l.p, 1) != core::decide(m.empty, at, l.p, 1))
             return what.str() + " " + p.key + ": the state still matters at its expiry";
           e.ttls.push_back({p.key, 0, x, false, true});
         } else if (!m.written) {

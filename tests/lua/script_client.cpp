@@ -172,4 +172,19 @@ std::vector<std::string> script_client::eval_multi_raw(std::vector<std::string> 
   return out;
 }
 
+bool adds_in_place(const core::any_state& s, std::int64_t now, const core::params& p,
+                   std::int64_t cost) {
+  const auto* fw = std::get_if<core::fixed_window_state>(&s);
+  if (fw == nullptr || cost < 1 || fw->count < 1) return false;
+  const std::int64_t index = now >= 0 ? now / p.window : -((-now - 1) / p.window) - 1;
+  if (index < 1 || fw->start != index * p.window) return false;
+  std::int64_t scale = 1, digits = 0;  // 10^digits(count)
+  while (scale <= fw->count) scale *= 10, ++digits;
+  if (fw->count + cost >= scale) return false;
+  // pack(index, count): index's digits, count's, then the count of count's digits.
+  const double packed = (static_cast<double>(index) * static_cast<double>(scale) +
+                         static_cast<double>(fw->count)) * 10 + static_cast<double>(digits);
+  return packed + 10.0 * static_cast<double>(cost) < 9007199254740992.0;
+}
+
 }  // namespace floodgate::test

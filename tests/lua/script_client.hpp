@@ -77,6 +77,13 @@ class script_client {
 };
 
 // One key as the C++ step functions see it, plus what its last write told Redis.
+// Whether lua/fixed_window.lua admits `cost` into `s` with INCRBY, which keeps the key's
+// expiry (the end of its window on Redis's clock) instead of writing a new one: the same
+// window, a count above 0 that keeps its number of digits, and a packed value an INCRBY can
+// add to. False for the other algorithms.
+bool adds_in_place(const core::any_state& s, std::int64_t now, const core::params& p,
+                   std::int64_t cost);
+
 struct model_key {
   explicit model_key(algorithm a) : state(core::empty_state(a)), empty(core::empty_state(a)) {}
 
@@ -91,7 +98,9 @@ struct model_key {
   }
   // Applies an allowed request; returns the expiry to expect on the Redis key.
   std::int64_t commit(std::int64_t now, const core::params& p, std::int64_t cost) {
+    const bool kept = written && adds_in_place(state, now, p, cost);
     core::commit(state, now, p, cost);
+    if (kept) return expiry;  // INCRBY: the key keeps the expiry of the write before
     written = true;
     written_at = now;
     expiry = core::expiry(state, now, p);

@@ -54,7 +54,7 @@ for a = 2, nargs, 6 do
   else
     for j = i + 1, last do
       local key = KEYS[j]
-      -- The decision lands at out[k + 1 .. k + 5] and is then folded into two or three.
+      -- The decision lands at out[k + 1 ..], two integers or three (put).
       local value, ttl, failed = decide(key, now, l, w, b, cost, out, k)
       if failed then
         k = k + 1
@@ -66,22 +66,17 @@ for a = 2, nargs, 6 do
           if ttl == nil then
             value()
           elseif ttl < 0 then
-            add(key, value)
+            if type(redis.pcall('INCRBY', key, value)) == 'table' then
+              add_without_incrby(key, value)
+            end
           else
             redis.call('SET', key, value, 'PX', format('%d', ttl))
           end
         end
-        if out[k + 1] == 1 then
-          out[k + 1], out[k + 2] = out[k + 3], out[k + 4]
-          k = k + 2
-        else
-          out[k + 1], out[k + 2], out[k + 3] = -1 - out[k + 3], out[k + 4], out[k + 5]
-          k = k + 3
-        end
+        if out[k + 1] >= 0 then k = k + 2 else k = k + 3 end
       end
     end
   end
   i = last
 end
-out[k + 1], out[k + 2], out[k + 3] = nil, nil, nil  -- what the last fold left behind
 return out

@@ -27,13 +27,13 @@ local function fixed_window(key, now, l, w, b, cost, out, at)
   end
   local reset = 0
   if q > 0 then reset = until_next end
-  if cost > l then return put(out, at, false, l, l - q, reset, -1) end
+  if cost > l then return put(out, at, false, l - q, reset, -1) end
   if cost > 0 and q + cost > l then  -- a peek is never denied
-    return put(out, at, false, l, l - q, reset, until_next)
+    return put(out, at, false, l - q, reset, until_next)
   end
-  if cost == 0 then return put(out, at, true, l, l - q, reset, 0) end
+  if cost == 0 then return put(out, at, true, l - q, reset, 0) end
   q = q + cost
-  out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] = 1, l, l - q, until_next, 0
+  out[at + 1], out[at + 2] = l - q, until_next  -- put(out, at, true, ...) inline
   if q < p and q > cost and i > 0 then  -- (i > 0: no leading zero, which INCRBY refuses)
     return cost == 1 and '10' or format('%d', 10 * cost), -1  -- write(): INCRBY
   end

@@ -22,7 +22,7 @@ local function gcra(key, now, l, w, b, cost, out, at)
     room = (t - t % w) / w
   end
   local reset = ahead + (r + (-r) % l) / l  -- ceil(d / L)
-  if cost > b then return put(out, at, false, b, room, reset, -1) end
+  if cost > b then return put(out, at, false, room, reset, -1) end
   local x = r + cost * w
   local nr = x % l
   local na = a + (x - nr) / l  -- new = base + cost * W / L, remainder carried
@@ -30,7 +30,7 @@ local function gcra(key, now, l, w, b, cost, out, at)
   local fits = (t - t % l) / l  -- the most whole ms the new TAT may be ahead
   ahead = na - now
   if cost > 0 and ahead > fits then  -- a peek is always allowed
-    return put(out, at, false, b, room, reset, ahead - fits)
+    return put(out, at, false, room, reset, ahead - fits)
   end
   room = 0
   if ahead <= fits then
@@ -38,7 +38,7 @@ local function gcra(key, now, l, w, b, cost, out, at)
     room = (t - t % w) / w
   end
   ahead = ahead + (nr + (-nr) % l) / l
-  out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] = 1, b, room, ahead, 0
+  out[at + 1], out[at + 2] = room, ahead  -- put(out, at, true, ...) inline
   if cost > 0 then return pack(na, nr), ahead end
 end
 algorithms.gcra = gcra

@@ -37,6 +37,7 @@ for i = 1, n do
   local value, ttl, failed = items[base + 1](KEYS[i], now, items[base + 2], items[base + 3],
                                              items[base + 4], items[base + 5], out, base)
   if failed then return failed end  -- nothing is written yet
+  expand(out, base, items[base + 4])
   if out[base + 1] == 0 then all_allowed = false end
   if value then writes[i] = {value, ttl} end
 end

@@ -40,6 +40,7 @@ for i = 1, n do
   local it, base = items[i], 5 * (i - 1)
   local value, ttl, failed = it[1](KEYS[i], now, it[2], it[3], it[4], it[5], out, base)
   if failed then return failed end  -- nothing is written yet
+  expand(out, base, it[4])
   local bf = it[6]
   if bf > 0 then
     starts[i] = penalize(out, base, it[5], block_left(KEYS[n + i], now, bf), bf)

@@ -3,8 +3,8 @@
 -- Every generated script is `#!lua` + this prelude + algorithm file(s) + an entry
 -- (cmake/embed_lua.cmake). An algorithm file defines one function
 --   decide(key, now, limit, window, burst, cost, out, at) -> value, ttl, err
--- that reads the state, stores the five integers of the decision in out[at + 1 .. at + 5]
--- and returns what to write, only when the request is allowed with cost > 0 (else nothing):
+-- that reads the state, stores the decision at out[at + 1 ..] (two integers or three: put,
+-- expand) and returns what to write, only when the request is allowed with cost > 0 (else nothing):
 -- `value, ttl` for `SET key value PX ttl`, `increment, -1` for `INCRBY key increment` (the
 -- expiry kept), or a function to call that writes (sliding_log). write(key, value, ttl) does
 -- any of them. Nothing else writes. A key holding another type is no decision: decide then
@@ -51,22 +51,41 @@ local function str(n)
   return format('%d', n)
 end
 
--- Stores a decision's five integers at out[at + 1 .. at + 5]; remaining and reset_after are
--- never negative, and any negative retry_after means never (-1).
-local function put(out, at, allowed, limit, remaining, reset_after, retry_after)
+-- Stores a decision at out[at + 1 ..] as the batch script answers it: `remaining, reset_after`
+-- when allowed, `-1 - remaining, reset_after, retry_after` when denied (two or three integers:
+-- each element of a reply costs Redis as much as a dozen Lua operations, and each table store
+-- a few). remaining and reset_after are never negative; any negative retry_after means never
+-- (-1). The limit is the caller's to add: it is the burst (which equals the limit for the
+-- windows).
+local function put(out, at, allowed, remaining, reset_after, retry_after)
   if remaining < 0 then remaining = 0 end
   if reset_after < 0 then reset_after = 0 end
-  if retry_after < 0 then retry_after = -1 end
-  out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] =
-      allowed and 1 or 0, limit, remaining, reset_after, retry_after
+  if allowed then
+    out[at + 1], out[at + 2] = remaining, reset_after
+  else
+    if retry_after < 0 then retry_after = -1 end
+    out[at + 1], out[at + 2], out[at + 3] = -1 - remaining, reset_after, retry_after
+  end
 end
 
--- INCRBY key by, or where the caller's ACL refuses INCRBY (it was not in the user floodgate
--- documented before fixed_window used it), the same sum with SET ... KEEPTTL.
-local function add(key, by)
-  if type(redis.pcall('INCRBY', key, by)) == 'table' then
-    redis.call('SET', key, format('%d', redis.call('GET', key) + by), 'KEEPTTL')
+-- The decision put() stored at out[at + 1 ..] as the five integers the other entry scripts
+-- answer: allowed (0/1), limit, remaining, reset_after, retry_after.
+local function expand(out, at, limit)
+  local first = out[at + 1]
+  if first >= 0 then
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] =
+        1, limit, first, out[at + 2], 0
+  else
+    out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] =
+        0, limit, -1 - first, out[at + 2], out[at + 3]
   end
+end
+
+-- After INCRBY key by was refused (its reply is an error): the caller's ACL lacks INCRBY, which
+-- was not in the user floodgate documented before fixed_window used it. The same sum with
+-- SET ... KEEPTTL.
+local function add_without_incrby(key, by)
+  redis.call('SET', key, format('%d', redis.call('GET', key) + by), 'KEEPTTL')
 end
 
 -- Does what a decide function returned.
@@ -74,7 +93,7 @@ local function write(key, value, ttl)
   if ttl == nil then
     value()
   elseif ttl < 0 then
-    add(key, value)
+    if type(redis.pcall('INCRBY', key, value)) == 'table' then add_without_incrby(key, value) end
   else
     redis.call('SET', key, value, 'PX', format('%d', ttl))
   end

@@ -107,4 +107,6 @@ if now == nil then return redis.error_reply(err) end
 refund(KEYS[1], now, l, w, b, cost)
 local out = {0, 0, 0, 0, 0}
 local _, _, failed = decide(KEYS[1], now, l, w, b, 0, out, 0)
-return failed or out
+if failed then return failed end
+expand(out, 0, b)
+return out

@@ -13,4 +13,5 @@ local out = {0, 0, 0, 0, 0}
 local value, ttl, failed = algorithms[algorithm](KEYS[1], now, l, w, b, cost, out, 0)
 if failed then return failed end
 if value then write(KEYS[1], value, ttl) end
+expand(out, 0, b)
 return out

@@ -52,7 +52,7 @@ local function sliding_log(key, now, l, w, b, cost, out, at)
     retry = tonumber(redis.call('ZRANGE', key, str(lo), str(lo), 'WITHSCORES')[2]) + w - now
   end
   local reset = count2 > 0 and newest + w - now or 0
-  put(out, at, allowed, l, l - count2, reset, retry)
+  put(out, at, allowed, l - count2, reset, retry)
   if not allowed or cost == 0 then return end
   return function()
     if tail then redis.call('ZREMRANGEBYSCORE', key, '-inf', str(horizon)) end

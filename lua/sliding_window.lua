@@ -25,7 +25,7 @@ local function sliding_window(key, now, l, w, b, cost, out, at)
     elseif prev > 0 then
       reset = ws + w - now
     end
-    put(out, at, true, l, l - used - cost, reset, 0)
+    put(out, at, true, l - used - cost, reset, 0)
     if cost > 0 then return pack(i, prev, cur2), ws + 2 * w - now end
     return
   end
@@ -46,6 +46,6 @@ local function sliding_window(key, now, l, w, b, cost, out, at)
       retry = ws + 2 * w - floor_div((l - cost) * w, cur) - now
     end
   end
-  put(out, at, false, l, l - used, reset, retry)
+  put(out, at, false, l - used, reset, retry)
 end
 algorithms.sliding_window = sliding_window

@@ -27,13 +27,12 @@ local function token_bucket(key, now, l, w, b, cost, out, at)
     reset = lag + (short + (-short) % l) / l
   end
   if allowed then
-    out[at + 1], out[at + 2], out[at + 3], out[at + 4], out[at + 5] =
-        1, b, (x - x % w) / w, reset, 0
+    out[at + 1], out[at + 2] = (x - x % w) / w, reset  -- put(out, at, true, ...) inline
     if cost > 0 then return pack(updated, x), reset end
   elseif cost > b then
-    put(out, at, false, b, floor_div(level, w), reset, -1)
+    put(out, at, false, floor_div(level, w), reset, -1)
   else
-    put(out, at, false, b, floor_div(level, w), reset, lag - floor_div(level - cost * w, l))
+    put(out, at, false, floor_div(level, w), reset, lag - floor_div(level - cost * w, l))
   end
 end
 algorithms.token_bucket = token_bucket

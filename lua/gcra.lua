@@ -11,8 +11,18 @@ local function gcra(key, now, l, w, b, cost, out, at)
   local a, r = now, 0
   local s = redis.pcall('GET', key)
   if s then
-    if type(s) == 'table' then return nil, nil, s end  -- WRONGTYPE: the item's own error
-    a, r = unpack2(s)
+    local v = tonumber(s)
+    if v and v >= 0 and v < two53 then  -- unpack2 inline: the digits' value is exact
+      local d = v % 10
+      local m, p = (v - d) / 10, 1
+      for _ = 1, d do p = p * 10 end
+      r = m % p
+      a = (m - r) / p
+    elseif type(s) == 'table' then
+      return nil, nil, s  -- WRONGTYPE: the item's own error
+    else
+      a, r = unpack2(s)
+    end
     if a < now then a, r = now, 0 end  -- base = max(TAT, now)
   end
   local ahead, t = a - now, bw - r

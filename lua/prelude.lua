@@ -106,7 +106,9 @@ end
 -- most 19 digits Redis stores it as a 64-bit integer: 8 bytes instead of a string.
 -- pack(x, y) and pack(x, y, z) make it with one string.format (a number handed to redis.call
 -- would cost more: Redis 7.0 prints it with "%.17g"); unpack2(s) -> x, y and unpack3(s) ->
--- x, y, z read it back, from one coercion when its value is below 2^53.
+-- x, y, z read it back, from one coercion when its value is below 2^53. The hot paths read
+-- pack(x, y) inline from that coercion (tonumber(s), which is nil for Redis's error table too)
+-- and call unpack2 only for the rest.
 
 -- The digit count of an integer y >= 0 (0 for 0).
 local function digit_count(y)
@@ -116,9 +118,11 @@ local function digit_count(y)
 end
 
 local function pack(x, y, z)
-  if z == nil then
+  if z == nil then  -- (digit_count inline: a Lua call costs more than the loop)
     if y == 0 then return format('%d0', x) end
-    return format('%d%d%c', x, y, 48 + digit_count(y))
+    local d, p = 1, 10
+    while y >= p do d, p = d + 1, p * 10 end
+    return format('%d%d%c', x, y, 48 + d)
   end
   local dy, dz = digit_count(y), digit_count(z)
   if y == 0 then

@@ -5,8 +5,18 @@ local function token_bucket(key, now, l, w, b, cost, out, at)
   local level, lag, updated = capacity, 0, now
   local s = redis.pcall('GET', key)
   if s then
-    if type(s) == 'table' then return nil, nil, s end  -- WRONGTYPE: the item's own error
-    local t, v = unpack2(s)
+    local t, v = tonumber(s), 0
+    if t and t >= 0 and t < two53 then  -- unpack2 inline: the digits' value is exact
+      local d = t % 10
+      local m, p = (t - d) / 10, 1
+      for _ = 1, d do p = p * 10 end
+      v = m % p
+      t = (m - v) / p
+    elseif type(s) == 'table' then
+      return nil, nil, s  -- WRONGTYPE: the item's own error
+    else
+      t, v = unpack2(s)
+    end
     -- After a backwards clock step t is ahead of now: the refill resumes only at t.
     local elapsed = 0
     if t > now then

@@ -32,6 +32,7 @@
 #include "server/server.hpp"
 #include "telemetry/hot_keys.hpp"
 #include "telemetry/metrics.hpp"
+#include "telemetry/prometheus_text.hpp"
 
 namespace {
 
@@ -357,46 +358,47 @@ int main(int argc, char** argv) {
     // What a Redis Cluster or Sentinel backend saw: zero on the others.
     stats.add_collector([l = limiter](std::string& out) {
       const auto s = l->get_backend().stats();
-      auto family = [&out](const char* name, const char* type, const char* help, std::uint64_t v) {
-        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
-               name + " " + std::to_string(v) + "\n";
+      auto family = [&out](const char* name, metric_type type, const char* help, std::uint64_t v) {
+        prometheus_family(out, name, type, help).sample(v);
       };
-      family("floodgate_backend_redirections_total", "counter",
+      constexpr auto counter = metric_type::counter;
+      constexpr auto gauge = metric_type::gauge;
+      family("floodgate_backend_redirections_total", counter,
              "Calls re-sent elsewhere: MOVED/ASK (Cluster), READONLY (Sentinel).", s.redirections);
-      family("floodgate_backend_failovers_total", "counter",
+      family("floodgate_backend_failovers_total", counter,
              "Failovers the backend noticed (a master lost its slots, or a new primary).",
              s.failovers_seen);
-      family("floodgate_backend_breaker_opens_total", "counter",
+      family("floodgate_backend_breaker_opens_total", counter,
              "Times a node's circuit breaker opened.", s.breaker_opens);
-      family("floodgate_backend_breakers_open", "gauge", "Nodes whose circuit breaker is open now.",
+      family("floodgate_backend_breakers_open", gauge, "Nodes whose circuit breaker is open now.",
              s.breakers_open);
-      family("floodgate_backend_nodes_retired_total", "counter",
+      family("floodgate_backend_nodes_retired_total", counter,
              "Redis Cluster nodes dropped after leaving the slot map.", s.nodes_retired);
-      family("floodgate_backend_nodes", "gauge",
+      family("floodgate_backend_nodes", gauge,
              "Redis Cluster nodes the client keeps connections to now.", s.nodes_known);
-      family("floodgate_backend_script_reloads_total", "counter",
+      family("floodgate_backend_script_reloads_total", counter,
              "Scripts loaded again after NOSCRIPT (Redis restart, failover, SCRIPT FLUSH).",
              s.script_reloads);
       const auto local = l->stats();
-      family("floodgate_local_denials_total", "counter",
+      family("floodgate_local_denials_total", counter,
              "Checks denied in this process, without a backend call, until a denial's retry_after.",
              local.local_denials);
-      family("floodgate_local_denial_entries", "gauge",
-             "Denials remembered for that now (bounded).", local.local_denial_entries);
-      family("floodgate_local_mode_decisions_total", "counter",
+      family("floodgate_local_denial_entries", gauge, "Denials remembered for that now (bounded).",
+             local.local_denial_entries);
+      family("floodgate_local_mode_decisions_total", counter,
              "Checks of failure_mode: local rules decided in this process while the backend "
              "could not answer.",
              local.local_mode_decisions);
-      family("floodgate_local_mode_active", "gauge",
+      family("floodgate_local_mode_active", gauge,
              "1 while this instance decides failure_mode: local rules locally (an outage).",
              local.local_mode_active ? 1 : 0);
-      family("floodgate_instances", "gauge",
+      family("floodgate_instances", gauge,
              "Instances sharing the backend, as local mode divides limits (heartbeats or "
              "--instances).",
              static_cast<std::uint64_t>(local.instances));
-      family("floodgate_backend_keys", "gauge",
+      family("floodgate_backend_keys", gauge,
              "Keys the memory backend holds now (at most max_keys).", s.keys);
-      family("floodgate_backend_evictions_total", "counter",
+      family("floodgate_backend_evictions_total", counter,
              "Live keys the memory backend dropped at max_keys (each starts again at full "
              "capacity).",
              s.evictions);
@@ -409,10 +411,9 @@ int main(int argc, char** argv) {
       stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
     // /readyz as a gauge, for alerts (examples/prometheus/floodgate-alerts.yml).
     stats.add_collector([l = limiter](std::string& out) {
-      out +=
-          "# HELP floodgate_backend_ready 1 while the backend can serve calls (/readyz 200).\n"
-          "# TYPE floodgate_backend_ready gauge\nfloodgate_backend_ready ";
-      out += l->get_backend().healthy() ? "1\n" : "0\n";
+      prometheus_family(out, "floodgate_backend_ready", metric_type::gauge,
+                        "1 while the backend can serve calls (/readyz 200).")
+          .sample(l->get_backend().healthy() ? 1 : 0);
     });
     // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
     std::unique_ptr<hot_keys> top;

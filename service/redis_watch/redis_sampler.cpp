@@ -20,6 +20,7 @@
 #include "redis/url_options.hpp"
 #include "redis_watch/clock_skew.hpp"
 #include "redis_watch/redis_info.hpp"
+#include "telemetry/prometheus_text.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -30,12 +31,6 @@ struct node_state {
   std::optional<redis_info> info;
   std::optional<clock_sample> clock;  // the latest TIME sample
 };
-
-void append_double(std::string& out, double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  out += buf;
-}
 
 std::int64_t to_int(std::string_view s) {
   std::int64_t v = 0;
@@ -197,67 +192,72 @@ void redis_sampler::render(std::string& out) const {
   if (!enabled()) return;
   std::lock_guard lock(impl_->mutex);
   const auto& nodes = impl_->nodes;
-  auto family = [&](std::string_view name, std::string_view type, std::string_view help,
-                    auto&& value) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ");
-    out.append(name).append(" ").append(type).append("\n");
-    for (const auto& n : nodes) value(n, std::string(name) + "{node=\"" + n.label + "\"");
+  // A family with a series (or several) per node: `value` writes a node's samples.
+  auto family = [&](std::string_view name, metric_type type, std::string_view help, auto&& value) {
+    prometheus_family f(out, name, type, help);
+    for (const auto& n : nodes) value(f, n);
   };
-  auto line = [&out](const std::string& start, std::string_view more, auto v) {
-    out.append(start).append(more).append("} ");
-    if constexpr (std::is_floating_point_v<decltype(v)>)
-      append_double(out, v);
-    else
-      out.append(std::to_string(v));
-    out.append("\n");
-  };
-  family("floodgate_redis_up", "gauge", "1 when the last INFO sample of the node answered.",
-         [&](const node_state& n, const std::string& s) { line(s, "", n.up ? 1 : 0); });
   // The rest only for nodes sampled at least once: a counter that never was is absent, not 0.
-  auto sampled = [&](auto fn) {
-    return [fn](const node_state& n, const std::string& s) {
-      if (n.info) fn(*n.info, s);
+  auto sampled = [](auto fn) {
+    return [fn](prometheus_family& f, const node_state& n) {
+      if (n.info) fn(f, n.label, *n.info);
     };
   };
-  family("floodgate_redis_clock_offset_seconds", "gauge",
+  using enum metric_type;
+  family("floodgate_redis_up", gauge, "1 when the last INFO sample of the node answered.",
+         [](prometheus_family& f, const node_state& n) {
+           f.sample({{"node", n.label}}, n.up ? 1 : 0);
+         });
+  family("floodgate_redis_clock_offset_seconds", gauge,
          "Redis's clock minus this host's (TIME, round trip halved; exact within ± rtt/2). "
          "Decisions use Redis's clock; skew makes retry_after hints wrong for clients.",
-         [&](const node_state& n, const std::string& s) {
-           if (n.clock) line(s, "", static_cast<double>(n.clock->offset.count()) / 1e6);
+         [](prometheus_family& f, const node_state& n) {
+           if (n.clock)
+             f.sample({{"node", n.label}}, static_cast<double>(n.clock->offset.count()) / 1e6);
          });
-  family("floodgate_redis_clock_rtt_seconds", "gauge",
+  family("floodgate_redis_clock_rtt_seconds", gauge,
          "Round trip of the TIME call behind the offset (its uncertainty is half this).",
-         [&](const node_state& n, const std::string& s) {
-           if (n.clock) line(s, "", static_cast<double>(n.clock->rtt.count()) / 1e6);
+         [](prometheus_family& f, const node_state& n) {
+           if (n.clock)
+             f.sample({{"node", n.label}}, static_cast<double>(n.clock->rtt.count()) / 1e6);
          });
-  family("floodgate_redis_cpu_seconds_total", "counter",
+  family("floodgate_redis_cpu_seconds_total", counter,
          "CPU time the Redis server used (INFO used_cpu_sys, used_cpu_user), by mode.",
-         sampled([&](const redis_info& i, const std::string& s) {
-           line(s, ",mode=\"system\"", i.used_cpu_sys);
-           line(s, ",mode=\"user\"", i.used_cpu_user);
+         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
+           f.sample({{"node", node}, {"mode", "system"}}, i.used_cpu_sys);
+           f.sample({{"node", node}, {"mode", "user"}}, i.used_cpu_user);
          }));
-  family("floodgate_redis_memory_used_bytes", "gauge", "Memory Redis uses (INFO used_memory).",
-         sampled([&](const redis_info& i, const std::string& s) { line(s, "", i.used_memory); }));
-  family("floodgate_redis_memory_max_bytes", "gauge",
+  family("floodgate_redis_memory_used_bytes", gauge, "Memory Redis uses (INFO used_memory).",
+         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
+           f.sample({{"node", node}}, i.used_memory);
+         }));
+  family("floodgate_redis_memory_max_bytes", gauge,
          "Redis's maxmemory (0: no limit; keys are then never evicted for memory).",
-         sampled([&](const redis_info& i, const std::string& s) { line(s, "", i.maxmemory); }));
-  family("floodgate_redis_evicted_keys_total", "counter",
+         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
+           f.sample({{"node", node}}, i.maxmemory);
+         }));
+  family("floodgate_redis_evicted_keys_total", counter,
          "Keys Redis evicted at maxmemory (a rate-limit key evicted starts again at full "
          "capacity).",
-         sampled([&](const redis_info& i, const std::string& s) { line(s, "", i.evicted_keys); }));
-  family("floodgate_redis_expired_keys_total", "counter", "Keys Redis expired (their TTL ran out).",
-         sampled([&](const redis_info& i, const std::string& s) { line(s, "", i.expired_keys); }));
-  family("floodgate_redis_script_calls_total", "counter",
+         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
+           f.sample({{"node", node}}, i.evicted_keys);
+         }));
+  family("floodgate_redis_expired_keys_total", counter, "Keys Redis expired (their TTL ran out).",
+         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
+           f.sample({{"node", node}}, i.expired_keys);
+         }));
+  family("floodgate_redis_script_calls_total", counter,
          "Calls of the commands floodgate's scripts run as (evalsha, script|load, ...), every "
          "client's (INFO commandstats).",
-         sampled([&](const redis_info& i, const std::string& s) {
-           for (const auto& c : i.commands) line(s, ",command=\"" + c.name + "\"", c.calls);
-         }));
-  family("floodgate_redis_script_cpu_seconds_total", "counter",
-         "CPU time Redis spent in those commands (INFO commandstats usec).",
-         sampled([&](const redis_info& i, const std::string& s) {
+         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
            for (const auto& c : i.commands)
-             line(s, ",command=\"" + c.name + "\"", static_cast<double>(c.usec) / 1e6);
+             f.sample({{"node", node}, {"command", c.name}}, c.calls);
+         }));
+  family("floodgate_redis_script_cpu_seconds_total", counter,
+         "CPU time Redis spent in those commands (INFO commandstats usec).",
+         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
+           for (const auto& c : i.commands)
+             f.sample({{"node", node}, {"command", c.name}}, static_cast<double>(c.usec) / 1e6);
          }));
 }
 

@@ -1,8 +1,7 @@
 #include "telemetry/metrics.hpp"
 
-#include <cstdio>
-
 #include "floodgate/errors.hpp"
+#include "telemetry/prometheus_text.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -19,17 +18,6 @@ std::size_t error_kind(std::error_code ec) {
       return static_cast<std::size_t>(v - first);
   }
   return error_kind_names.size() - 1;
-}
-
-void append_double(std::string& out, double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  out += buf;
-}
-
-void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
 }  // namespace
@@ -131,25 +119,12 @@ void metrics::histogram::observe(std::chrono::nanoseconds latency) noexcept {
                    std::memory_order_relaxed);
 }
 
-void metrics::histogram::render(std::string& out, std::string_view name,
-                                std::string_view labels) const {
-  std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b <= latency_buckets.size(); ++b) {
-    cumulative += counts[b].load(std::memory_order_relaxed);
-    out.append(name).append("_bucket{").append(labels).append("le=\"");
-    if (b < latency_buckets.size())
-      append_double(out, latency_buckets[b]);
-    else
-      out.append("+Inf");
-    out.append("\"} ").append(std::to_string(cumulative)).append("\n");
-  }
-  // The label list without its trailing comma, braced, or nothing.
-  std::string braced;
-  if (!labels.empty()) braced.append("{").append(labels.substr(0, labels.size() - 1)).append("}");
-  out.append(name).append("_sum").append(braced).append(" ");
-  append_double(out, static_cast<double>(sum_ns.load(std::memory_order_relaxed)) / 1e9);
-  out.append("\n").append(name).append("_count").append(braced).append(" ");
-  out.append(std::to_string(cumulative)).append("\n");
+metrics::latency_snapshot metrics::histogram::snapshot() const noexcept {
+  latency_snapshot s;
+  for (std::size_t b = 0; b < s.counts.size(); ++b)
+    s.counts[b] = counts[b].load(std::memory_order_relaxed);
+  s.sum_seconds = static_cast<double>(sum_ns.load(std::memory_order_relaxed)) / 1e9;
+  return s;
 }
 
 void metrics::record_backend_call(std::chrono::nanoseconds latency, std::error_code error) {
@@ -186,137 +161,107 @@ void metrics::add_collector(collector c) {
 std::string metrics::render() const {
   std::string out;
   out.reserve(4096);
+  auto load = [](const counter& c) { return c.load(std::memory_order_relaxed); };
 
-  header(out, "floodgate_decisions_total", "counter",
-         "Checks decided, by rule and result (a multi-rule check counts once per rule, with the "
-         "combined result).");
   {
     std::shared_lock lock(decisions_mutex_);
+    prometheus_family decisions(out, "floodgate_decisions_total", metric_type::counter,
+                                "Checks decided, by rule and result (a multi-rule check counts "
+                                "once per rule, with the combined result).");
     for (const auto& [rule, counts] : decisions_)
       for (std::size_t v = 0; v < verdict_count; ++v)
-        out.append("floodgate_decisions_total{rule=\"")
-            .append(rule)
-            .append("\",result=\"")
-            .append(to_string(static_cast<verdict>(v)))
-            .append("\"} ")
-            .append(std::to_string(counts.verdicts[v].load(std::memory_order_relaxed)))
-            .append("\n");
-    const std::pair<const char*, counter rule_counters::*> per_rule[] = {
-        {"floodgate_cost_consumed_total", &rule_counters::cost},
-        {"floodgate_near_limit_total", &rule_counters::near_limit},
-        {"floodgate_shadow_denied_total", &rule_counters::shadow_denied}};
-    const char* help[] = {
-        "Cost charged against the rule's limit by admitted checks (allowed, local_allowed).",
-        "Checks admitted that left less than 10 % of the rule's capacity (keys close to being "
-        "refused).",
-        "Checks of a shadow rule that were over the limit and answered as allowed."};
-    for (std::size_t f = 0; f < std::size(per_rule); ++f) {
-      header(out, per_rule[f].first, "counter", help[f]);
+        decisions.sample({{"rule", rule}, {"result", to_string(static_cast<verdict>(v))}},
+                         load(counts.verdicts[v]));
+    const struct {
+      const char* name;
+      counter rule_counters::*field;
+      const char* help;
+    } per_rule[] = {
+        {"floodgate_cost_consumed_total", &rule_counters::cost,
+         "Cost charged against the rule's limit by admitted checks (allowed, local_allowed)."},
+        {"floodgate_near_limit_total", &rule_counters::near_limit,
+         "Checks admitted that left less than 10 % of the rule's capacity (keys close to being "
+         "refused)."},
+        {"floodgate_shadow_denied_total", &rule_counters::shadow_denied,
+         "Checks of a shadow rule that were over the limit and answered as allowed."}};
+    for (const auto& f : per_rule) {
+      prometheus_family family(out, f.name, metric_type::counter, f.help);
       for (const auto& [rule, counts] : decisions_)
-        out.append(per_rule[f].first)
-            .append("{rule=\"")
-            .append(rule)
-            .append("\"} ")
-            .append(std::to_string((counts.*per_rule[f].second).load(std::memory_order_relaxed)))
-            .append("\n");
+        family.sample({{"rule", rule}}, load(counts.*f.field));
     }
 
-    header(out, "floodgate_lease_operations_total", "counter",
-           "Calls of concurrency-limit rules (/v1/acquire, /v1/release, /v1/renew), by "
-           "operation and outcome.");
+    prometheus_family leases(out, "floodgate_lease_operations_total", metric_type::counter,
+                             "Calls of concurrency-limit rules (/v1/acquire, /v1/release, "
+                             "/v1/renew), by operation and outcome.");
     for (const auto& [rule, counts] : leases_)
       for (std::size_t op = 0; op < lease_operation_names.size(); ++op)
         for (std::size_t o = 0; o < lease_outcome_count; ++o)
           if (lease_outcome_of(op, o))
-            out.append("floodgate_lease_operations_total{rule=\"")
-                .append(rule)
-                .append("\",operation=\"")
-                .append(lease_operation_names[op])
-                .append("\",outcome=\"")
-                .append(lease_outcome_names[o])
-                .append("\"} ")
-                .append(std::to_string(
-                    counts.calls[op * lease_outcome_count + o].load(std::memory_order_relaxed)))
-                .append("\n");
+            leases.sample({{"rule", rule},
+                           {"operation", lease_operation_names[op]},
+                           {"outcome", lease_outcome_names[o]}},
+                          load(counts.calls[op * lease_outcome_count + o]));
 
-    header(out, "floodgate_refunds_total", "counter", "Refunds (/v1/refund), by rule and result.");
+    prometheus_family refunds(out, "floodgate_refunds_total", metric_type::counter,
+                              "Refunds (/v1/refund), by rule and result.");
     for (const auto& [rule, counts] : refunds_)
       for (std::size_t r = 0; r < refund_result_names.size(); ++r)
-        out.append("floodgate_refunds_total{rule=\"")
-            .append(rule)
-            .append("\",result=\"")
-            .append(refund_result_names[r])
-            .append("\"} ")
-            .append(std::to_string(counts.results[r].load(std::memory_order_relaxed)))
-            .append("\n");
-    header(out, "floodgate_cost_refunded_total", "counter",
-           "Cost asked back by refunds that were made (what came back is at most that: a refund "
-           "never makes capacity beyond the limit).");
+        refunds.sample({{"rule", rule}, {"result", refund_result_names[r]}},
+                       load(counts.results[r]));
+    prometheus_family refunded(out, "floodgate_cost_refunded_total", metric_type::counter,
+                               "Cost asked back by refunds that were made (what came back is at "
+                               "most that: a refund never makes capacity beyond the limit).");
     for (const auto& [rule, counts] : refunds_)
-      out.append("floodgate_cost_refunded_total{rule=\"")
-          .append(rule)
-          .append("\"} ")
-          .append(std::to_string(counts.cost.load(std::memory_order_relaxed)))
-          .append("\n");
+      refunded.sample({{"rule", rule}}, load(counts.cost));
   }
 
-  header(out, "floodgate_backend_errors_total", "counter", "Backend calls that failed, by kind.");
+  prometheus_family errors(out, "floodgate_backend_errors_total", metric_type::counter,
+                           "Backend calls that failed, by kind.");
   for (std::size_t k = 0; k < error_kinds; ++k)
-    out.append("floodgate_backend_errors_total{kind=\"")
-        .append(error_kind_names[k])
-        .append("\"} ")
-        .append(std::to_string(backend_errors_[k].load(std::memory_order_relaxed)))
-        .append("\n");
+    errors.sample({{"kind", error_kind_names[k]}}, load(backend_errors_[k]));
 
-  header(out, "floodgate_backend_latency_seconds", "histogram",
-         "Time from asking the backend to its answer.");
-  latency_.render(out, "floodgate_backend_latency_seconds", "");
+  const auto latency = latency_.snapshot();
+  prometheus_family(out, "floodgate_backend_latency_seconds", metric_type::histogram,
+                    "Time from asking the backend to its answer.")
+      .histogram({}, latency_buckets, latency.counts, latency.sum_seconds);
 
-  header(out, "floodgate_backend_latency_by_algorithm_seconds", "histogram",
-         "Time from asking the backend to its answer, by the algorithm of the check's rules "
-         "(mixed: several); local denials, which ask nothing, are not counted.");
+  prometheus_family by_algorithm(out, "floodgate_backend_latency_by_algorithm_seconds",
+                                 metric_type::histogram,
+                                 "Time from asking the backend to its answer, by the algorithm "
+                                 "of the check's rules (mixed: several); local denials, which "
+                                 "ask nothing, are not counted.");
   for (std::size_t a = 0; a < algorithm_labels; ++a) {
     const auto name =
         a + 1 < algorithm_labels ? to_string(static_cast<algorithm>(a)) : std::string_view("mixed");
-    algorithm_latency_[a].render(out, "floodgate_backend_latency_by_algorithm_seconds",
-                                 "algorithm=\"" + std::string(name) + "\",");
+    const auto h = algorithm_latency_[a].snapshot();
+    by_algorithm.histogram({{"algorithm", name}}, latency_buckets, h.counts, h.sum_seconds);
   }
 
-  header(out, "floodgate_http_responses_total", "counter", "HTTP responses sent, by status code.");
+  prometheus_family responses(out, "floodgate_http_responses_total", metric_type::counter,
+                              "HTTP responses sent, by status code.");
   for (std::size_t i = 0; i < statuses.size(); ++i)
-    out.append("floodgate_http_responses_total{code=\"")
-        .append(statuses[i] ? std::to_string(statuses[i]) : "other")
-        .append("\"} ")
-        .append(std::to_string(responses_[i].load(std::memory_order_relaxed)))
-        .append("\n");
+    responses.sample({{"code", statuses[i] ? std::to_string(statuses[i]) : "other"}},
+                     load(responses_[i]));
 
-  header(out, "floodgate_open_connections", "gauge", "HTTP connections currently open.");
-  out.append("floodgate_open_connections ")
-      .append(std::to_string(open_connections_.load(std::memory_order_relaxed)))
-      .append("\n");
+  prometheus_family(out, "floodgate_open_connections", metric_type::gauge,
+                    "HTTP connections currently open.")
+      .sample(open_connections_.load(std::memory_order_relaxed));
 
-  header(out, "floodgate_connection_cap_total", "counter",
-         "New connections that met a connection cap (per peer address, or global), by what was "
-         "done: the longest-idle keep-alive connection closed to make room, or the new one "
-         "refused with a 503.");
+  prometheus_family caps(out, "floodgate_connection_cap_total", metric_type::counter,
+                         "New connections that met a connection cap (per peer address, or "
+                         "global), by what was done: the longest-idle keep-alive connection "
+                         "closed to make room, or the new one refused with a 503.");
   for (std::size_t cap = 0; cap < 2; ++cap)
     for (std::size_t action = 0; action < 2; ++action)
-      out.append("floodgate_connection_cap_total{cap=\"")
-          .append(cap == 0 ? "per_peer" : "global")
-          .append("\",action=\"")
-          .append(action == 0 ? "closed_idle" : "refused")
-          .append("\"} ")
-          .append(
-              std::to_string(connection_caps_[cap * 2 + action].load(std::memory_order_relaxed)))
-          .append("\n");
+      caps.sample({{"cap", cap == 0 ? "per_peer" : "global"},
+                   {"action", action == 0 ? "closed_idle" : "refused"}},
+                  load(connection_caps_[cap * 2 + action]));
 
-  header(out, "floodgate_config_reloads_total", "counter",
-         "Configuration reloads (SIGHUP), by result; a failed reload keeps the old rules.");
-  out.append("floodgate_config_reloads_total{result=\"success\"} ")
-      .append(std::to_string(reloads_ok_.load(std::memory_order_relaxed)))
-      .append("\nfloodgate_config_reloads_total{result=\"failure\"} ")
-      .append(std::to_string(reloads_failed_.load(std::memory_order_relaxed)))
-      .append("\n");
+  prometheus_family reloads(out, "floodgate_config_reloads_total", metric_type::counter,
+                            "Configuration reloads (SIGHUP), by result; a failed reload keeps "
+                            "the old rules.");
+  reloads.sample({{"result", "success"}}, load(reloads_ok_));
+  reloads.sample({{"result", "failure"}}, load(reloads_failed_));
 
   std::lock_guard lock(collectors_mutex_);
   for (const auto& c : collectors_) c(out);
@@ -338,11 +283,7 @@ std::optional<metrics::rule_snapshot> metrics::rule_counts(std::string_view rule
 }
 
 metrics::latency_snapshot metrics::backend_latency() const {
-  latency_snapshot s;
-  for (std::size_t b = 0; b < s.counts.size(); ++b)
-    s.counts[b] = latency_.counts[b].load(std::memory_order_relaxed);
-  s.sum_seconds = static_cast<double>(latency_.sum_ns.load(std::memory_order_relaxed)) / 1e9;
-  return s;
+  return latency_.snapshot();
 }
 
 std::vector<std::pair<std::string_view, std::uint64_t>> metrics::backend_errors() const {

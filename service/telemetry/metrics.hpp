@@ -105,7 +105,7 @@ class metrics {
   std::int64_t open_connections() const noexcept { return open_connections_.load(); }
 
   // More families to append to the text, e.g. a backend's script reloads. A collector writes
-  // complete "# HELP / # TYPE / samples" blocks and must be thread-safe.
+  // complete "# HELP / # TYPE / samples" blocks (prometheus_text.hpp) and must be thread-safe.
   using collector = std::function<void(std::string& out)>;
   void add_collector(collector c);
 
@@ -130,8 +130,7 @@ class metrics {
     std::array<counter, latency_buckets.size() + 1> counts{};  // per bucket, +Inf last
     counter sum_ns{0};
     void observe(std::chrono::nanoseconds latency) noexcept;
-    // The _bucket, _sum and _count lines; `labels` is empty or `name="value",`.
-    void render(std::string& out, std::string_view name, std::string_view labels) const;
+    latency_snapshot snapshot() const noexcept;
   };
   struct rule_counters {
     std::array<counter, verdict_count> verdicts{};

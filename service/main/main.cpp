@@ -1,5 +1,5 @@
 // floodgated: the rate-limit service. Start-up (flags, config, logging, backend) lives here;
-// serving lives in server.cpp.
+// serving lives in server/server.cpp, the parts it wires together in the folders beside this.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -31,8 +31,8 @@
 #include "redis_watch/redis_sampler.hpp"
 #include "server/server.hpp"
 #include "telemetry/hot_keys.hpp"
+#include "telemetry/limiter_metrics.hpp"
 #include "telemetry/metrics.hpp"
-#include "telemetry/prometheus_text.hpp"
 
 namespace {
 
@@ -323,149 +323,131 @@ void setup_logging(spdlog::level::level_enum level) {
   spdlog::set_default_logger(std::move(logger));
 }
 
+// The server's options from the flags (the connection caps kept below the open-file limit).
+server_options server_options_from(const flags& f) {
+  server_options options;
+  options.host = f.host;
+  options.port = f.port;
+  options.threads = f.io_threads;
+  options.max_connections = connection_budget(f.max_connections);
+  options.max_connections_per_peer = f.max_connections_per_peer != 0
+                                         ? f.max_connections_per_peer
+                                         : std::max<std::size_t>(1, options.max_connections / 4);
+  return options;
+}
+
+// The limiter's options: the same caps on keys and items as the HTTP handler's.
+floodgate::limiter_options limiter_options_from(const flags& f, const request_limits& limits) {
+  floodgate::limiter_options options;
+  options.max_key_size = limits.max_key_size;
+  options.max_items = limits.max_items;
+  options.instances = f.instances;
+  return options;
+}
+
+// The rules at start-up: the file's, or none (only --envoy-config). Throws config_error.
+std::shared_ptr<const config> initial_rules(const std::string& path, placement where) {
+  auto rules = path.empty() ? std::make_shared<const config>()
+                            : std::make_shared<const config>(load_config(path, where));
+  spdlog::info("msg=\"config loaded\" file={} rules={} groups={}", quote(path),
+               rules->rules().size(), rules->groups().size());
+  return rules;
+}
+
+// SIGHUP: the Envoy config (if any) and the rules file again; a bad file keeps the old rules.
+void reload(config_store& store, metrics& stats, envoy::envoy_frontend* envoy_api, placement where,
+            const std::string& path) {
+  if (envoy_api) stats.record_reload(envoy_api->reload());
+  if (path.empty()) return;
+  try {
+    auto next = std::make_shared<const config>(load_config(path, where));
+    const auto n = next->rules().size();
+    const auto groups = next->groups().size();
+    store.set(std::move(next));
+    stats.record_reload(true);
+    spdlog::info("msg=\"config reloaded\" file={} rules={} groups={}", quote(path), n, groups);
+  } catch (const std::exception& e) {
+    stats.record_reload(false);
+    spdlog::error("msg=\"config reload rejected; the old rules stay\" error={}", quote(e.what()));
+  }
+}
+
+// /metrics beyond the service's own counters, in this order: the library's (what a Redis
+// Cluster or Sentinel backend saw: zero on the others), Redis's own view (INFO, sampled off the
+// decision path; nothing for memory://), and /readyz as a gauge, for alerts
+// (examples/prometheus/floodgate-alerts.yml).
+void add_collectors(metrics& stats, const std::shared_ptr<floodgate::limiter>& limiter,
+                    const redis_sampler& sampler) {
+  stats.add_collector([l = limiter](std::string& out) { append_limiter_metrics(out, *l); });
+  if (sampler.enabled()) stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
+  stats.add_collector([l = limiter](std::string& out) { append_backend_ready(out, *l); });
+}
+
+// What the admin listener reads, and its handler: route_admin, with key requests (/v1/inspect,
+// /v1/reset) run by `keys`, a worker of its own (it waits on Redis).
+using admin_handler = std::function<void(const http_request&, std::function<void(http_response)>)>;
+admin_handler make_admin_handler(const flags& f, const server_options& options, metrics& stats,
+                                 const std::shared_ptr<floodgate::limiter>& limiter,
+                                 const hot_keys* top, const config_store& store,
+                                 const redis_sampler& sampler, inspector* keys) {
+  admin_sources sources{&stats,
+                        [l = limiter] {
+                          auto& b = l->get_backend();
+                          return backend_state{b.healthy(), std::string(b.kind()), b.last_error()};
+                        },
+                        top, &store};
+  if (sampler.enabled()) sources.clocks = [&sampler] { return sampler.clocks(); };
+  sources.keys = true;
+  sources.max_key_size = options.limits.max_key_size;
+  sources.host_names = f.admin_hosts;
+  return [sources, keys](const http_request& req, std::function<void(http_response)> done) {
+    auto routed = route_admin(req, sources);
+    if (auto* r = std::get_if<key_request>(&routed)) return keys->submit(std::move(*r), done);
+    done(std::move(std::get<http_response>(routed)));
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const flags f = parse_flags(argc, argv);
   setup_logging(f.log_level);
   try {
-    floodgate::limiter_options limiter_options;
-    server_options options;
-    options.host = f.host;
-    options.port = f.port;
-    options.threads = f.io_threads;
-    options.max_connections = connection_budget(f.max_connections);
-    options.max_connections_per_peer = f.max_connections_per_peer != 0
-                                           ? f.max_connections_per_peer
-                                           : std::max<std::size_t>(1, options.max_connections / 4);
-    limiter_options.max_key_size = options.limits.max_key_size;
-    limiter_options.max_items = options.limits.max_items;
-    limiter_options.instances = f.instances;
+    server_options options = server_options_from(f);
     // The backend first (it connects in the background): whether the rules fit depends on it.
     auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
-                                                        limiter_options);
+                                                        limiter_options_from(f, options.limits));
     const auto where = limiter->get_backend().check_all_needs_one_key()
                            ? placement::one_key_per_group
                            : placement::any;
-    auto rules = f.config_path.empty()
-                     ? std::make_shared<const config>()
-                     : std::make_shared<const config>(load_config(f.config_path, where));
-    spdlog::info("msg=\"config loaded\" file={} rules={} groups={}", quote(f.config_path),
-                 rules->rules().size(), rules->groups().size());
-
-    config_store store(std::move(rules));
+    config_store store(initial_rules(f.config_path, where));
     metrics stats;
-    // What a Redis Cluster or Sentinel backend saw: zero on the others.
-    stats.add_collector([l = limiter](std::string& out) {
-      const auto s = l->get_backend().stats();
-      auto family = [&out](const char* name, metric_type type, const char* help, std::uint64_t v) {
-        prometheus_family(out, name, type, help).sample(v);
-      };
-      constexpr auto counter = metric_type::counter;
-      constexpr auto gauge = metric_type::gauge;
-      family("floodgate_backend_redirections_total", counter,
-             "Calls re-sent elsewhere: MOVED/ASK (Cluster), READONLY (Sentinel).", s.redirections);
-      family("floodgate_backend_failovers_total", counter,
-             "Failovers the backend noticed (a master lost its slots, or a new primary).",
-             s.failovers_seen);
-      family("floodgate_backend_breaker_opens_total", counter,
-             "Times a node's circuit breaker opened.", s.breaker_opens);
-      family("floodgate_backend_breakers_open", gauge, "Nodes whose circuit breaker is open now.",
-             s.breakers_open);
-      family("floodgate_backend_nodes_retired_total", counter,
-             "Redis Cluster nodes dropped after leaving the slot map.", s.nodes_retired);
-      family("floodgate_backend_nodes", gauge,
-             "Redis Cluster nodes the client keeps connections to now.", s.nodes_known);
-      family("floodgate_backend_script_reloads_total", counter,
-             "Scripts loaded again after NOSCRIPT (Redis restart, failover, SCRIPT FLUSH).",
-             s.script_reloads);
-      const auto local = l->stats();
-      family("floodgate_local_denials_total", counter,
-             "Checks denied in this process, without a backend call, until a denial's retry_after.",
-             local.local_denials);
-      family("floodgate_local_denial_entries", gauge, "Denials remembered for that now (bounded).",
-             local.local_denial_entries);
-      family("floodgate_local_mode_decisions_total", counter,
-             "Checks of failure_mode: local rules decided in this process while the backend "
-             "could not answer.",
-             local.local_mode_decisions);
-      family("floodgate_local_mode_active", gauge,
-             "1 while this instance decides failure_mode: local rules locally (an outage).",
-             local.local_mode_active ? 1 : 0);
-      family("floodgate_instances", gauge,
-             "Instances sharing the backend, as local mode divides limits (heartbeats or "
-             "--instances).",
-             static_cast<std::uint64_t>(local.instances));
-      family("floodgate_backend_keys", gauge,
-             "Keys the memory backend holds now (at most max_keys).", s.keys);
-      family("floodgate_backend_evictions_total", counter,
-             "Live keys the memory backend dropped at max_keys (each starts again at full "
-             "capacity).",
-             s.evictions);
-    });
-    // Redis's own view (INFO), sampled off the decision path; nothing for memory://.
     redis_sampler sampler({.url = f.backend_url,
                            .interval = f.redis_sample_interval,
                            .max_clock_skew = f.max_clock_skew});
-    if (sampler.enabled())
-      stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
-    // /readyz as a gauge, for alerts (examples/prometheus/floodgate-alerts.yml).
-    stats.add_collector([l = limiter](std::string& out) {
-      prometheus_family(out, "floodgate_backend_ready", metric_type::gauge,
-                        "1 while the backend can serve calls (/readyz 200).")
-          .sample(l->get_backend().healthy() ? 1 : 0);
-    });
+    add_collectors(stats, limiter, sampler);
     // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
     std::unique_ptr<hot_keys> top;
     if (f.top_keys != 0)
       top = std::make_unique<hot_keys>(hot_keys_options{f.top_keys, f.top_interval});
     options.top = top.get();
-    // Key inspection on the admin listener: a worker of its own (it waits on Redis).
     std::unique_ptr<inspector> keys;
     if (f.admin) {
       options.admin_host = f.admin->first;
       options.admin_port = f.admin->second;
       keys = std::make_unique<inspector>(limiter, f.backend_url);
-      admin_sources sources{
-          &stats,
-          [l = limiter] {
-            auto& b = l->get_backend();
-            return backend_state{b.healthy(), std::string(b.kind()), b.last_error()};
-          },
-          top.get(), &store};
-      if (sampler.enabled()) sources.clocks = [&sampler] { return sampler.clocks(); };
-      sources.keys = true;
-      sources.max_key_size = options.limits.max_key_size;
-      sources.host_names = f.admin_hosts;
-      options.admin_handler = [sources, k = keys.get()](const http_request& req,
-                                                        std::function<void(http_response)> done) {
-        auto routed = route_admin(req, sources);
-        if (auto* r = std::get_if<key_request>(&routed)) return k->submit(std::move(*r), done);
-        done(std::move(std::get<http_response>(routed)));
-      };
+      options.admin_handler =
+          make_admin_handler(f, options, stats, limiter, top.get(), store, sampler, keys.get());
     }
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
     if (f.envoy.enabled())
       envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);
-    auto reload = [&store, &stats, &envoy_api, where, path = f.config_path] {
-      if (envoy_api) stats.record_reload(envoy_api->reload());
-      if (path.empty()) return;
-      try {
-        auto next = std::make_shared<const config>(load_config(path, where));
-        const auto n = next->rules().size();
-        const auto groups = next->groups().size();
-        store.set(std::move(next));
-        stats.record_reload(true);
-        spdlog::info("msg=\"config reloaded\" file={} rules={} groups={}", quote(path), n, groups);
-      } catch (const std::exception& e) {
-        stats.record_reload(false);
-        spdlog::error("msg=\"config reload rejected; the old rules stay\" error={}",
-                      quote(e.what()));
-      }
-    };
     const auto drain = options.drain_timeout;
     const auto watch = watch_backend(limiter);
-    server srv(std::move(options), std::move(limiter), store, stats, reload);
+    server srv(std::move(options), std::move(limiter), store, stats,
+               [&store, &stats, &envoy_api, where, &path = f.config_path] {
+                 reload(store, stats, envoy_api.get(), where, path);
+               });
     const int code = srv.run();
     if (keys) keys->stop();  // before the server's executors go: answers what still waits
     if (envoy_api) envoy_api->shutdown(drain);

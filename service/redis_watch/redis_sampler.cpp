@@ -203,6 +203,12 @@ void redis_sampler::render(std::string& out) const {
       if (n.info) fn(f, n.label, *n.info);
     };
   };
+  // One INFO number, one series per node.
+  auto field = [&sampled](std::uint64_t redis_info::*number) {
+    return sampled([number](prometheus_family& f, std::string_view node, const redis_info& i) {
+      f.sample({{"node", node}}, i.*number);
+    });
+  };
   using enum metric_type;
   family("floodgate_redis_up", gauge, "1 when the last INFO sample of the node answered.",
          [](prometheus_family& f, const node_state& n) {
@@ -228,24 +234,16 @@ void redis_sampler::render(std::string& out) const {
            f.sample({{"node", node}, {"mode", "user"}}, i.used_cpu_user);
          }));
   family("floodgate_redis_memory_used_bytes", gauge, "Memory Redis uses (INFO used_memory).",
-         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
-           f.sample({{"node", node}}, i.used_memory);
-         }));
+         field(&redis_info::used_memory));
   family("floodgate_redis_memory_max_bytes", gauge,
          "Redis's maxmemory (0: no limit; keys are then never evicted for memory).",
-         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
-           f.sample({{"node", node}}, i.maxmemory);
-         }));
+         field(&redis_info::maxmemory));
   family("floodgate_redis_evicted_keys_total", counter,
          "Keys Redis evicted at maxmemory (a rate-limit key evicted starts again at full "
          "capacity).",
-         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
-           f.sample({{"node", node}}, i.evicted_keys);
-         }));
+         field(&redis_info::evicted_keys));
   family("floodgate_redis_expired_keys_total", counter, "Keys Redis expired (their TTL ran out).",
-         sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
-           f.sample({{"node", node}}, i.expired_keys);
-         }));
+         field(&redis_info::expired_keys));
   family("floodgate_redis_script_calls_total", counter,
          "Calls of the commands floodgate's scripts run as (evalsha, script|load, ...), every "
          "client's (INFO commandstats).",

@@ -1,7 +1,5 @@
 // The one TU with Asio and Beast: listener, sessions, signals. Everything a request means is
 // decided by the pure handler (route/render); this file only moves bytes and keeps deadlines.
-#include "server/server.hpp"
-
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -33,6 +31,7 @@
 #include "api/request_framing.hpp"
 #include "logging/log_format.hpp"
 #include "logging/log_throttle.hpp"
+#include "server/server.hpp"
 #include "telemetry/observe.hpp"
 
 namespace floodgate::service {
@@ -193,6 +192,44 @@ struct server::impl {
 };
 
 namespace {
+
+// The response's bytes, as Beast's serializer would write them (status line, Server, the
+// handler's headers in order, Content-Length, Connection), into `out` (cleared first: a buffer
+// reused from response to response). `version`: 10 or 11; `head`: a HEAD request's answer.
+void serialize_response(const http_response& res, unsigned version, bool head, bool close_after,
+                        std::string& out) {
+  using namespace std::string_view_literals;
+  out.clear();
+  char num[24];
+  auto append_number = [&](auto v) {
+    const auto [end, ec] = std::to_chars(num, num + sizeof num, v);
+    out.append(num, end);
+  };
+  out.append("HTTP/"sv);
+  out += static_cast<char>('0' + version / 10 % 10);
+  out += '.';
+  out += static_cast<char>('0' + version % 10);
+  out += ' ';
+  append_number(res.status);
+  out += ' ';
+  out.append(http::obsolete_reason(static_cast<http::status>(res.status)));
+  out.append("\r\nServer: floodgated\r\n"sv);
+  for (const auto& [name, value] : res.headers)
+    out.append(name).append(": "sv).append(value).append("\r\n"sv);
+  // 204 and 304 carry neither a body nor Content-Length (RFC 9110); HEAD gets the length of
+  // the body it does not get.
+  const bool bodiless = res.status == 204 || res.status == 304;
+  if (!bodiless) {
+    out.append("Content-Length: "sv);
+    append_number(res.body.size());
+    out.append("\r\n"sv);
+  }
+  // HTTP/1.1 keeps a connection alive unless told; HTTP/1.0 closes it unless told.
+  if (version >= 11 && close_after) out.append("Connection: close\r\n"sv);
+  if (version < 11 && !close_after) out.append("Connection: keep-alive\r\n"sv);
+  out.append("\r\n"sv);
+  if (!bodiless && !head) out.append(res.body);
+}
 
 // One connection: read a request (with deadlines and caps), route it, ask the limiter, render,
 // write, repeat. All its work runs on its io_context's one thread.
@@ -431,22 +468,12 @@ class session : public std::enable_shared_from_this<session> {
     if (plan_.kind == check_plan::style::acquire || plan_.kind == check_plan::style::release ||
         plan_.kind == check_plan::style::renew)
       return lease_call();
-    if (plan_.kind == check_plan::style::refund) {
-      const auto& item = items_.front();
-      return server_.limiter->async_refund(
-          item.key, *item.policy, item.cost, [s = this](check_result c) {
-            multi_check_result r;
-            r.outcome = c.outcome;
-            r.error = c.error;
-            if (c.outcome == outcome::allowed) r.decisions.push_back(c.decision);
-            auto self = std::move(s->in_flight_);
-            if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
-            auto executor = self->stream_.get_executor();
-            asio::dispatch(executor, [self = std::move(self), r = std::move(r)]() mutable {
-              self->decided(r);
-            });
-          });
-    }
+    if (plan_.kind == check_plan::style::refund) return refund_call();
+    check_call();
+  }
+
+  // /v1/check and /v1/auth: one check_all of the plan's items.
+  void check_call() {
     server_.limiter->async_check_all(items_, [s = this](multi_check_result r) {
       // May run inline (memory backend: on this thread) or on a backend thread: count here,
       // render on the session's thread (dispatch: at once when already there, no hop).
@@ -455,6 +482,22 @@ class session : public std::enable_shared_from_this<session> {
       observe_backend_call(srv.stats, self->plan_, r,
                            std::chrono::steady_clock::now() - self->started_);
       if (r.outcome == outcome::backend_error || r.local_mode) srv.warn_backend_error(r.error);
+      auto executor = self->stream_.get_executor();
+      asio::dispatch(executor,
+                     [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });
+    });
+  }
+
+  // /v1/refund: one item, its result rendered as a check's (the state after the refund).
+  void refund_call() {
+    const auto& item = items_.front();
+    server_.limiter->async_refund(item.key, *item.policy, item.cost, [s = this](check_result c) {
+      multi_check_result r;
+      r.outcome = c.outcome;
+      r.error = c.error;
+      if (c.outcome == outcome::allowed) r.decisions.push_back(c.decision);
+      auto self = std::move(s->in_flight_);
+      if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
       auto executor = self->stream_.get_executor();
       asio::dispatch(executor,
                      [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });
@@ -534,49 +577,11 @@ class session : public std::enable_shared_from_this<session> {
     return render_metrics(server_.stats.render());
   }
 
-  // The response's bytes, as Beast's serializer would write them (status line, Server, the
-  // handler's headers in order, Content-Length, Connection), into a buffer reused from response
-  // to response.
-  void serialize(const http_response& res, bool close_after) {
-    using namespace std::string_view_literals;
-    auto& out = out_;
-    out.clear();
-    char num[24];
-    auto append_number = [&](auto v) {
-      const auto [end, ec] = std::to_chars(num, num + sizeof num, v);
-      out.append(num, end);
-    };
-    out.append("HTTP/"sv);
-    out += static_cast<char>('0' + version_ / 10 % 10);
-    out += '.';
-    out += static_cast<char>('0' + version_ % 10);
-    out += ' ';
-    append_number(res.status);
-    out += ' ';
-    out.append(http::obsolete_reason(static_cast<http::status>(res.status)));
-    out.append("\r\nServer: floodgated\r\n"sv);
-    for (const auto& [name, value] : res.headers)
-      out.append(name).append(": "sv).append(value).append("\r\n"sv);
-    // 204 and 304 carry neither a body nor Content-Length (RFC 9110); HEAD gets the length of
-    // the body it does not get.
-    const bool bodiless = res.status == 204 || res.status == 304;
-    if (!bodiless) {
-      out.append("Content-Length: "sv);
-      append_number(res.body.size());
-      out.append("\r\n"sv);
-    }
-    // HTTP/1.1 keeps a connection alive unless told; HTTP/1.0 closes it unless told.
-    if (version_ >= 11 && close_after) out.append("Connection: close\r\n"sv);
-    if (version_ < 11 && !close_after) out.append("Connection: keep-alive\r\n"sv);
-    out.append("\r\n"sv);
-    if (!bodiless && !head_) out.append(res.body);
-  }
-
   void respond(http_response res, bool close_after) {
     phase_ = phase::writing;
     server_.stats.record_response(res.status);
     close_after = close_after || !keep_alive_ || draining_;
-    serialize(res, close_after);
+    serialize_response(res, version_, head_, close_after, out_);
     // Most responses fit the socket's buffer: write them at once, with no timer and no async
     // operation; only what does not fit waits, under the write deadline.
     beast::error_code ec;

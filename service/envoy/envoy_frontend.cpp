@@ -7,10 +7,10 @@
 
 #include "envoy_config.hpp"
 #include "grpc_server.hpp"
-#include "log_format.hpp"
-#include "metrics.hpp"
+#include "logging/log_format.hpp"
 #include "rls_metrics.hpp"
 #include "rls_service.hpp"
+#include "telemetry/metrics.hpp"
 
 namespace floodgate::service::envoy {
 

@@ -1,25 +1,11 @@
 #include "rls_metrics.hpp"
 
-#include <cstdio>
 #include <limits>
+
+#include "telemetry/prometheus_text.hpp"
 
 namespace floodgate::service::envoy {
 namespace {
-
-// Prometheus label values escape backslash, double quote and newline.
-std::string label(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 // A client's hits_addend is a uint64: a wrapped sum would read as a counter reset.
 void add_saturating(std::uint64_t& counter, std::uint64_t hits) {
@@ -73,48 +59,29 @@ void rls_metrics::append(std::string& out) const {
     std::uint64_t counters::*field;
   };
   constexpr family families[] = {
-      {"floodgate_envoy_total_hits", "Hits asked of each rule (the sum of hits_addend).",
+      {"floodgate_envoy_total_hits_total", "Hits asked of each rule (the sum of hits_addend).",
        &counters::total_hits},
-      {"floodgate_envoy_over_limit", "Hits over the rule's limit (refused, or shadow mode).",
+      {"floodgate_envoy_over_limit_total", "Hits over the rule's limit (refused, or shadow mode).",
        &counters::over_limit},
-      {"floodgate_envoy_near_limit", "Admitted hits beyond 80% of the rule's limit.",
+      {"floodgate_envoy_near_limit_total", "Admitted hits beyond 80% of the rule's limit.",
        &counters::near_limit},
-      {"floodgate_envoy_within_limit", "Admitted hits.", &counters::within_limit},
-      {"floodgate_envoy_shadow_mode", "Hits over a shadow-mode rule's limit (admitted).",
+      {"floodgate_envoy_within_limit_total", "Admitted hits.", &counters::within_limit},
+      {"floodgate_envoy_shadow_mode_total", "Hits over a shadow-mode rule's limit (admitted).",
        &counters::shadow_mode},
   };
   for (const auto& f : families) {
-    out += std::string("# HELP ") + f.name + "_total " + f.help + "\n# TYPE " + f.name +
-           "_total counter\n";
+    prometheus_family family(out, f.name, metric_type::counter, f.help);
     for (const auto& [key, c] : series_)
-      out += std::string(f.name) + "_total{domain=\"" + label(key.first) + "\",rule=\"" +
-             label(key.second) + "\"} " + std::to_string(c.*(f.field)) + "\n";
+      family.sample({{"domain", key.first}, {"rule", key.second}}, c.*(f.field));
   }
-  out +=
-      "# HELP floodgate_envoy_requests_total ShouldRateLimit calls answered, by gRPC status.\n"
-      "# TYPE floodgate_envoy_requests_total counter\n";
+  prometheus_family requests(out, "floodgate_envoy_requests_total", metric_type::counter,
+                             "ShouldRateLimit calls answered, by gRPC status.");
   constexpr const char* codes[] = {"OK", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "OTHER"};
   for (std::size_t i = 0; i < requests_.size(); ++i)
-    out += std::string("floodgate_envoy_requests_total{code=\"") + codes[i] + "\"} " +
-           std::to_string(requests_[i]) + "\n";
-  out +=
-      "# HELP floodgate_envoy_request_duration_seconds ShouldRateLimit latency in floodgated.\n"
-      "# TYPE floodgate_envoy_request_duration_seconds histogram\n";
-  std::uint64_t cumulative = 0;
-  char le[32];
-  for (std::size_t i = 0; i < bounds_seconds.size(); ++i) {
-    cumulative += buckets_[i];
-    std::snprintf(le, sizeof le, "%g", bounds_seconds[i]);
-    out += std::string("floodgate_envoy_request_duration_seconds_bucket{le=\"") + le + "\"} " +
-           std::to_string(cumulative) + "\n";
-  }
-  cumulative += buckets_.back();
-  out += "floodgate_envoy_request_duration_seconds_bucket{le=\"+Inf\"} " +
-         std::to_string(cumulative) + "\n";
-  char sum[64];
-  std::snprintf(sum, sizeof sum, "%.9f", latency_sum_);
-  out += std::string("floodgate_envoy_request_duration_seconds_sum ") + sum + "\n";
-  out += "floodgate_envoy_request_duration_seconds_count " + std::to_string(cumulative) + "\n";
+    requests.sample({{"code", codes[i]}}, requests_[i]);
+  prometheus_family(out, "floodgate_envoy_request_duration_seconds", metric_type::histogram,
+                    "ShouldRateLimit latency in floodgated.")
+      .histogram({}, bounds_seconds, buckets_, latency_sum_);
 }
 
 }  // namespace floodgate::service::envoy

@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "config.hpp"
+#include "api/render.hpp"
+#include "config/config.hpp"
 #include "fuzz_entries.hpp"
-#include "handler.hpp"
 
 namespace floodgate::fuzz {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "config.hpp"
+#include "config/config.hpp"
 #include "floodgate/errors.hpp"
 #include "fuzz_entries.hpp"
 

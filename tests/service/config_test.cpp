@@ -1,5 +1,5 @@
 // The config file: every bad file names the file, the line and the problem.
-#include "config.hpp"
+#include "config/config.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,13 +1,13 @@
 // The pure handler: request → plan or error, (plan, decision) → response. No sockets.
-#include "handler.hpp"
-
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "api/ratelimit_headers.hpp"
+#include "api/render.hpp"
+#include "api/route.hpp"
 #include "floodgate/floodgate.hpp"
-#include "ratelimit_headers.hpp"
 
 namespace floodgate::service {
 namespace {

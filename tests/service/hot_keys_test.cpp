@@ -1,17 +1,17 @@
 // Hot keys: the space-saving sketch on known streams (exact, with evictions, and a zipf stream
 // against exact counts within the documented bound), its sliding generations, and /v1/top.
-#include "hot_keys.hpp"
+#include "telemetry/hot_keys.hpp"
 
 #include <gtest/gtest.h>
 
-#include <boost/json/parse.hpp>
 #include <algorithm>
+#include <boost/json/parse.hpp>
 #include <cmath>
 #include <map>
 #include <random>
 
-#include "admin.hpp"
-#include "space_saving.hpp"
+#include "admin/admin.hpp"
+#include "telemetry/space_saving.hpp"
 
 namespace floodgate::service {
 namespace {

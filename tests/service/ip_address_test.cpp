@@ -1,6 +1,6 @@
 // IP addresses and CIDR ranges: what counts as an address, one canonical text per address, and
 // range membership at every prefix boundary.
-#include "ip_address.hpp"
+#include "config/ip_address.hpp"
 
 #include <gtest/gtest.h>
 

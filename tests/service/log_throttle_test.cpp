@@ -1,6 +1,6 @@
 // The log throttle, on injected time: one line per interval, and every held-back event is
 // reported — with the next line, or by the flush one interval after the last line.
-#include "log_throttle.hpp"
+#include "logging/log_throttle.hpp"
 
 #include <gtest/gtest.h>
 

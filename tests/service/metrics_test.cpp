@@ -1,11 +1,11 @@
 // Prometheus text: names, labels, cumulative buckets, and room for other collectors.
-#include "metrics.hpp"
+#include "telemetry/metrics.hpp"
 
 #include <gtest/gtest.h>
 
-#include "admin.hpp"
+#include "admin/admin.hpp"
 #include "floodgate/errors.hpp"
-#include "redis_info.hpp"
+#include "redis_watch/redis_info.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -239,7 +239,7 @@ TEST(admin, query_parameters) {
 }  // namespace
 }  // namespace floodgate::service
 
-#include "clock_skew.hpp"
+#include "redis_watch/clock_skew.hpp"
 
 namespace floodgate::service {
 namespace {

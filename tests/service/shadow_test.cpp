@@ -1,13 +1,13 @@
 // Shadow rules: parsed, kept out of all-or-nothing checks, always answered as allowed.
-#include "shadow.hpp"
+#include "api/shadow.hpp"
 
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
 
-#include "config.hpp"
+#include "api/render.hpp"
+#include "config/config.hpp"
 #include "floodgate/errors.hpp"
-#include "handler.hpp"
 
 namespace floodgate::service {
 namespace {

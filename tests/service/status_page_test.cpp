@@ -4,10 +4,10 @@
 
 #include <boost/json/parse.hpp>
 
-#include "admin.hpp"
-#include "config.hpp"
-#include "status.hpp"
-#include "ui_page.hpp"
+#include "admin/admin.hpp"
+#include "admin/status.hpp"
+#include "admin/ui_page.hpp"
+#include "config/config.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -44,8 +44,7 @@ TEST(status, counters_of_each_rule_and_the_backend) {
                    "r.yaml")));
   admin_sources s{&m, [] { return backend_state{true, "redis", ""}; }, nullptr, &store};
   s.clocks = [] {
-    return std::vector<redis_sampler::node_clock>{
-        {"127.0.0.1:6379", true, clock_sample{1500us, 400us}}};
+    return std::vector<node_clock>{{"127.0.0.1:6379", true, clock_sample{1500us, 400us}}};
   };
   const auto res = route_admin(get("/v1/status"), s);
   const auto& r = std::get<http_response>(res);

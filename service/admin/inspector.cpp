@@ -1,0 +1,111 @@
+#include "admin/inspector.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include "api/render.hpp"
+#include "redis_watch/raw_state.hpp"
+
+namespace floodgate::service {
+namespace json = boost::json;
+
+inspector::inspector(std::shared_ptr<limiter> l, std::string url, std::size_t max_waiting,
+                     std::chrono::milliseconds raw_timeout)
+    : limiter_(std::move(l)),
+      url_(std::move(url)),
+      max_waiting_(max_waiting),
+      raw_timeout_(raw_timeout) {
+  worker_ = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      auto [request, done] = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      done(run(request));
+      lock.lock();
+    }
+  });
+}
+
+inspector::~inspector() {
+  stop();
+}
+
+void inspector::submit(key_request r, done_fn done) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_ && queue_.size() < max_waiting_) {
+      queue_.emplace_back(std::move(r), std::move(done));
+      wake_.notify_one();
+      return;
+    }
+  }
+  done(error_response(503, "too many key requests at once; try again"));
+}
+
+void inspector::stop() {
+  std::deque<std::pair<key_request, done_fn>> left;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    left.swap(queue_);
+  }
+  wake_.notify_one();
+  if (worker_.joinable()) worker_.join();
+  for (auto& [request, done] : left) done(error_response(503, "shutting down"));
+}
+
+http_response inspector::run(const key_request& r) const {
+  const auto& rule = *r.rule;
+  const auto& p = rule.policy;
+  if (r.what == key_request::action::reset) {
+    if (const auto ec = limiter_->reset(r.key, p))
+      return error_response(503, "backend: " + ec.message());
+    json::object o;
+    o["rule"] = rule.name();
+    o["key"] = valid_utf8(r.key);
+    o["reset"] = true;
+    return admin_json(json::serialize(o));
+  }
+  // The peek first: it is what a check would see; the raw read after it may be a moment later.
+  const auto peek = limiter_->check(r.key, p, 0);
+  if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
+    return error_response(peek.outcome == outcome::backend_error ? 503 : 400,
+                          "backend: " + peek.error.message());
+  json::object o;
+  o["rule"] = rule.name();
+  o["algorithm"] = std::string(to_string(p.algo()));
+  o["limit"] = p.limit();
+  o["window_ms"] = p.window().count();
+  o["capacity"] = p.capacity();
+  o["shadow"] = rule.shadow;
+  o["key"] = valid_utf8(r.key);  // the decoded query: any byte
+  o["remaining"] = peek.decision.remaining;
+  o["reset_after_ms"] = peek.decision.reset_after.count();
+  o["local"] = peek.local;            // answered in this process
+  o["local_mode"] = peek.local_mode;  // ... because the backend is unreachable (failure_mode)
+  o["backend"] = std::string(limiter_->get_backend().kind());
+  const auto raw = read_raw_state(url_, p, r.key, raw_timeout_);
+  if (!raw.readable) {
+    o["raw"] = nullptr;
+    o["raw_note"] = raw.why_not;
+  } else if (!raw.error.empty()) {
+    o["raw"] = nullptr;
+    o["raw_note"] = "could not read it: " + raw.error;
+  } else {
+    json::object s;
+    s["node"] = raw.node;  // host:port that holds it (Cluster: the slot's master)
+    s["redis_key"] = valid_utf8(raw.redis_key);
+    s["type"] = raw.type;
+    s["value"] = valid_utf8(raw.value);
+    if (raw.members >= 0) s["members"] = raw.members;
+    s["ttl_ms"] = raw.ttl_ms;
+    o["raw"] = std::move(s);
+  }
+  return admin_json(json::serialize(o));
+}
+
+}  // namespace floodgate::service

@@ -1,0 +1,70 @@
+// Runs the admin listener's key requests (GET /v1/inspect, POST /v1/reset: admin.hpp) off the
+// I/O threads: a peek through the running limiter (cost 0: nothing consumed, not counted in
+// /metrics or hot keys) and the raw state read from Redis (raw_state.hpp), or a reset.
+//
+//   inspector keys(limiter, "redis://127.0.0.1:6379");
+//   keys.submit(std::move(request), [](http_response res) { /* any thread */ });
+//   keys.stop();   // before the server's executors go: answers what waits with a 503
+//
+// One worker thread and at most `max_waiting` requests queued: beyond it a 503 at once, so a
+// person (or a script) hammering the endpoint can neither pile up threads nor work. Each
+// request takes at most the backend's timeout for the peek plus `raw_timeout` per question of
+// the raw read (raw_state.hpp: connect and answer each within it; TYPE, the value, ZCARD, PTTL
+// on the key's node; for Cluster each command on at most seeds + max_redirects nodes, for
+// Sentinel one question per sentinel before).
+//
+// The answer of an inspect:
+//   {"rule", "algorithm", "limit", "window_ms", "capacity", "shadow", "key",
+//    "remaining", "reset_after_ms", "local", "local_mode",   (the peek; local: decided in
+//                                 this process; local_mode: so because the backend is down)
+//    "backend", "raw": {"node", "redis_key", "type", "value", "members", "ttl_ms"} | null,
+//    "raw_note": why raw is null or failed (absent when it was read)}
+// of a reset: {"rule", "key", "reset": true}. A backend error: 503 {"error"}.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "admin/admin.hpp"
+#include "floodgate/limiter.hpp"
+
+namespace floodgate::service {
+
+class inspector {
+ public:
+  using done_fn = std::function<void(http_response)>;
+
+  inspector(std::shared_ptr<limiter> l, std::string url, std::size_t max_waiting = 8,
+            std::chrono::milliseconds raw_timeout = std::chrono::seconds(1));
+  ~inspector();  // stop()
+  inspector(const inspector&) = delete;
+  inspector& operator=(const inspector&) = delete;
+
+  // Runs `r` on the worker; `done` is called once, on the worker (or here, when refused).
+  void submit(key_request r, done_fn done);
+  // Finishes the request running, answers the waiting ones with a 503, joins the worker.
+  void stop();
+
+  // One request, on the caller's thread (the worker's body; tests may call it).
+  http_response run(const key_request& r) const;
+
+ private:
+  std::shared_ptr<limiter> limiter_;
+  std::string url_;
+  std::size_t max_waiting_;
+  std::chrono::milliseconds raw_timeout_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::pair<key_request, done_fn>> queue_;  // under mutex_
+  bool stopping_ = false;                              // under mutex_
+  std::thread worker_;
+};
+
+}  // namespace floodgate::service

@@ -1,0 +1,36 @@
+// The HTTP handler, second half: a decision becomes a response (route.hpp is the first half,
+// a request becoming a check plan). Pure: no sockets, no backend.
+//
+//   http_response res = render(plan, result);   // in the limiter's completion
+//   http_response err = error_response(400, "malformed JSON");
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "api/http_message.hpp"
+#include "api/route.hpp"
+#include "floodgate/decision.hpp"
+#include "floodgate/semaphore.hpp"
+
+namespace floodgate::service {
+
+// The answer to a check.
+http_response render(const check_plan& plan, const multi_check_result& result);
+// The answers to /v1/acquire, and to /v1/release and /v1/renew.
+http_response render_acquire(const check_plan& plan, const acquire_result& result);
+http_response render_lease(const check_plan& plan, const lease_result& result);
+
+http_response render_health();
+http_response render_ready(bool backend_healthy, std::string_view backend_kind);
+http_response render_metrics(std::string text);
+
+// `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD: JSON must be UTF-8,
+// and what callers send (a path, a header, a key from a header) need not be; a strict client
+// refuses a whole answer over one raw byte (found by fuzz_http_request, then in /v1/top).
+std::string valid_utf8(std::string_view s);
+
+// {"error": message} with a JSON content type: 400, 404, 405, 408, 413, 431, 501, 503...
+http_response error_response(int status, std::string_view message);
+
+}  // namespace floodgate::service

@@ -1,0 +1,218 @@
+// floodgate: the operator's command-line tool, beside floodgated.
+//
+//   floodgate check-config FILE [--cluster]
+//   floodgate inspect --redis URL --rules FILE RULE KEY
+//   floodgate reset   --redis URL --rules FILE RULE KEY
+//
+// check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages).
+// inspect asks through the limiter with cost 0 (a peek: nothing consumed) for remaining and
+// reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on connections of
+// its own, on the node that holds it (raw_state.hpp). reset forgets the key's state for the rule
+// (limiter::reset).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "floodgate/errors.hpp"
+#include "floodgate/limiter.hpp"
+#include "redis_watch/raw_state.hpp"
+
+namespace {
+
+using namespace floodgate;
+using namespace std::chrono_literals;
+
+constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
+       floodgate inspect --redis URL --rules FILE RULE KEY
+       floodgate reset --redis URL --rules FILE RULE KEY
+
+  check-config  load a rules file as floodgated does: exit 0, or exit 1 with FILE:LINE and the
+                problem. --cluster applies Redis Cluster's rule (a group's rules share a key).
+  inspect       a key's state for a rule, without consuming: remaining, reset_after (a peek
+                through the limiter), and the raw state in Redis (type, value, TTL), read
+                on the node that holds it: the URL's, the slot's master (Cluster) or the
+                primary (Sentinel), over TLS for rediss URLs.
+  reset         forget the key's state for the rule: its next check sees full capacity.
+Exit: 0 done, 1 failed (bad file, unknown rule, backend error), 2 usage.
+)";
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "floodgate: %s\n%s", message.c_str(), usage);
+  std::exit(2);
+}
+
+// Thrown, not std::exit(1): exit() runs OpenSSL's and the other atexit clean-ups while a
+// limiter's I/O thread may still be in a TLS handshake (the ASan lane saw a use after free).
+// main() catches it once every local, limiters included, has been destroyed.
+struct failure {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& message) {
+  throw failure{message};
+}
+
+struct key_args {
+  std::string url;
+  std::string rules_path;
+  std::string rule;
+  std::string key;
+};
+
+key_args parse_key_args(int argc, char** argv) {
+  key_args a;
+  std::vector<std::string> positional;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error(std::string(arg) + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--redis")
+      a.url = value();
+    else if (arg == "--rules")
+      a.rules_path = value();
+    else if (arg.starts_with("--"))
+      usage_error("unknown argument '" + std::string(arg) + "'");
+    else
+      positional.emplace_back(arg);
+  }
+  if (a.url.empty()) usage_error("--redis URL is required");
+  if (a.rules_path.empty()) usage_error("--rules FILE is required");
+  if (positional.size() != 2) usage_error("give RULE and KEY");
+  a.rule = positional[0];
+  a.key = positional[1];
+  if (a.key.empty()) usage_error("KEY must not be empty");
+  return a;
+}
+
+// The limiter for `url`, with deadlines for a person waiting rather than a request path.
+floodgate::limiter make_limiter(const std::string& url) {
+  backend_options o;
+  o.redis.timeout = 2s;
+  o.redis.connect_timeout = 2s;
+  o.redis.connections = 1;
+  limiter_options l;
+  l.local_denials = false;  // every answer from the backend
+  return floodgate::limiter(url, o, l);
+}
+
+// The rule named `name` in the file, or exit 1.
+service::rule find_rule(const key_args& a, service::config& cfg) {
+  try {
+    cfg = service::load_config(a.rules_path);
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  const auto* r = cfg.find(a.rule);
+  if (!r) fail(a.rules_path + ": no rule named '" + a.rule + "'");
+  return *r;
+}
+
+// Prints the raw state of `key` for `p` (raw_state.hpp: shared with GET /v1/inspect).
+void print_raw_state(const std::string& url, const policy& p, const std::string& key) {
+  const auto s = service::read_raw_state(url, p, key, 2s);
+  if (!s.readable) {
+    std::printf("state          (not read: %s)\n", s.why_not.c_str());
+    return;
+  }
+  std::printf("redis_key      %s\n", service::printable(s.redis_key).c_str());
+  if (!s.error.empty()) fail(s.error);
+  std::printf("redis_node     %s\n", s.node.c_str());
+  if (s.type == "none") {
+    std::printf("state          none (never checked, expired or reset: full capacity)\n");
+    return;
+  }
+  std::printf("state          %s %s\n", s.type.c_str(), s.value.c_str());
+  if (s.type == "zset")
+    std::printf("state_members  %lld (at most the first 10 shown)\n",
+                static_cast<long long>(s.members));
+  std::printf("ttl_ms         %lld\n", static_cast<long long>(s.ttl_ms));
+}
+
+int check_config(int argc, char** argv) {
+  std::string path;
+  auto where = service::placement::any;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--cluster")
+      where = service::placement::one_key_per_group;
+    else if (arg.starts_with("--") || !path.empty())
+      usage_error("check-config takes FILE [--cluster]");
+    else
+      path = arg;
+  }
+  if (path.empty()) usage_error("check-config needs FILE");
+  try {
+    const auto cfg = service::load_config(path, where);
+    std::printf("%s: ok (%zu rules, %zu groups)\n", path.c_str(), cfg.rules().size(),
+                cfg.groups().size());
+    return 0;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+int inspect(int argc, char** argv) {
+  const auto a = parse_key_args(argc, argv);
+  service::config cfg;
+  const auto r = find_rule(a, cfg);
+  try {
+    auto lim = make_limiter(a.url);
+    const auto& p = r.policy;
+    std::printf("rule           %s (%s, limit %lld per %lld ms, capacity %lld%s)\n",
+                p.name().c_str(), std::string(to_string(p.algo())).c_str(),
+                static_cast<long long>(p.limit()), static_cast<long long>(p.window().count()),
+                static_cast<long long>(p.capacity()), r.shadow ? ", shadow" : "");
+    std::printf("key            %s\n", service::printable(a.key).c_str());
+    print_raw_state(a.url, p, a.key);
+    const auto peek = lim.check(a.key, p, 0);
+    if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
+      fail("backend: " + peek.error.message());
+    std::printf("remaining      %lld of %lld\n", static_cast<long long>(peek.decision.remaining),
+                static_cast<long long>(peek.decision.limit));
+    std::printf("reset_after_ms %lld\n", static_cast<long long>(peek.decision.reset_after.count()));
+    return 0;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+int reset(int argc, char** argv) {
+  const auto a = parse_key_args(argc, argv);
+  service::config cfg;
+  const auto r = find_rule(a, cfg);
+  try {
+    auto lim = make_limiter(a.url);
+    if (const auto ec = lim.reset(a.key, r.policy)) fail("backend: " + ec.message());
+    std::printf("reset: rule %s, key %s\n", r.name().c_str(), service::printable(a.key).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) usage_error("give a command");
+  const std::string_view command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  try {
+    if (command == "check-config") return check_config(argc, argv);
+    if (command == "inspect") return inspect(argc, argv);
+    if (command == "reset") return reset(argc, argv);
+  } catch (const failure& f) {
+    std::fprintf(stderr, "floodgate: %s\n", f.message.c_str());
+    return 1;
+  }
+  usage_error("unknown command '" + std::string(command) + "'");
+}

@@ -1,0 +1,479 @@
+#include "config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "duration.hpp"
+#include "floodgate/errors.hpp"
+
+namespace floodgate::service {
+namespace {
+
+constexpr std::string_view known_fields[] = {"name",         "algorithm", "limit",     "window",
+                                             "burst",        "key",       "block_for", "lease",
+                                             "failure_mode", "shadow"};
+
+// RFC 9110 token characters: what a header name may hold.
+bool is_tchar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+// Group names follow policy names' rules: they appear in URLs (/v1/auth/{name}) and logs.
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > policy::max_name_length) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.')
+      return false;
+  return true;
+}
+
+class parser {
+ public:
+  parser(std::string_view file, placement where) : file_(file), where_(where) {}
+
+  config parse(std::string_view text) {
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::ParserException& e) {
+      fail(e.mark.line + 1, "invalid YAML: " + e.msg);
+    }
+    if (!root.IsDefined() || root.IsNull()) fail(1, "the file is empty; expected 'rules:'");
+    if (!root.IsMap()) fail(line(root), "expected a map with 'rules:' at the top level");
+
+    // std::optional: assigning to a YAML::Node would overwrite the node it refers to.
+    std::optional<YAML::Node> rules_found;
+    std::optional<YAML::Node> groups_found;
+    std::optional<YAML::Node> proxies_found;
+    for (const auto& kv : root) {
+      const auto key = kv.first.Scalar();
+      auto& slot = key == "rules" ? rules_found : key == "groups" ? groups_found : proxies_found;
+      if (key != "rules" && key != "groups" && key != "trusted_proxies")
+        fail(line(kv.first),
+             "unknown top-level field '" + key + "' (expected rules, groups, trusted_proxies)");
+      if (slot) fail(line(kv.first), "duplicate field '" + key + "'");
+      slot.emplace(kv.second);
+    }
+    if (!rules_found) fail(line(root), "missing 'rules:'");
+    const YAML::Node& rules_node = *rules_found;
+    if (!rules_node.IsSequence()) fail(line(rules_node), "'rules' must be a list of rules");
+    if (rules_node.size() == 0) fail(line(rules_node), "'rules' must hold at least one rule");
+
+    std::vector<rule> rules;
+    std::size_t index = 0;
+    for (const auto& node : rules_node) {
+      ++index;
+      rule r = parse_rule(node, index);
+      claim_name(r.name(), "rule '" + r.name() + "'", line(node));
+      rules.push_back(std::move(r));
+    }
+
+    std::vector<group> groups;
+    if (groups_found) {
+      const YAML::Node& groups_node = *groups_found;
+      if (!groups_node.IsSequence()) fail(line(groups_node), "'groups' must be a list of groups");
+      index = 0;
+      for (const auto& node : groups_node) groups.push_back(parse_group(node, ++index, rules));
+    }
+    std::vector<cidr> proxies;
+    if (proxies_found) proxies = parse_trusted_proxies(*proxies_found);
+    return config(std::move(rules), std::move(groups), std::move(proxies));
+  }
+
+ private:
+  [[noreturn]] void fail(int at, const std::string& what) const {
+    throw config_error(file_ + ":" + std::to_string(at) + ": " + what);
+  }
+
+  static int line(const YAML::Node& n) { return n.Mark().line + 1; }
+
+  rule parse_rule(const YAML::Node& node, std::size_t index) {
+    if (!node.IsMap()) fail(line(node), "rule #" + std::to_string(index) + " must be a map");
+
+    // Fields by name, each with the line of its key (for messages about it).
+    std::map<std::string, std::pair<YAML::Node, int>, std::less<>> fields;
+    for (const auto& kv : node) {
+      const auto key = kv.first.Scalar();
+      const int at = line(kv.first);
+      if (fields.count(key)) fail(at, what_of(index, fields) + ": duplicate field '" + key + "'");
+      fields.emplace(key, std::pair{kv.second, at});
+    }
+
+    // The name first, so every later message can say which rule it is about.
+    std::string what = "rule #" + std::to_string(index);
+    const auto name_it = fields.find("name");
+    if (name_it == fields.end()) fail(line(node), what + ": missing field 'name'");
+    const std::string name = string_field(what, "name", name_it->second);
+    what = "rule '" + name + "'";
+
+    for (const auto& [key, value] : fields) {
+      bool known = false;
+      for (auto f : known_fields) known = known || f == key;
+      if (!known) fail(value.second, what + ": unknown field '" + key + "'");
+    }
+    auto required = [&](std::string_view field) -> const std::pair<YAML::Node, int>& {
+      const auto it = fields.find(field);
+      if (it == fields.end())
+        fail(line(node), what + ": missing field '" + std::string(field) + "'");
+      return it->second;
+    };
+
+    const auto& algo_field = required("algorithm");
+    const auto algo_text = string_field(what, "algorithm", algo_field);
+    if (algo_text == "concurrency") return parse_concurrency(node, name, what, fields);
+    const auto algo = parse_algorithm(algo_text);
+    if (!algo)
+      fail(algo_field.second, what +
+                                  ": algorithm must be one of sliding_log, sliding_window, "
+                                  "fixed_window, token_bucket, gcra, concurrency (got '" +
+                                  algo_text + "')");
+    if (auto it = fields.find("lease"); it != fields.end())
+      fail(it->second.second, what + ": lease applies only to algorithm: concurrency");
+
+    const auto limit = int_field(what, "limit", required("limit"));
+
+    const auto& window_field = required("window");
+    const auto window_text = string_field(what, "window", window_field);
+    const auto window = parse_duration(window_text);
+    if (!window)
+      fail(window_field.second,
+           what + ": window must be a duration such as 500ms, 60s, 5m or 1h (got '" + window_text +
+               "')");
+
+    std::optional<std::int64_t> burst;
+    if (auto it = fields.find("burst"); it != fields.end())
+      burst = int_field(what, "burst", it->second);
+
+    auto on_failure = failure_mode::closed;
+    if (auto it = fields.find("failure_mode"); it != fields.end()) {
+      const auto text = string_field(what, "failure_mode", it->second);
+      const auto mode = parse_failure_mode(text);
+      if (!mode)
+        fail(it->second.second,
+             what + ": failure_mode must be open, closed or local (got '" + text + "')");
+      on_failure = *mode;
+    }
+
+    std::chrono::milliseconds block_for{0};
+    if (auto it = fields.find("block_for"); it != fields.end()) {
+      const auto text = string_field(what, "block_for", it->second);
+      const auto d = parse_duration(text);
+      if (!d)
+        fail(it->second.second,
+             what + ": block_for must be a duration such as 30s, 15m or 1h (got '" + text + "')");
+      block_for = *d;
+    }
+
+    key_source key;
+    if (auto it = fields.find("key"); it != fields.end()) {
+      const auto text = string_field(what, "key", it->second);
+      constexpr std::string_view prefix = "header:";
+      if (text == "remote_addr") {
+        key.from = key_source::kind::remote_addr;
+      } else if (text.starts_with(prefix) && text.size() > prefix.size()) {
+        key.from = key_source::kind::header;
+        key.header = text.substr(prefix.size());
+        for (char c : key.header)
+          if (!is_tchar(c))
+            fail(it->second.second, what + ": '" + key.header + "' is not a valid header name");
+      } else {
+        fail(it->second.second,
+             what + ": key must be remote_addr or header:NAME (got '" + text + "')");
+      }
+    }
+
+    bool shadow = false;
+    if (auto it = fields.find("shadow"); it != fields.end()) {
+      const auto& n = it->second.first;
+      const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+      if (!n.IsScalar() || n.Tag() == "!" || (text != "true" && text != "false"))
+        fail(it->second.second, what + ": shadow must be true or false (got '" + text + "')");
+      shadow = text == "true";
+    }
+
+    try {
+      return rule{policy(name, *algo, limit, *window, burst, on_failure).with_block_for(block_for),
+                  std::move(key), std::nullopt, shadow};
+    } catch (const config_error& e) {
+      // policy's messages read "policy 'NAME': FIELD ...": blame that field's line.
+      std::string_view msg = e.what();
+      const std::string prefix = "policy '" + name + "': ";
+      if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
+      const auto field = msg.substr(0, msg.find_first_of(" ("));
+      const auto it = fields.find(field);
+      fail(it != fields.end() ? it->second.second : line(node), what + ": " + std::string(msg));
+    }
+  }
+
+  using field_map = std::map<std::string, std::pair<YAML::Node, int>, std::less<>>;
+
+  // algorithm: concurrency: name, limit, lease, optional failure_mode (open or closed).
+  rule parse_concurrency(const YAML::Node& node, const std::string& name, const std::string& what,
+                         const field_map& fields) {
+    for (const char* other : {"window", "burst", "block_for", "key", "shadow"})
+      if (auto it = fields.find(other); it != fields.end())
+        fail(it->second.second, what + ": " + other +
+                                    " does not apply to algorithm: concurrency (it takes limit "
+                                    "and lease)");
+    auto required = [&](std::string_view field) -> const std::pair<YAML::Node, int>& {
+      const auto it = fields.find(field);
+      if (it == fields.end())
+        fail(line(node), what + ": missing field '" + std::string(field) + "'");
+      return it->second;
+    };
+    const auto limit = int_field(what, "limit", required("limit"));
+    const auto& lease_field = required("lease");
+    const auto lease_text = string_field(what, "lease", lease_field);
+    const auto lease = parse_duration(lease_text);
+    if (!lease)
+      fail(lease_field.second,
+           what + ": lease must be a duration such as 30s or 5m (got '" + lease_text + "')");
+    auto on_failure = failure_mode::closed;
+    if (auto it = fields.find("failure_mode"); it != fields.end()) {
+      const auto text = string_field(what, "failure_mode", it->second);
+      if (text != "open" && text != "closed")
+        fail(it->second.second,
+             what + ": failure_mode of a concurrency rule must be open or closed (got '" + text +
+                 "')");
+      on_failure = *parse_failure_mode(text);
+    }
+    try {
+      concurrency_policy c(name, limit, *lease, on_failure);
+      // The policy carries the name only; its numbers are never used (config.hpp).
+      return rule{policy(name, algorithm::fixed_window, 1, std::chrono::milliseconds{1}), {}, c};
+    } catch (const config_error& e) {
+      std::string_view msg = e.what();
+      const std::string prefix = "concurrency policy '" + name + "': ";
+      if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
+      const auto field = msg.substr(0, msg.find_first_of(" ("));
+      const auto it = fields.find(field);
+      fail(it != fields.end() ? it->second.second : line(node), what + ": " + std::string(msg));
+    }
+  }
+
+  // Rules and groups share one namespace: /v1/auth/{name} takes either.
+  void claim_name(const std::string& name, const std::string& what, int at) {
+    const auto [it, fresh] = first_line_.emplace(name, at);
+    if (!fresh)
+      fail(at,
+           what + ": duplicate name (first defined at line " + std::to_string(it->second) + ")");
+  }
+
+  group parse_group(const YAML::Node& node, std::size_t index, const std::vector<rule>& rules) {
+    std::string what = "group #" + std::to_string(index);
+    if (!node.IsMap()) fail(line(node), what + " must be a map");
+    std::optional<std::pair<YAML::Node, int>> name_field;
+    std::optional<std::pair<YAML::Node, int>> rules_field;
+    std::optional<std::pair<std::string, int>> unknown;  // reported once the name is known
+    for (const auto& kv : node) {
+      const auto key = kv.first.Scalar();
+      if (key != "name" && key != "rules") {
+        if (!unknown) unknown.emplace(key, line(kv.first));
+        continue;
+      }
+      auto& slot = key == "name" ? name_field : rules_field;
+      if (slot) fail(line(kv.first), what + ": duplicate field '" + key + "'");
+      slot.emplace(kv.second, line(kv.first));
+    }
+    if (!name_field) fail(line(node), what + ": missing field 'name'");
+    group g;
+    g.name = string_field(what, "name", *name_field);
+    what = "group '" + g.name + "'";
+    if (unknown)
+      fail(unknown->second,
+           what + ": unknown field '" + unknown->first + "' (expected name, rules)");
+    if (!valid_name(g.name))
+      fail(name_field->second, what + ": name must be 1 to " +
+                                   std::to_string(policy::max_name_length) +
+                                   " letters, digits, '_', '-' or '.'");
+    claim_name(g.name, what, name_field->second);
+
+    if (!rules_field) fail(line(node), what + ": missing field 'rules'");
+    const YAML::Node& list = rules_field->first;
+    if (!list.IsSequence() || list.size() == 0)
+      fail(rules_field->second, what + ": rules must be a non-empty list of rule names");
+    if (list.size() > max_group_rules)
+      fail(rules_field->second, what + ": at most " + std::to_string(max_group_rules) +
+                                    " rules (got " + std::to_string(list.size()) + ")");
+    const rule* first = nullptr;
+    for (const auto& entry : list) {
+      const int at = line(entry);
+      const auto name = string_field(what, "each of its rules", {entry, at});
+      std::size_t i = 0;
+      while (i < rules.size() && rules[i].name() != name) ++i;
+      if (i == rules.size()) fail(at, what + ": no rule named '" + name + "'");
+      for (auto seen : g.rules)
+        if (seen == i) fail(at, what + ": rule '" + name + "' is listed twice");
+      const rule& r = rules[i];
+      // A check_all is all-or-nothing: a shadow rule's denial would refuse (and un-charge) the
+      // enforced rules beside it.
+      if (r.shadow)
+        fail(at, what + ": rule '" + name +
+                     "' is a shadow rule, which is checked alone (a group's denial by it would "
+                     "be enforced)");
+      if (r.concurrency)
+        fail(at, what + ": rule '" + name + "' is a concurrency limit: it cannot be in a group");
+      if (!first) first = &r;
+      if (where_ == placement::one_key_per_group && !r.key.same_as(first->key))
+        fail(at, what + ": rules '" + first->name() + "' (key " + first->key.describe() +
+                     ") and '" + r.name() + "' (key " + r.key.describe() +
+                     ") take different keys, so on Redis Cluster their counters live in "
+                     "different hash slots and cannot be decided in one atomic script; give "
+                     "every rule of the group the same key");
+      g.rules.push_back(i);
+    }
+    return g;
+  }
+
+  std::vector<cidr> parse_trusted_proxies(const YAML::Node& list) const {
+    if (!list.IsSequence())
+      fail(line(list), "'trusted_proxies' must be a list of addresses or CIDR ranges");
+    std::vector<cidr> out;
+    for (const auto& entry : list) {
+      const int at = line(entry);
+      if (!entry.IsScalar())
+        fail(at, "trusted_proxies: each entry must be an address or a CIDR range");
+      const auto& text = entry.Scalar();
+      const auto range = parse_cidr(text);
+      if (!range)
+        fail(at, "trusted_proxies: '" + text +
+                     "' is not an IPv4 or IPv6 address or CIDR range (e.g. 127.0.0.1, ::1, "
+                     "10.0.0.0/8, fd00::/8; no bits set past the prefix)");
+      out.push_back(*range);
+    }
+    return out;
+  }
+
+  std::string string_field(const std::string& what, std::string_view field,
+                           const std::pair<YAML::Node, int>& value) const {
+    if (!value.first.IsScalar())
+      fail(value.second, what + ": " + std::string(field) + " must be a string");
+    return value.first.Scalar();
+  }
+
+  std::int64_t int_field(const std::string& what, std::string_view field,
+                         const std::pair<YAML::Node, int>& value) const {
+    const auto& n = value.first;
+    const std::string& text = n.IsScalar() ? n.Scalar() : std::string();
+    std::int64_t v = 0;
+    const char* last = text.data() + text.size();
+    // A quoted scalar ("100") has tag "!": it is a string, not an integer.
+    if (n.IsScalar() && n.Tag() != "!" && !text.empty()) {
+      auto [end, ec] = std::from_chars(text.data(), last, v);
+      if (ec == std::errc{} && end == last) return v;
+    }
+    fail(value.second, what + ": " + std::string(field) + " must be an integer" +
+                           (n.IsScalar() ? " (got '" + text + "')" : ""));
+  }
+
+  // "rule 'api'" once the name is known, else "rule #3".
+  template <class Fields>
+  static std::string what_of(std::size_t index, const Fields& fields) {
+    const auto it = fields.find("name");
+    if (it != fields.end() && it->second.first.IsScalar())
+      return "rule '" + it->second.first.Scalar() + "'";
+    return "rule #" + std::to_string(index);
+  }
+
+  std::string file_;
+  placement where_;
+  std::map<std::string, int, std::less<>> first_line_;  // rule and group names
+};
+
+}  // namespace
+
+std::string key_source::describe() const {
+  return from == kind::header ? "header:" + header : "remote_addr";
+}
+
+bool key_source::same_as(const key_source& other) const noexcept {
+  if (from != other.from) return false;
+  if (from != kind::header) return true;
+  return header.size() == other.header.size() &&
+         std::equal(header.begin(), header.end(), other.header.begin(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) ==
+                  std::tolower(static_cast<unsigned char>(b));
+         });
+}
+
+const rule* config::find(std::string_view name) const noexcept {
+  for (const auto& r : rules_)
+    if (r.name() == name) return &r;
+  return nullptr;
+}
+
+const group* config::find_group(std::string_view name) const noexcept {
+  for (const auto& g : groups_)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+bool config::is_trusted_proxy(const ip_address& a) const noexcept {
+  for (const auto& range : trusted_proxies_)
+    if (range.contains(a)) return true;
+  return false;
+}
+
+std::vector<const rule*> config::rules_of(const group& g) const {
+  std::vector<const rule*> out;
+  out.reserve(g.rules.size());
+  for (auto i : g.rules) out.push_back(&rules_.at(i));
+  return out;
+}
+
+config parse_config(std::string_view text, std::string_view file_name, placement where) {
+  return parser(file_name, where).parse(text);
+}
+
+namespace {
+
+// What a non-regular file is, for the message ("a directory").
+std::string_view kind_of(std::filesystem::file_type t) {
+  using ft = std::filesystem::file_type;
+  switch (t) {
+    case ft::directory:
+      return "a directory";
+    case ft::fifo:
+      return "a FIFO";
+    case ft::socket:
+      return "a socket";
+    case ft::character:
+      return "a character device";
+    case ft::block:
+      return "a block device";
+    default:
+      return "not a file";
+  }
+}
+
+}  // namespace
+
+config load_config(const std::string& path, placement where) {
+  // Only a regular file: a directory reads as empty ("the file is empty", the wrong problem),
+  // a FIFO without a writer blocks open() (on SIGHUP: the thread that accepts connections), a
+  // device such as /dev/zero never ends.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && status.type() != std::filesystem::file_type::regular &&
+      status.type() != std::filesystem::file_type::not_found)  // not found: "cannot open" below
+    throw config_error(path + ": not a regular file (" + std::string(kind_of(status.type())) + ")");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw config_error(path + ": cannot read: " + std::strerror(errno));
+  return parse_config(text.str(), path, where);
+}
+
+}  // namespace floodgate::service

@@ -1,0 +1,121 @@
+// floodgated's configuration: the rules it enforces, loaded from a YAML file.
+//
+//   rules:
+//     - name: api
+//       algorithm: sliding_log   # or sliding_window, fixed_window, token_bucket, gcra
+//       limit: 100
+//       window: 60s              # ms, s, m, h
+//       burst: 20                # token_bucket and gcra only
+//       failure_mode: open       # open | closed | local (default: closed)
+//       block_for: 15m           # optional: once refused, refused for this long (penalty)
+//     - name: exports
+//       algorithm: concurrency   # at most `limit` held at once (POST /v1/acquire, /v1/release)
+//       limit: 20
+//       lease: 30s               # a lease not released or renewed by then ends by itself
+//       key: header:X-Api-Key    # for /v1/auth: header:NAME or remote_addr (default)
+//       shadow: true             # decide and count, always answer allowed (default: false)
+//   groups:                      # optional: rules checked together, all-or-nothing
+//     - name: login
+//       rules: [login-per-minute, login-per-day]
+//   trusted_proxies: [127.0.0.1, "::1", 10.0.0.0/8]   # optional: whose X-Real-IP and
+//                                # X-Forwarded-For name the client (default: nobody's)
+//
+//   auto cfg = floodgate::service::load_config("rules.yaml");  // throws config_error
+//   if (const rule* r = cfg.find("api")) ...
+//   if (const group* g = cfg.find_group("login")) for (const rule* r : cfg.rules_of(*g)) ...
+//
+// Rules and groups share one namespace (/v1/auth/{name} takes either). With
+// placement::one_key_per_group (a Redis Cluster backend), every rule of a group must take its
+// key from the same source: the caller key is the hash tag, so only then do a group's
+// counters share a slot and fit in one atomic script. Otherwise the file is rejected at load,
+// not at the first request.
+//
+// A bad file throws config_error naming the file, the line and the problem, e.g.
+// "rules.yaml:7: rule 'api': limit must be at least 1 (got 0)". Loading happens at start-up
+// and on SIGHUP, never on the request path.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/ip_address.hpp"
+#include "floodgate/policy.hpp"
+#include "floodgate/semaphore.hpp"
+
+namespace floodgate::service {
+
+// Where /v1/auth/{rule} takes a rule's key from.
+struct key_source {
+  enum class kind {
+    remote_addr,  // the TCP peer; behind a trusted proxy, the client it names (route.cpp)
+    header,       // the value of the request header `header`
+  };
+  kind from = kind::remote_addr;
+  std::string header;  // kind::header only: the name as written in the file
+
+  std::string describe() const;  // "remote_addr" or "header:X-Api-Key", as in the file
+  // Whether both yield the same key for every request (header names are case-insensitive).
+  bool same_as(const key_source& other) const noexcept;
+};
+
+struct rule {
+  // For a concurrency rule this carries only the name (and is never checked): `concurrency`
+  // is the limit, and /v1/check, /v1/refund, /v1/auth and groups refuse the rule.
+  floodgate::policy policy;
+  key_source key;
+  std::optional<concurrency_policy> concurrency = std::nullopt;
+  // Shadow mode: decided and counted as usual, always answered as allowed, a denial reported
+  // as "shadow_denied" (shadow.hpp). Checked alone: never in a group or a "rules" list.
+  bool shadow = false;
+
+  const std::string& name() const noexcept { return policy.name(); }
+};
+
+// Rules decided together with check_all: all admitted and charged, or none.
+struct group {
+  std::string name;
+  std::vector<std::size_t> rules;  // indices into config::rules(), distinct, in file order
+};
+
+// What the backend needs of a group.
+enum class placement {
+  any,                // memory, Redis, Sentinel: one script can hold any keys
+  one_key_per_group,  // Redis Cluster: a group's rules must share their key source
+};
+
+class config {
+ public:
+  config() = default;
+  explicit config(std::vector<rule> rules, std::vector<group> groups = {},
+                  std::vector<cidr> trusted_proxies = {})
+      : rules_(std::move(rules)),
+        groups_(std::move(groups)),
+        trusted_proxies_(std::move(trusted_proxies)) {}
+
+  const rule* find(std::string_view name) const noexcept;
+  const group* find_group(std::string_view name) const noexcept;
+  const std::vector<rule>& rules() const noexcept { return rules_; }
+  const std::vector<group>& groups() const noexcept { return groups_; }
+  std::vector<const rule*> rules_of(const group& g) const;
+  // Peers whose X-Real-IP / X-Forwarded-For are believed; empty: nobody's.
+  const std::vector<cidr>& trusted_proxies() const noexcept { return trusted_proxies_; }
+  bool is_trusted_proxy(const ip_address& a) const noexcept;
+
+ private:
+  std::vector<rule> rules_;
+  std::vector<group> groups_;
+  std::vector<cidr> trusted_proxies_;
+};
+
+// At most this many rules in a group (the service's cap on one check_all).
+inline constexpr std::size_t max_group_rules = 16;
+
+// Reads and validates `path`; messages name the file as given.
+config load_config(const std::string& path, placement where = placement::any);
+// Validates YAML text; `file_name` is only used in messages.
+config parse_config(std::string_view text, std::string_view file_name,
+                    placement where = placement::any);
+
+}  // namespace floodgate::service

@@ -1,0 +1,461 @@
+// floodgated: the rate-limit service. Start-up (flags, config, logging, backend) lives here;
+// serving lives in server/server.cpp, the parts it wires together in the folders beside this.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <tuple>
+
+#include "admin/admin.hpp"
+#include "admin/inspector.hpp"
+#include "config/config.hpp"
+#include "config/config_store.hpp"
+#include "duration.hpp"
+#include "envoy/envoy_frontend.hpp"
+#include "floodgate/errors.hpp"
+#include "floodgate/limiter.hpp"
+#include "logging/log_format.hpp"
+#include "redis_watch/redis_sampler.hpp"
+#include "server/server.hpp"
+#include "telemetry/hot_keys.hpp"
+#include "telemetry/limiter_metrics.hpp"
+#include "telemetry/metrics.hpp"
+
+namespace {
+
+using namespace floodgate::service;
+
+constexpr const char* usage =
+    R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
+                  [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
+                  [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
+                  [--admin-listen HOST:PORT [--admin-host NAME ...] [--top-keys N]
+                   [--top-interval DURATION]]
+                  [--redis-sample-interval DURATION] [--max-clock-skew DURATION]
+
+floodgated answers "may this request pass?" over HTTP for the rules in FILE.
+
+  --config FILE        the rules (YAML; see examples/rules.yaml). Required unless
+                       --envoy-config is given. A bad file stops start-up with FILE:LINE and
+                       the problem. SIGHUP reloads it; a bad new file is logged and the old
+                       rules stay.
+  --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
+                       every floodgated using it; a Redis Cluster: redis+cluster://host:port[,...];
+                       Sentinel: redis+sentinel://host:port[,...]/master (docs/operations.md).
+                       TLS: rediss://, rediss+cluster://, rediss+sentinel:// (options such
+                       as ?tls_ca_file=PATH in docs/operations.md).
+                       Without it, state lives in this process (memory://).
+  --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080; port 0 picks a free one,
+                       logged at start-up). IPv6: [::1]:8080.
+  --io-threads N       threads serving HTTP, each with its own connections (default: the
+                       hardware's, 2 to 8). A machine that also runs the callers (or nginx)
+                       often does best with fewer.
+  --max-connections N  open HTTP connections in all (default 4096; kept 64 below the
+                       open-file limit, or at half of it when that is under 128). A new
+                       connection over the cap closes the longest-idle keep-alive connection;
+                       when none is idle it gets a 503.
+  --max-connections-per-peer N
+                       open connections from one client address (default: a quarter of
+                       --max-connections); over it, that address's longest-idle connection
+                       is closed, or the new one refused. Raise it for a proxy in front.
+  --instances N        for rules with failure_mode: local, the number of floodgated sharing
+                       this Redis (each decides at limit ÷ N while Redis is unreachable).
+                       Default: counted from the instances' heartbeats in Redis.
+  --admin-listen HOST:PORT
+                       serve the admin endpoints here (docs/operations.md): /metrics, /healthz,
+                       /readyz, /v1/status, /v1/inspect, POST /v1/reset, the status page /ui,
+                       and GET /v1/top when enabled. Bind it where only operators
+                       reach. /metrics, /healthz and /readyz stay on --listen too; the admin-only
+                       endpoints are never served there (404). Port 0 picks a free one (the
+                       "admin listening" log line says which).
+  --admin-host NAME    a host name the admin listener answers to (repeatable). It answers
+                       requests whose Host is an IP address or localhost, and refuses others
+                       (403) so a web page cannot reach it through DNS rebinding; give the
+                       name Prometheus or your browser uses for it, if not an address.
+  --top-keys N         keep, per rule, the N keys most often checked and most often denied
+                       (space-saving sketches: fixed memory, counts within checks/N) and serve
+                       them at GET /v1/top?rule=NAME on --admin-listen. Off by default: keys
+                       are callers' data. 1 to 4096; 64 is a good start.
+  --top-interval DURATION
+                       hot keys cover the last one to two of these (default 60s).
+  --redis-sample-interval DURATION
+                       how often Redis's own view (INFO: CPU, memory, evictions; TIME: clock
+                       skew) is sampled for /metrics, per node (default 5s; 1s to 1h).
+  --max-clock-skew DURATION
+                       Redis's clock this far from the host's is logged (warning), once, and
+                       again when back under (default 100ms; 1ms to 1h). Decisions use Redis's
+                       clock; skew makes Retry-After hints wrong for clients.
+  --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
+                       Logs go to stderr, one logfmt line per event; decisions are logged at
+                       debug only.
+  --help               this text.
+Envoy's rate limit service (docs/envoy.md):
+%s
+Endpoints: POST /v1/check, GET /v1/auth/{rule}, GET /metrics, /healthz, /readyz
+(docs/service.md); on --admin-listen: GET /metrics, /healthz, /readyz, /v1/top, /v1/status,
+/v1/inspect, /ui, POST /v1/reset.
+SIGTERM or SIGINT: stop accepting, finish requests in flight, exit 0.
+)";
+namespace envoy = floodgate::service::envoy;
+using namespace std::chrono_literals;
+
+struct flags {
+  std::string config_path;
+  std::string backend_url = "memory://";
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::size_t io_threads = 0;  // 0: server_options' default
+  int instances = 0;           // 0: counted by heartbeats
+  std::size_t max_connections = server_options{}.max_connections;
+  std::size_t max_connections_per_peer = 0;  // 0: a quarter of max_connections
+  spdlog::level::level_enum log_level = spdlog::level::info;
+  envoy::envoy_flags envoy;
+  std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
+  std::vector<std::string> admin_hosts;                        // --admin-host
+  std::size_t top_keys = 0;                                    // 0: hot keys off
+  std::chrono::milliseconds top_interval{60000};
+  std::chrono::milliseconds redis_sample_interval{5000};
+  std::chrono::milliseconds max_clock_skew{100};
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::fprintf(stderr, "floodgated: %s\n(see floodgated --help)\n", message.c_str());
+  std::exit(2);
+}
+
+std::optional<spdlog::level::level_enum> parse_level(std::string_view s) {
+  using spdlog::level::level_enum;
+  constexpr std::pair<std::string_view, level_enum>
+      levels[] = {{"trace", level_enum::trace},  {"debug", level_enum::debug},
+                  {"info", level_enum::info},    {"warn", level_enum::warn},
+                  {"warning", level_enum::warn},  // what the log lines say (level=warning)
+                  {"error", level_enum::err},    {"critical", level_enum::critical},
+                  {"off", level_enum::off}};
+  for (const auto& [name, level] : levels)
+    if (name == s) return level;
+  return std::nullopt;
+}
+
+std::pair<std::string, std::uint16_t> parse_address(std::string_view flag, std::string_view s) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    usage_error(std::string(flag) + " wants HOST:PORT");
+  auto host = s.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const auto port_text = s.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port > 65535)
+    usage_error(std::string(flag) + ": '" + std::string(port_text) + "' is not a port");
+  return {std::string(host), static_cast<std::uint16_t>(port)};
+}
+
+// A duration from `min` to `max`, or a usage error saying so.
+std::chrono::milliseconds parse_duration_flag(std::string_view flag, std::string_view v,
+                                              std::string_view range, std::chrono::milliseconds min,
+                                              std::chrono::milliseconds max) {
+  const auto d = floodgate::parse_duration(v);
+  if (!d || *d < min || *d > max)
+    usage_error(std::string(flag) + ": '" + std::string(v) + "' is not a duration from " +
+                std::string(range) + " (such as 5s or 250ms)");
+  return *d;
+}
+
+std::size_t parse_count(std::string_view flag, std::string_view v, std::size_t max) {
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > max)
+    usage_error(std::string(flag) + ": '" + std::string(v) + "' is not a number from 1 to " +
+                std::to_string(max));
+  return n;
+}
+
+flags parse_flags(int argc, char** argv) {
+  flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::string_view value;
+    bool inline_value = false;
+    if (auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      inline_value = true;
+    }
+    if (arg == "--help" || arg == "-h") {
+      std::printf(usage, envoy::envoy_flags::usage);
+      std::exit(0);
+    }
+    auto next = [&]() -> std::string_view {
+      if (inline_value) return value;
+      if (i + 1 >= argc) usage_error(std::string(arg) + " needs a value");
+      return argv[++i];
+    };
+    if (f.envoy.parse(arg, next)) {
+      continue;
+    } else if (arg == "--config") {
+      f.config_path = next();
+    } else if (arg == "--redis") {
+      f.backend_url = next();
+    } else if (arg == "--listen") {
+      std::tie(f.host, f.port) = parse_address(arg, next());
+    } else if (arg == "--admin-listen") {
+      f.admin = parse_address(arg, next());
+    } else if (arg == "--admin-host") {
+      const auto name = next();
+      const bool valid =
+          !name.empty() && name.size() <= 253 && std::all_of(name.begin(), name.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+          });
+      if (!valid)
+        usage_error("--admin-host: '" + std::string(name) +
+                    "' is not a host name (letters, digits, '-' and '.'; no port)");
+      f.admin_hosts.emplace_back(name);
+    } else if (arg == "--top-keys") {
+      f.top_keys = parse_count(arg, next(), 4096);
+    } else if (arg == "--top-interval") {
+      const auto v = next();
+      const auto d = floodgate::parse_duration(v);
+      if (!d || d->count() < 1000)
+        usage_error("--top-interval: '" + std::string(v) + "' is not a duration of 1s or more");
+      f.top_interval = *d;
+    } else if (arg == "--redis-sample-interval") {
+      f.redis_sample_interval = parse_duration_flag(arg, next(), "1s to 1h", 1s, 1h);
+    } else if (arg == "--max-clock-skew") {
+      f.max_clock_skew = parse_duration_flag(arg, next(), "1ms to 1h", 1ms, 1h);
+    } else if (arg == "--io-threads") {
+      const auto v = next();
+      unsigned n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 256)
+        usage_error("--io-threads: '" + std::string(v) + "' is not a number from 1 to 256");
+      f.io_threads = n;
+    } else if (arg == "--instances") {
+      const auto v = next();
+      unsigned n = 0;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 100000)
+        usage_error("--instances: '" + std::string(v) + "' is not a number from 1 to 100000");
+      f.instances = static_cast<int>(n);
+    } else if (arg == "--max-connections") {
+      f.max_connections = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--max-connections-per-peer") {
+      f.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--log-level") {
+      const auto v = next();
+      const auto level = parse_level(v);
+      if (!level) usage_error("--log-level: unknown level '" + std::string(v) + "'");
+      f.log_level = *level;
+    } else {
+      usage_error("unknown argument '" + std::string(arg) + "'");
+    }
+  }
+  if (!f.admin_hosts.empty() && !f.admin)
+    usage_error("--admin-host names the admin listener: give --admin-listen too");
+  if (f.top_keys != 0 && !f.admin)
+    usage_error("--top-keys serves hot keys on the admin listener: give --admin-listen too");
+  if (f.config_path.empty() && f.envoy.configs.empty())
+    usage_error("--config FILE is required (or --envoy-config PATH)");
+  return f;
+}
+
+// Connections beyond what the file-descriptor limit allows would fail in accept() (and take
+// the descriptors the backend needs): cap them below it, keeping 64 for everything else, or
+// half the limit when the limit is under 128 (docs/service.md says the same).
+std::size_t connection_budget(std::size_t wanted) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+  const auto fds = static_cast<std::size_t>(limit.rlim_cur);
+  const std::size_t reserve = std::min<std::size_t>(64, fds / 2);
+  const auto budget = std::max<std::size_t>(1, std::min(wanted, fds - reserve));
+  if (budget < wanted)
+    spdlog::warn(
+        "msg=\"max_connections lowered to stay below the open-file limit\" wanted={} "
+        "max_connections={} open_file_limit={} reserved={}",
+        wanted, budget, fds, reserve);
+  return budget;
+}
+
+// Tells the operator why the backend fails, in the server's own words (WRONGPASS, NOPERM, a
+// bad db index, an unresolvable host, a Redis too old): at start-up, then whenever the reason
+// changes or clears. Polled once a second, so a flapping reason costs one line a second at
+// most; calls themselves log nothing of it.
+std::jthread watch_backend(std::shared_ptr<floodgate::limiter> limiter) {
+  return std::jthread([limiter = std::move(limiter)](std::stop_token stop) {
+    std::mutex m;
+    std::condition_variable_any wake;
+    std::string told;
+    auto& b = limiter->get_backend();
+    while (!stop.stop_requested()) {
+      std::string now = b.last_error();
+      if (now != told) {
+        if (!now.empty())
+          spdlog::error("msg=\"backend failing\" backend={} ready={} error={}", b.kind(),
+                        b.healthy(), quote(now));
+        else
+          spdlog::info("msg=\"backend answering again\" backend={}", b.kind());
+        told = std::move(now);
+      }
+      std::unique_lock lock(m);
+      wake.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+    }
+  });
+}
+
+void setup_logging(spdlog::level::level_enum level) {
+  auto logger = spdlog::stderr_logger_mt("floodgated");
+  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::trace);  // a line per event, never lost in a buffer
+  spdlog::set_default_logger(std::move(logger));
+}
+
+// The server's options from the flags (the connection caps kept below the open-file limit).
+server_options server_options_from(const flags& f) {
+  server_options options;
+  options.host = f.host;
+  options.port = f.port;
+  options.threads = f.io_threads;
+  options.max_connections = connection_budget(f.max_connections);
+  options.max_connections_per_peer = f.max_connections_per_peer != 0
+                                         ? f.max_connections_per_peer
+                                         : std::max<std::size_t>(1, options.max_connections / 4);
+  return options;
+}
+
+// The limiter's options: the same caps on keys and items as the HTTP handler's.
+floodgate::limiter_options limiter_options_from(const flags& f, const request_limits& limits) {
+  floodgate::limiter_options options;
+  options.max_key_size = limits.max_key_size;
+  options.max_items = limits.max_items;
+  options.instances = f.instances;
+  return options;
+}
+
+// The rules at start-up: the file's, or none (only --envoy-config). Throws config_error.
+std::shared_ptr<const config> initial_rules(const std::string& path, placement where) {
+  auto rules = path.empty() ? std::make_shared<const config>()
+                            : std::make_shared<const config>(load_config(path, where));
+  spdlog::info("msg=\"config loaded\" file={} rules={} groups={}", quote(path),
+               rules->rules().size(), rules->groups().size());
+  return rules;
+}
+
+// SIGHUP: the Envoy config (if any) and the rules file again; a bad file keeps the old rules.
+void reload(config_store& store, metrics& stats, envoy::envoy_frontend* envoy_api, placement where,
+            const std::string& path) {
+  if (envoy_api) stats.record_reload(envoy_api->reload());
+  if (path.empty()) return;
+  try {
+    auto next = std::make_shared<const config>(load_config(path, where));
+    const auto n = next->rules().size();
+    const auto groups = next->groups().size();
+    store.set(std::move(next));
+    stats.record_reload(true);
+    spdlog::info("msg=\"config reloaded\" file={} rules={} groups={}", quote(path), n, groups);
+  } catch (const std::exception& e) {
+    stats.record_reload(false);
+    spdlog::error("msg=\"config reload rejected; the old rules stay\" error={}", quote(e.what()));
+  }
+}
+
+// /metrics beyond the service's own counters, in this order: the library's (what a Redis
+// Cluster or Sentinel backend saw: zero on the others), Redis's own view (INFO, sampled off the
+// decision path; nothing for memory://), and /readyz as a gauge, for alerts
+// (examples/prometheus/floodgate-alerts.yml).
+void add_collectors(metrics& stats, const std::shared_ptr<floodgate::limiter>& limiter,
+                    const redis_sampler& sampler) {
+  stats.add_collector([l = limiter](std::string& out) { append_limiter_metrics(out, *l); });
+  if (sampler.enabled()) stats.add_collector([&sampler](std::string& out) { sampler.render(out); });
+  stats.add_collector([l = limiter](std::string& out) { append_backend_ready(out, *l); });
+}
+
+// What the admin listener reads, and its handler: route_admin, with key requests (/v1/inspect,
+// /v1/reset) run by `keys`, a worker of its own (it waits on Redis).
+using admin_handler = std::function<void(const http_request&, std::function<void(http_response)>)>;
+admin_handler make_admin_handler(const flags& f, const server_options& options, metrics& stats,
+                                 const std::shared_ptr<floodgate::limiter>& limiter,
+                                 const hot_keys* top, const config_store& store,
+                                 const redis_sampler& sampler, inspector* keys) {
+  admin_sources sources{&stats,
+                        [l = limiter] {
+                          auto& b = l->get_backend();
+                          return backend_state{b.healthy(), std::string(b.kind()), b.last_error()};
+                        },
+                        top, &store};
+  if (sampler.enabled()) sources.clocks = [&sampler] { return sampler.clocks(); };
+  sources.keys = true;
+  sources.max_key_size = options.limits.max_key_size;
+  sources.host_names = f.admin_hosts;
+  return [sources, keys](const http_request& req, std::function<void(http_response)> done) {
+    auto routed = route_admin(req, sources);
+    if (auto* r = std::get_if<key_request>(&routed)) return keys->submit(std::move(*r), done);
+    done(std::move(std::get<http_response>(routed)));
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const flags f = parse_flags(argc, argv);
+  setup_logging(f.log_level);
+  try {
+    server_options options = server_options_from(f);
+    // The backend first (it connects in the background): whether the rules fit depends on it.
+    auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
+                                                        limiter_options_from(f, options.limits));
+    const auto where = limiter->get_backend().check_all_needs_one_key()
+                           ? placement::one_key_per_group
+                           : placement::any;
+    config_store store(initial_rules(f.config_path, where));
+    metrics stats;
+    redis_sampler sampler({.url = f.backend_url,
+                           .interval = f.redis_sample_interval,
+                           .max_clock_skew = f.max_clock_skew});
+    add_collectors(stats, limiter, sampler);
+    // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
+    std::unique_ptr<hot_keys> top;
+    if (f.top_keys != 0)
+      top = std::make_unique<hot_keys>(hot_keys_options{f.top_keys, f.top_interval});
+    options.top = top.get();
+    std::unique_ptr<inspector> keys;
+    if (f.admin) {
+      options.admin_host = f.admin->first;
+      options.admin_port = f.admin->second;
+      keys = std::make_unique<inspector>(limiter, f.backend_url);
+      options.admin_handler =
+          make_admin_handler(f, options, stats, limiter, top.get(), store, sampler, keys.get());
+    }
+    std::unique_ptr<envoy::envoy_frontend> envoy_api;
+    if (f.envoy.enabled())
+      envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);
+    const auto drain = options.drain_timeout;
+    const auto watch = watch_backend(limiter);
+    server srv(std::move(options), std::move(limiter), store, stats,
+               [&store, &stats, &envoy_api, where, &path = f.config_path] {
+                 reload(store, stats, envoy_api.get(), where, path);
+               });
+    const int code = srv.run();
+    if (keys) keys->stop();  // before the server's executors go: answers what still waits
+    if (envoy_api) envoy_api->shutdown(drain);
+    return code;
+  } catch (const floodgate::config_error& e) {
+    spdlog::critical("msg=\"invalid configuration\" error={}", quote(e.what()));
+  } catch (const std::exception& e) {
+    spdlog::critical("msg=\"cannot start\" error={}", quote(e.what()));
+  }
+  return 1;
+}

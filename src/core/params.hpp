@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numeric>
 
 #include "floodgate/decision.hpp"
 #include "floodgate/policy.hpp"
@@ -13,8 +14,19 @@ struct params {
   std::int64_t window;  // W, ms
   std::int64_t burst;   // B (equals L for algorithms without a burst)
 
+  // The policy's numbers as its state is kept in. A token bucket depends only on B and the
+  // rate L/W, so its (L, W) are reduced by their gcd: its level, in units of 1/W token, then
+  // has fewer digits (100 per minute: 6,000 a token rather than 60,000), and its Redis state
+  // stays one 8-byte integer in far more cases (docs/algorithms.md, "Redis representation").
+  // Both backends keep the state so, and its key names that W (state_unit.hpp).
   static params of(const policy& p) noexcept {
-    return {p.limit(), p.window().count(), p.burst()};
+    std::int64_t l = p.limit(), w = p.window().count();
+    if (p.algo() == algorithm::token_bucket) {
+      const std::int64_t g = std::gcd(l, w);
+      l /= g;
+      w /= g;
+    }
+    return {l, w, p.burst()};
   }
 };
 

@@ -3,7 +3,7 @@
 // backends, so a state is never read in another policy's units: a reload that changes them
 // starts the rule's keys afresh instead.
 //
-//   token_bucket  "<W>": the level is kept in units of 1/W token
+//   token_bucket  "<W/g>" (g = gcd(L, W)): the level is kept in units of g/W token (params::of)
 //   gcra          the emission interval W/L as a reduced fraction, "<W/L>" when it is whole
 //                 ms, else "<W/g>/<L/g>" (g = gcd): the TAT is a debt of time that means a
 //                 number of requests only at one interval
@@ -25,7 +25,7 @@ class state_unit {
   explicit state_unit(const policy& p) noexcept {
     const std::int64_t w = p.window().count(), l = p.limit();
     if (p.algo() == algorithm::token_bucket) {
-      append(w);
+      append(w / std::gcd(w, l));
     } else if (p.algo() == algorithm::gcra) {
       const std::int64_t g = std::gcd(w, l);
       append(w / g);

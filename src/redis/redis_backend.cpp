@@ -1,5 +1,6 @@
 #include "redis/redis_backend.hpp"
 
+#include "core/params.hpp"
 #include "floodgate/errors.hpp"
 #include "redis/client.hpp"
 #include "redis/cluster_client.hpp"
@@ -156,13 +157,20 @@ void begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t ar
   append_bulk(r.command, static_cast<std::int64_t>(keys));
 }
 
+// limit, window, burst: the numbers the scripts keep the state in (core::params::of: a token
+// bucket's rate reduced).
+void append_params(std::string& out, const policy& p) {
+  const auto q = core::params::of(p);
+  append_bulk(out, q.limit);
+  append_bulk(out, q.window);
+  append_bulk(out, q.burst);
+}
+
 // One item of the all-or-nothing scripts (multi.lua, multi_block.lua): algorithm, limit,
 // window, burst, cost.
 void append_item(std::string& out, const policy& p, std::int64_t cost) {
   append_bulk(out, to_string(p.algo()));
-  append_bulk(out, p.limit());
-  append_bulk(out, static_cast<std::int64_t>(p.window().count()));
-  append_bulk(out, p.burst());
+  append_params(out, p);
   append_bulk(out, cost);
 }
 
@@ -263,9 +271,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     call->part.key = static_cast<std::uint32_t>(out.size());
     append_key(out, keys, p, item.key);
     call->part.args = static_cast<std::uint32_t>(out.size());
-    append_bulk(out, p.limit());
-    append_bulk(out, static_cast<std::int64_t>(p.window().count()));
-    append_bulk(out, p.burst());
+    append_params(out, p);
     append_bulk(out, item.cost);
     call->part.now = static_cast<std::uint32_t>(out.size());
     call->part.capacity = p.capacity();
@@ -289,9 +295,7 @@ void redis_backend::async_refund(const check_item& item, backend_handler handler
   std::string& out = call->command;
   append_key(out, keys, p, item.key);
   append_bulk(out, to_string(p.algo()));
-  append_bulk(out, p.limit());
-  append_bulk(out, static_cast<std::int64_t>(p.window().count()));
-  append_bulk(out, p.burst());
+  append_params(out, p);
   append_bulk(out, item.cost);
   append_now(out, options_);
   client_->submit(std::move(call));

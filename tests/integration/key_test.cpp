@@ -58,7 +58,7 @@ TEST(state_key, algorithm_is_part_of_the_key) {
   // 88 bytes of Redis memory); token_bucket and gcra add their state's units (state_unit.hpp).
   const std::pair<algorithm, std::string> codes[] = {{algorithm::sliding_window, "sw"},
                                                      {algorithm::fixed_window, "fw"},
-                                                     {algorithm::token_bucket, "tb1000"},
+                                                     {algorithm::token_bucket, "tb100"},
                                                      {algorithm::gcra, "gc100"}};
   for (const auto& [a, code] : codes) {
     const policy p{"api", a, 10, 1s};
@@ -67,15 +67,18 @@ TEST(state_key, algorithm_is_part_of_the_key) {
   }
 }
 
-// A state is never read in another policy's units: token_bucket's level is in 1/W token, so
-// W is in its key; gcra's TAT is a debt of time worth requests only at one emission
-// interval W/L, kept as a reduced fraction (equal rates share state).
+// A state is never read in another policy's units: token_bucket's level is in g/W token
+// (g = gcd(L, W): core::params::of), so W/g is in its key; gcra's TAT is a debt of time worth
+// requests only at one emission interval W/L, kept as a reduced fraction (equal rates share
+// state).
 TEST(state_key, units_of_the_state_are_part_of_the_key) {
   auto key = [](algorithm a, std::int64_t l, std::chrono::milliseconds w) {
     return state_key(format, policy{"p", a, l, w}, "k");
   };
-  EXPECT_EQ(key(algorithm::token_bucket, 5, 60s), "floodgate:p:tb60000:{k}");
+  EXPECT_EQ(key(algorithm::token_bucket, 5, 60s), "floodgate:p:tb12000:{k}");
   EXPECT_EQ(key(algorithm::token_bucket, 7, 60s), "floodgate:p:tb60000:{k}");
+  EXPECT_EQ(key(algorithm::token_bucket, 100, 60s), "floodgate:p:tb600:{k}");
+  EXPECT_EQ(key(algorithm::token_bucket, 200, 120s), "floodgate:p:tb600:{k}");
   EXPECT_EQ(key(algorithm::gcra, 10, 1s), "floodgate:p:gc100:{k}");
   EXPECT_EQ(key(algorithm::gcra, 600, 1min), "floodgate:p:gc100:{k}");
   EXPECT_EQ(key(algorithm::gcra, 7, 1min), "floodgate:p:gc60000/7:{k}");

@@ -109,6 +109,29 @@ TEST_F(redis_backend_test, state_lives_under_the_documented_key_with_a_ttl) {
   EXPECT_LE(ttl, 1000);  // one emission interval: W / L
 }
 
+// A token bucket's state is kept in its reduced rate (L and W over their gcd), so common
+// policies keep it one 8-byte integer: 100 per minute counts a token as 6,000 units rather
+// than 60,000, and the packed (time, level) stays within 19 digits.
+TEST_F(redis_backend_test, token_bucket_state_of_common_rates_is_one_integer) {
+  const auto prefix = unique_prefix("tbint");
+  limiter l{redis_->url(), redis_options_for(prefix)};
+  const std::pair<policy, std::string> cases[] = {
+      {policy{"m", algorithm::token_bucket, 100, 60s}, "m:tb600:{k}"},
+      {policy{"h", algorithm::token_bucket, 60, 60s}, "h:tb1000:{k}"},
+      {policy{"s", algorithm::token_bucket, 10, 1s, 20}, "s:tb100:{k}"},
+  };
+  for (const auto& [p, suffix] : cases) {
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(l.check("k", p, 1 + i).decision.allowed) << p.name();
+    const auto keys = scan_keys(*redis_, prefix + p.name() + ":*");
+    ASSERT_EQ(keys, std::vector<std::string>{prefix + suffix});
+    EXPECT_EQ(redis_->command({"OBJECT", "ENCODING", keys[0]}).str, "int")
+        << p.name() << ": " << redis_->command({"GET", keys[0]}).str;
+    // Six taken of the burst: the decisions are those of the unreduced rate.
+    const auto peek = l.check("k", p, 0).decision;
+    EXPECT_EQ(peek.remaining, p.burst() - 6) << p.name();
+  }
+}
+
 TEST_F(redis_backend_test, every_script_is_loaded_on_connect_under_its_build_time_sha1) {
   redis_->command({"SCRIPT", "FLUSH"});
   auto b = make_backend(redis_->url());

@@ -16,7 +16,7 @@ struct params {
 
   // The policy's numbers as its state is kept in. A token bucket depends only on B and the
   // rate L/W, so its (L, W) are reduced by their gcd: its level, in units of 1/W token, then
-  // has fewer digits (100 per minute: 6,000 a token rather than 60,000), and its Redis state
+  // has fewer digits (100 per minute: 600 units a token rather than 60,000), and its Redis state
   // stays one 8-byte integer in far more cases (docs/algorithms.md, "Redis representation").
   // Both backends keep the state so, and its key names that W (state_unit.hpp).
   static params of(const policy& p) noexcept {

@@ -110,7 +110,7 @@ TEST_F(redis_backend_test, state_lives_under_the_documented_key_with_a_ttl) {
 }
 
 // A token bucket's state is kept in its reduced rate (L and W over their gcd), so common
-// policies keep it one 8-byte integer: 100 per minute counts a token as 6,000 units rather
+// policies keep it one 8-byte integer: 100 per minute counts a token as 600 units rather
 // than 60,000, and the packed (time, level) stays within 19 digits.
 TEST_F(redis_backend_test, token_bucket_state_of_common_rates_is_one_integer) {
   const auto prefix = unique_prefix("tbint");

@@ -252,8 +252,8 @@ TEST_P(asio_test, cancelling_after_completion_changes_nothing) {
   EXPECT_EQ(get_within(f), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(memory, asio_test, ::testing::Values(&memory), env_name);
-INSTANTIATE_TEST_SUITE_P(redis, asio_test, ::testing::Values(&redis), env_name);
+INSTANTIATE_TEST_SUITE_P(memory, asio_test, ::testing::Values(&memory));
+INSTANTIATE_TEST_SUITE_P(redis, asio_test, ::testing::Values(&redis));
 
 // Calls that stay pending: a Redis of the test's own, paused (SIGSTOP) on demand, on one
 // connection so that replies come back in the order the calls went out.

@@ -78,76 +78,23 @@ namespace floodgate {
 
 namespace detail {
 
-// One initiation per call, started on the caller's thread by async_initiate.
-struct initiate_check {
-  template <class Handler>
-  void operator()(Handler&& handler, limiter* l, std::string_view key, const policy* p,
-                  std::int64_t cost) const {
-    auto op = start_operation<std::decay_t<Handler>, check_result>(std::forward<Handler>(handler));
-    if (!op) return;
-    l->async_check(key, *p, cost, [op](check_result r) {
-      op->finish(operation_error(r.error), std::move(r));
-    });
+// Starts `call(answer)`, one callback call of limiter or semaphore, on the caller's thread
+// (async_initiate runs it); its answer completes the operation.
+template <class Result>
+struct initiate_call {
+  template <class Handler, class Call>
+  void operator()(Handler&& handler, Call call) const {
+    auto op = start_operation<std::decay_t<Handler>, Result>(std::forward<Handler>(handler));
+    if (op) call([op](Result r) { op->finish(operation_error(r.error), std::move(r)); });
   }
 };
 
-struct initiate_check_all {
-  template <class Handler>
-  void operator()(Handler&& handler, limiter* l, std::span<const check_item> items) const {
-    auto op =
-        start_operation<std::decay_t<Handler>, multi_check_result>(std::forward<Handler>(handler));
-    if (!op) return;
-    l->async_check_all(items, [op](multi_check_result r) {
-      op->finish(operation_error(r.error), std::move(r));
-    });
-  }
-};
-
-struct initiate_refund {
-  template <class Handler>
-  void operator()(Handler&& handler, limiter* l, std::string_view key, const policy* p,
-                  std::int64_t cost) const {
-    auto op = start_operation<std::decay_t<Handler>, check_result>(std::forward<Handler>(handler));
-    if (!op) return;
-    l->async_refund(key, *p, cost, [op](check_result r) {
-      op->finish(operation_error(r.error), std::move(r));
-    });
-  }
-};
-
+// The same for limiter::async_reset, whose answer is its error code.
 struct initiate_reset {
-  template <class Handler>
-  void operator()(Handler&& handler, limiter* l, std::string_view key, const policy* p) const {
+  template <class Handler, class Call>
+  void operator()(Handler&& handler, Call call) const {
     auto op = start_operation<std::decay_t<Handler>>(std::forward<Handler>(handler));
-    if (!op) return;
-    l->async_reset(key, *p, [op](std::error_code ec) { op->finish(ec); });
-  }
-};
-
-struct initiate_acquire {
-  template <class Handler>
-  void operator()(Handler&& handler, semaphore* s, std::string_view key,
-                  const concurrency_policy* p) const {
-    auto op =
-        start_operation<std::decay_t<Handler>, acquire_result>(std::forward<Handler>(handler));
-    if (!op) return;
-    s->async_acquire(key, *p, [op](acquire_result r) {
-      op->finish(operation_error(r.error), std::move(r));
-    });
-  }
-};
-
-enum class lease_call { release, renew };
-
-struct initiate_lease_call {
-  template <class Handler>
-  void operator()(Handler&& handler, semaphore* s, std::string_view key,
-                  const concurrency_policy* p, std::string_view lease, lease_call call) const {
-    auto op = start_operation<std::decay_t<Handler>, lease_result>(std::forward<Handler>(handler));
-    if (!op) return;
-    auto answer = [op](lease_result r) { op->finish(operation_error(r.error), std::move(r)); };
-    if (call == lease_call::renew) s->async_renew(key, *p, lease, std::move(answer));
-    else s->async_release(key, *p, lease, std::move(answer));
+    if (op) call([op](std::error_code ec) { op->finish(ec); });
   }
 };
 
@@ -160,7 +107,8 @@ auto async_check(limiter& l, std::string_view key, const policy& p, std::int64_t
                  CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
                                      void(boost::system::error_code, check_result)>(
-      detail::initiate_check{}, token, &l, key, &p, cost);
+      detail::initiate_call<check_result>{}, token,
+      [&l, key, &p, cost](auto answer) { l.async_check(key, p, cost, std::move(answer)); });
 }
 
 // limiter::async_check_all (all-or-nothing): void(error_code, multi_check_result).
@@ -169,7 +117,8 @@ template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, multi_
 auto async_check_all(limiter& l, std::span<const check_item> items, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
                                      void(boost::system::error_code, multi_check_result)>(
-      detail::initiate_check_all{}, token, &l, items);
+      detail::initiate_call<multi_check_result>{}, token,
+      [&l, items](auto answer) { l.async_check_all(items, std::move(answer)); });
 }
 
 // The braced form: async_check_all(l, {{user, &per_user, 1}, {ip, &per_ip, 1}}, token). The
@@ -189,14 +138,16 @@ auto async_refund(limiter& l, std::string_view key, const policy& p, std::int64_
                   CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
                                      void(boost::system::error_code, check_result)>(
-      detail::initiate_refund{}, token, &l, key, &p, cost);
+      detail::initiate_call<check_result>{}, token,
+      [&l, key, &p, cost](auto answer) { l.async_refund(key, p, cost, std::move(answer)); });
 }
 
 // limiter::async_reset: void(error_code), the reset's own error code (or cancellation's).
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code)) CompletionToken>
 auto async_reset(limiter& l, std::string_view key, const policy& p, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-      detail::initiate_reset{}, token, &l, key, &p);
+      detail::initiate_reset{}, token,
+      [&l, key, &p](auto answer) { l.async_reset(key, p, std::move(answer)); });
 }
 
 // semaphore::async_acquire: void(error_code, acquire_result).
@@ -206,7 +157,8 @@ auto async_acquire(semaphore& s, std::string_view key, const concurrency_policy&
                    CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
                                      void(boost::system::error_code, acquire_result)>(
-      detail::initiate_acquire{}, token, &s, key, &p);
+      detail::initiate_call<acquire_result>{}, token,
+      [&s, key, &p](auto answer) { s.async_acquire(key, p, std::move(answer)); });
 }
 
 // semaphore::async_release: void(error_code, lease_result).
@@ -216,7 +168,8 @@ auto async_release(semaphore& s, std::string_view key, const concurrency_policy&
                    std::string_view lease, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
                                      void(boost::system::error_code, lease_result)>(
-      detail::initiate_lease_call{}, token, &s, key, &p, lease, detail::lease_call::release);
+      detail::initiate_call<lease_result>{}, token,
+      [&s, key, &p, lease](auto answer) { s.async_release(key, p, lease, std::move(answer)); });
 }
 
 // semaphore::async_renew: void(error_code, lease_result).
@@ -226,7 +179,8 @@ auto async_renew(semaphore& s, std::string_view key, const concurrency_policy& p
                  std::string_view lease, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
                                      void(boost::system::error_code, lease_result)>(
-      detail::initiate_lease_call{}, token, &s, key, &p, lease, detail::lease_call::renew);
+      detail::initiate_call<lease_result>{}, token,
+      [&s, key, &p, lease](auto answer) { s.async_renew(key, p, lease, std::move(answer)); });
 }
 
 }  // namespace floodgate

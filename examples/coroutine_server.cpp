@@ -65,8 +65,8 @@ asio::awaitable<void> session(tcp::socket socket, floodgate::limiter& limiter) {
   for (;;) {
     stream.expires_after(30s);  // every read has a deadline
     http::request<http::string_body> req;
-    auto [read_error, read] = co_await http::async_read(stream, buffer, req,
-                                                        asio::as_tuple(asio::use_awaitable));
+    auto [read_error, read] =
+        co_await http::async_read(stream, buffer, req, asio::as_tuple(asio::use_awaitable));
     if (read_error) break;
     // Completes on this coroutine's executor, never on floodgate's thread.
     const auto r =

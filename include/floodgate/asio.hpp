@@ -125,8 +125,7 @@ auto async_check_all(limiter& l, std::span<const check_item> items, CompletionTo
 // list lives until the end of the full expression: enough for co_await, not for deferred.
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(boost::system::error_code, multi_check_result))
               CompletionToken>
-auto async_check_all(limiter& l, std::initializer_list<check_item> items,
-                     CompletionToken&& token) {
+auto async_check_all(limiter& l, std::initializer_list<check_item> items, CompletionToken&& token) {
   return async_check_all(l, std::span<const check_item>(items.begin(), items.size()),
                          std::forward<CompletionToken>(token));
 }

@@ -2,6 +2,8 @@
 // executor and never inline, every kind of completion token works, cancellation completes with
 // operation_aborted (and what the cancelled call did in Redis is what the header says), and
 // the limiter or the io_context may go first with operations pending.
+#include "floodgate/asio.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -24,7 +26,6 @@
 #include <tuple>
 
 #include "backend_env.hpp"
-#include "floodgate/asio.hpp"
 #include "integration_support.hpp"
 #include "redis_server.hpp"
 #include "test_clock.hpp"
@@ -134,8 +135,8 @@ TEST_P(asio_test, handlers_run_on_the_callers_strand_and_never_inline) {
       t, [&](auto token) { async_refund(limiter_, key_, five_, 2, std::move(token)); });
   EXPECT_FALSE(refund_ec);
   EXPECT_EQ(refunded.decision.remaining, 2);
-  auto [reset_ec] = run_on_strand<>(
-      t, [&](auto token) { async_reset(limiter_, key_, five_, std::move(token)); });
+  auto [reset_ec] =
+      run_on_strand<>(t, [&](auto token) { async_reset(limiter_, key_, five_, std::move(token)); });
   EXPECT_FALSE(reset_ec);
   auto [bad_reset_ec] =
       run_on_strand<>(t, [&](auto token) { async_reset(limiter_, "", five_, std::move(token)); });
@@ -217,10 +218,14 @@ TEST_P(asio_test, ten_thousand_coroutines_admit_exactly_the_limit) {
         [&]() -> asio::awaitable<void> {
           auto [ec, r] =
               co_await async_check(limiter_, key_, shared, 1, asio::as_tuple(asio::use_awaitable));
-          if (ec) ++other;
-          else if (r.outcome == outcome::allowed) ++allowed;
-          else if (r.outcome == outcome::over_limit) ++over;
-          else ++other;
+          if (ec)
+            ++other;
+          else if (r.outcome == outcome::allowed)
+            ++allowed;
+          else if (r.outcome == outcome::over_limit)
+            ++over;
+          else
+            ++other;
         },
         asio::detached);
   io.run();  // returns once every operation has completed: pending ones count as work
@@ -237,16 +242,17 @@ TEST_P(asio_test, cancelling_after_completion_changes_nothing) {
   auto strand = asio::make_strand(t.io());
   auto count = std::make_shared<int>(0);
   asio::post(strand, [&] {
-    async_check(limiter_, key_, five_, 1,
-                asio::bind_cancellation_slot(
-                    signal.slot(), asio::bind_executor(strand, [&, count](error_code ec, check_result r) {
-                      EXPECT_FALSE(ec);
-                      EXPECT_EQ(r.outcome, outcome::allowed);
-                      ++*count;
-                      // The slot is free again: emitting reaches nobody.
-                      signal.emit(asio::cancellation_type::terminal);
-                      asio::post(strand, [&, count] { calls.set_value(*count); });
-                    })));
+    async_check(
+        limiter_, key_, five_, 1,
+        asio::bind_cancellation_slot(
+            signal.slot(), asio::bind_executor(strand, [&, count](error_code ec, check_result r) {
+              EXPECT_FALSE(ec);
+              EXPECT_EQ(r.outcome, outcome::allowed);
+              ++*count;
+              // The slot is free again: emitting reaches nobody.
+              signal.emit(asio::cancellation_type::terminal);
+              asio::post(strand, [&, count] { calls.set_value(*count); });
+            })));
   });
   auto f = calls.get_future();
   EXPECT_EQ(get_within(f), 1);
@@ -269,7 +275,8 @@ class asio_pending_test : public ::testing::Test {
     auto o = redis_options_for(unique_prefix("asio-pending"), {}, deadline);
     o.redis.connections = 1;
     auto l = std::make_unique<limiter>(redis_.url(), o);
-    EXPECT_EQ(l->check("warm-up", open_, 0).outcome, outcome::allowed);  // connected, scripts loaded
+    EXPECT_EQ(l->check("warm-up", open_, 0).outcome,
+              outcome::allowed);  // connected, scripts loaded
     return l;
   }
 
@@ -287,13 +294,14 @@ TEST_F(asio_pending_test, a_cancelled_check_completes_at_once_and_may_still_coun
   auto handled = std::make_shared<std::atomic<int>>(0);
   const auto started = std::chrono::steady_clock::now();
   asio::post(strand, [&] {
-    async_check(*l, "alice", open_, 1,
-                asio::bind_cancellation_slot(
-                    signal.slot(), asio::bind_executor(strand, [&, handled](error_code ec, check_result r) {
-                      EXPECT_EQ(r.outcome, outcome::backend_error);
-                      EXPECT_FALSE(r.decision.allowed);  // nothing to admit
-                      if (handled->fetch_add(1) == 0) cancelled.set_value(ec);
-                    })));
+    async_check(
+        *l, "alice", open_, 1,
+        asio::bind_cancellation_slot(
+            signal.slot(), asio::bind_executor(strand, [&, handled](error_code ec, check_result r) {
+              EXPECT_EQ(r.outcome, outcome::backend_error);
+              EXPECT_FALSE(r.decision.allowed);  // nothing to admit
+              if (handled->fetch_add(1) == 0) cancelled.set_value(ec);
+            })));
     // A timer on the same strand cancels it (what cancel_after does).
     auto timer = std::make_shared<asio::steady_timer>(strand, 50ms);
     timer->async_wait([&, timer](error_code) { signal.emit(asio::cancellation_type::terminal); });
@@ -328,7 +336,10 @@ TEST_F(asio_pending_test, racing_a_timer_with_awaitable_operators_cancels_the_ch
   };
   const auto started = std::chrono::steady_clock::now();
   auto race = asio::co_spawn(
-      t.io(), [&]() -> asio::awaitable<std::size_t> { co_return (co_await (check() || timeout())).index(); },
+      t.io(),
+      [&]() -> asio::awaitable<std::size_t> {
+        co_return (co_await (check() || timeout())).index();
+      },
       asio::use_future);
   EXPECT_EQ(get_within(race), 1u);  // the timer won
   EXPECT_EQ(check_error, asio::error::operation_aborted);
@@ -373,7 +384,8 @@ TEST_F(asio_pending_test, destroying_the_limiter_completes_pending_operations_wi
     asio::co_spawn(
         t.io(),
         [&]() -> asio::awaitable<void> {
-          auto [ec, r] = co_await async_check(*l, "dave", open_, 1, asio::as_tuple(asio::use_awaitable));
+          auto [ec, r] =
+              co_await async_check(*l, "dave", open_, 1, asio::as_tuple(asio::use_awaitable));
           if (ec == errc::shutting_down) ++shut_down;
           // The limiter's own answer rides along: backend_error, the failure mode applied.
           if (r.outcome == outcome::backend_error && r.degraded()) ++admitted_open;
@@ -406,7 +418,8 @@ TEST_F(asio_pending_test, destroying_the_limiter_completes_pending_operations_wi
   redis_.resume();
 }
 
-TEST_F(asio_pending_test, destroying_the_io_context_with_operations_pending_destroys_their_handlers) {
+TEST_F(asio_pending_test,
+       destroying_the_io_context_with_operations_pending_destroys_their_handlers) {
   auto l = make_limiter();
   redis_.pause();
   constexpr int pending = 50;

@@ -36,7 +36,8 @@ TEST(library_docs, every_code_block_is_an_excerpt_of_a_compiled_file) {
     if (doc[i] != "```cpp") continue;
     ASSERT_GT(i, 0u);
     ASSERT_EQ(doc[i - 1].rfind(marker, 0), 0u) << "line " << i << ": a cpp block without a source";
-    const std::string path = doc[i - 1].substr(marker.size(), doc[i - 1].find(" -->") - marker.size());
+    const std::string path =
+        doc[i - 1].substr(marker.size(), doc[i - 1].find(" -->") - marker.size());
     std::vector<std::string> block;
     for (++i; i < doc.size() && doc[i] != "```"; ++i) block.push_back(doc[i]);
     EXPECT_TRUE(contains_block(trimmed_lines(read_file(FLOODGATE_SOURCE_DIR "/" + path)), block))

@@ -20,10 +20,10 @@ TEST(coroutine_server_example, serves_and_rate_limits_its_own_requests) {
   const std::string dir = make_temp_dir("coroutine-server");
   child_process server({FLOODGATE_COROUTINE_SERVER, std::to_string(port), redis.url()},
                        {.output = dir + "/out.log"});
-  ASSERT_EQ(server.wait_ready(
-                [&] { return read_file(dir + "/out.log").find("listening") != std::string::npos; },
-                10s),
-            child_process::readiness::ready);
+  ASSERT_EQ(
+      server.wait_ready(
+          [&] { return read_file(dir + "/out.log").find("listening") != std::string::npos; }, 10s),
+      child_process::readiness::ready);
 
   http_connection keep_alive(port);  // one connection for the first three, as browsers do
   for (int i = 1; i <= 3; ++i) {

@@ -107,8 +107,10 @@ class operation_registry {
 
  private:
   std::shared_ptr<operation_base> unlink(operation_base& op) noexcept {
-    if (op.prev_) op.prev_->next_ = op.next_;
-    else head_ = op.next_;
+    if (op.prev_)
+      op.prev_->next_ = op.next_;
+    else
+      head_ = op.next_;
     if (op.next_) op.next_->prev_ = op.prev_;
     op.prev_ = op.next_ = nullptr;
     return std::move(op.self_);
@@ -147,7 +149,7 @@ boost::asio::execution_context& context_of(const Executor& ex) {
 template <class Result>
 Result aborted_result(const boost::system::error_code& ec) {
   Result r{};
-  if constexpr (requires(Result& x) { x.outcome; }) r.outcome = outcome::backend_error;
+  if constexpr (requires(Result & x) { x.outcome; }) r.outcome = outcome::backend_error;
   r.error = ec;
   return r;
 }

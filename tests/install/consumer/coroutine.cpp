@@ -21,8 +21,11 @@ int main() {
       [&]() -> asio::awaitable<void> {
         for (int i = 0; i < 3; ++i) {
           auto r = co_await floodgate::async_check(limiter, "alice", api, 1, asio::use_awaitable);
-          if (r.decision.allowed) ++admitted;
-          else std::printf("denied, retry in %lld ms\n", static_cast<long long>(r.decision.retry_after.count()));
+          if (r.decision.allowed)
+            ++admitted;
+          else
+            std::printf("denied, retry in %lld ms\n",
+                        static_cast<long long>(r.decision.retry_after.count()));
         }
       },
       asio::detached);

@@ -36,5 +36,5 @@ endif()
 # with ASan (likewise), and, under -fsanitize=thread, -Wtsan for the fences in Asio's handler
 # recycling.
 #   set_source_files_properties(x.cpp PROPERTIES COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")
-set(FLOODGATE_ASIO_TU_OPTIONS
-    "-Wno-null-dereference;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized;-Wno-tsan>")
+set(FLOODGATE_ASIO_TU_OPTIONS "-Wno-null-dereference;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>"
+    "$<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>")

@@ -120,7 +120,8 @@ TEST_P(asio_test, handlers_run_on_the_callers_strand_and_never_inline) {
 
   const policy other{"asio-other", algorithm::token_bucket, 3, 1h};
   auto [all_ec, all] = run_on_strand<multi_check_result>(t, [&](auto token) {
-    const check_item items[] = {{key_, &other, 1}, {key_ + "b", &other, 1}};
+    const std::string second = key_ + "b";  // named: a temporary would end before the call
+    const check_item items[] = {{key_, &other, 1}, {second, &other, 1}};
     async_check_all(limiter_, items, std::move(token));
   });
   EXPECT_FALSE(all_ec);

@@ -43,7 +43,7 @@
 // pending operation counts as work, so io_context::run() does not return before it ends.
 //
 // Cancellation. A cancellation slot bound to the token (bind_cancellation_slot, a parallel
-// group or awaitable operator racing a timer, cancel_after in newer Boost) cancels on a
+// group or awaitable operator racing a timer; cancel_after from Boost 1.86, untested) cancels on a
 // terminal or partial request (a total one is ignored: see below); the handler is then posted
 // at once with operation_aborted. Cancelling abandons the wait, not the call: the backend
 // still decides it, and drops the answer. So a cancelled check may have been admitted, and

@@ -43,9 +43,9 @@
 // pending operation counts as work, so io_context::run() does not return before it ends.
 //
 // Cancellation. A cancellation slot bound to the token (bind_cancellation_slot, a parallel
-// group or awaitable operator racing a timer; cancel_after from Boost 1.86, untested) cancels on a
-// terminal or partial request (a total one is ignored: see below); the handler is then posted
-// at once with operation_aborted. Cancelling abandons the wait, not the call: the backend
+// group or awaitable operator racing a timer; cancel_after from Boost 1.86, untested) cancels
+// on a terminal or partial request (a total one is ignored: see below); the handler is then
+// posted at once with operation_aborted. Cancelling abandons the wait, not the call: the backend
 // still decides it, and drops the answer. So a cancelled check may have been admitted, and
 // have consumed its cost, in Redis (or the memory backend); a cancelled refund may have given
 // back; a cancelled acquire may hold a lease until it expires (the policy's lease()); a

@@ -1,4 +1,5 @@
-// Everything a library user needs: #include <floodgate/floodgate.hpp>.
+// Everything a library user needs: #include <floodgate/floodgate.hpp>. Asio completion tokens
+// and coroutines are opt-in, in <floodgate/asio.hpp> (it needs the Boost headers).
 #pragma once
 
 #include "floodgate/backend.hpp"

@@ -11,6 +11,8 @@
 // thread, and must not block or throw. Each handler is called exactly once, also when the
 // backend throws (std::bad_alloc): that is a backend error (errc::internal_error). The
 // strings passed in need only live until the call returns.
+// For Asio completion tokens and coroutines answered on your own executor (never inline, never
+// on a backend thread), include floodgate/asio.hpp (docs/library.md).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,9 @@
-// The README's library example, built against an installed floodgate.
+// The README's library example, built against an installed floodgate: the sync call, then the
+// callback it waits on (docs/library.md).
 #include <floodgate/floodgate.hpp>
 
 #include <cstdio>
+#include <future>
 
 int main() {
   using namespace std::chrono_literals;
@@ -13,5 +15,13 @@ int main() {
     if (r.decision.allowed) ++admitted;
     else std::printf("denied, retry in %lld ms\n", static_cast<long long>(r.decision.retry_after.count()));
   }
-  return admitted == 2 ? 0 : 1;
+
+  // The callback runs exactly once: on floodgate's I/O thread, or before async_check returns
+  // (the memory backend, invalid requests). It must not block.
+  std::promise<floodgate::outcome> answered;
+  limiter.async_check("bob", api, 1, [&answered](floodgate::check_result r) {
+    answered.set_value(r.outcome);
+  });
+  if (answered.get_future().get() == floodgate::outcome::allowed) ++admitted;
+  return admitted == 3 ? 0 : 1;
 }

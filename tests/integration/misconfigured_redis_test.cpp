@@ -92,8 +92,8 @@ void runs_every_algorithm_as(const std::vector<std::string>& commands) {
   limiter l{"redis://floodgate:s3cret@127.0.0.1:" + std::to_string(redis.port()), o};
   for (auto a : {algorithm::sliding_log, algorithm::sliding_window, algorithm::fixed_window,
                  algorithm::token_bucket, algorithm::gcra}) {
-    // Limit 12: the fixed window's third admission onwards adds in place (INCRBY), and its
-    // tenth changes the count's digits (SET).
+    // Limit 12: the windows' second admission onwards adds in place (INCRBY), and the tenth
+    // changes the count's digits (SET).
     const policy q{"acl_" + std::string(to_string(a)), a, 12, 60s};
     const std::string key = "k" + std::string(to_string(a));
     for (int i = 0; i < 12; ++i)

@@ -172,19 +172,49 @@ std::vector<std::string> script_client::eval_multi_raw(std::vector<std::string> 
   return out;
 }
 
+namespace {
+
+std::int64_t digits(std::int64_t v) {  // 0 for 0
+  std::int64_t d = 0;
+  for (; v > 0; v /= 10) ++d;
+  return d;
+}
+
+double power_of_ten(std::int64_t d) {
+  double p = 1;
+  while (d-- > 0) p *= 10;
+  return p;
+}
+
+}  // namespace
+
 bool adds_in_place(const core::any_state& s, std::int64_t now, const core::params& p,
                    std::int64_t cost) {
-  const auto* fw = std::get_if<core::fixed_window_state>(&s);
-  if (fw == nullptr || cost < 1 || fw->count < 1) return false;
+  if (cost < 1) return false;
   const std::int64_t index = now >= 0 ? now / p.window : -((-now - 1) / p.window) - 1;
-  if (index < 1 || fw->start != index * p.window) return false;
-  std::int64_t scale = 1, digits = 0;  // 10^digits(count)
-  while (scale <= fw->count) scale *= 10, ++digits;
-  if (fw->count + cost >= scale) return false;
-  // pack(index, count): index's digits, count's, then the count of count's digits.
-  const double packed = (static_cast<double>(index) * static_cast<double>(scale) +
-                         static_cast<double>(fw->count)) * 10 + static_cast<double>(digits);
-  return packed + 10.0 * static_cast<double>(cost) < 9007199254740992.0;
+  if (index < 1) return false;
+  // pack(index, ..., count): the count's digits are followed by one digit count per number
+  // after the first; INCRBY adds cost at the count's last digit.
+  if (const auto* fw = std::get_if<core::fixed_window_state>(&s)) {
+    if (fw->count < 1 || fw->start != index * p.window) return false;
+    // (A digit count past 9 is written ':'..'@': no integer then.)
+    if (digits(fw->count + cost) != digits(fw->count) || digits(fw->count) > 9) return false;
+    const double packed =
+        (index * power_of_ten(digits(fw->count)) + static_cast<double>(fw->count)) * 10 +
+        static_cast<double>(digits(fw->count));
+    return packed + 10.0 * static_cast<double>(cost) < 9007199254740992.0;
+  }
+  if (const auto* sw = std::get_if<core::sliding_window_state>(&s)) {
+    if (sw->current < 1 || sw->start != index * p.window) return false;
+    if (digits(sw->current + cost) != digits(sw->current)) return false;
+    const std::int64_t dy = digits(sw->previous), dz = digits(sw->current);
+    if (dy > 9 || dz > 9) return false;
+    const double packed =
+        ((index * power_of_ten(dy) + static_cast<double>(sw->previous)) * power_of_ten(dz) +
+         static_cast<double>(sw->current)) * 100 + static_cast<double>(dy * 10 + dz);
+    return packed + 100.0 * static_cast<double>(cost) < 9007199254740992.0;
+  }
+  return false;
 }
 
 }  // namespace floodgate::test

@@ -77,10 +77,10 @@ class script_client {
 };
 
 // One key as the C++ step functions see it, plus what its last write told Redis.
-// Whether lua/fixed_window.lua admits `cost` into `s` with INCRBY, which keeps the key's
-// expiry (the end of its window on Redis's clock) instead of writing a new one: the same
-// window, a count above 0 that keeps its number of digits, and a packed value an INCRBY can
-// add to. False for the other algorithms.
+// Whether lua/fixed_window.lua or lua/sliding_window.lua admits `cost` into `s` with INCRBY,
+// which keeps the key's expiry (set by the window's first write, on Redis's clock) instead of
+// writing a new one: the same window, a current count above 0 that keeps its number of
+// digits, and a packed value an INCRBY can add to. False for the other algorithms.
 bool adds_in_place(const core::any_state& s, std::int64_t now, const core::params& p,
                    std::int64_t cost);
 

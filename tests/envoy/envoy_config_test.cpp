@@ -2,7 +2,16 @@
 // problem) for what must not load.
 #include "envoy_config.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <thread>
 
 #include "floodgate/errors.hpp"
 
@@ -209,6 +218,47 @@ TEST(envoy_config, the_example_directory_loads) {
   ASSERT_NE(login, nullptr);
   EXPECT_EQ(login->policy->algo(), algorithm::gcra);
   EXPECT_EQ(cfg->find("edge", {{"api_key", "partner-7"}})->requests_per_unit, 100000u);
+}
+
+// A careless --envoy-config (issue 28, item 4): a FIFO blocked open() until someone wrote to it
+// (on SIGHUP: the thread that accepts connections). Refused as --config refuses it; in a
+// directory, only regular files are read.
+TEST(envoy_config, load_refuses_what_is_not_a_regular_file) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("floodgate-envoy-kind-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto fifo = (dir / "b.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir / "a.yaml") << "domain: a\n";
+  auto answer = std::make_shared<std::promise<std::string>>();
+  auto outcome = answer->get_future();
+  std::thread([fifo, answer] {
+    try {
+      load_envoy_config({fifo});
+      answer->set_value("loaded");
+    } catch (const config_error& e) {
+      answer->set_value(e.what());
+    }
+  }).detach();
+  // 5 s: an open and a throw take microseconds; a blocked open() never returns by itself.
+  if (outcome.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
+    ADD_FAILURE() << "load_envoy_config blocked in open() of a FIFO";
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the open() return
+    if (w >= 0) ::close(w);
+    outcome.wait();
+  } else {
+    EXPECT_EQ(outcome.get(), fifo + ": not a regular file (a FIFO)");
+  }
+  const auto cfg = load_envoy_config({dir.string()});
+  EXPECT_TRUE(cfg->has_domain("a"));
+  try {
+    load_envoy_config({(dir / "missing.yaml").string()});
+    ADD_FAILURE() << "loaded";
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "missing.yaml").string() + ": cannot open: No such file or directory");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(envoy_config, policy_names_are_stable_and_distinct) {

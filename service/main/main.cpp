@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -372,6 +373,46 @@ void reload(config_store& store, metrics& stats, envoy::envoy_frontend* envoy_ap
   }
 }
 
+// SIGHUP's reloads, on a thread of their own: reading and parsing the files (a slow disk,
+// 10,000 rules) must not hold the I/O thread that took the signal, which also accepts
+// connections. A SIGHUP while a reload runs asks for one more after it, which reads the files
+// as they are then; any number of them make that one.
+class reloader {
+ public:
+  explicit reloader(std::function<void()> reload)
+      : thread_([this, reload = std::move(reload)](std::stop_token stop) { run(stop, reload); }) {}
+
+  // From any thread (the signal's); returns at once.
+  void request() {
+    {
+      std::lock_guard lock(mutex_);
+      pending_ = true;
+    }
+    wake_.notify_one();
+  }
+  // Waits for a reload in progress to end; none starts after.
+  void stop() {
+    thread_.request_stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run(const std::stop_token& stop, const std::function<void()>& reload) {
+    std::unique_lock lock(mutex_);
+    while (wake_.wait(lock, stop, [this] { return pending_; })) {
+      pending_ = false;
+      lock.unlock();
+      reload();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool pending_ = false;
+  std::jthread thread_;  // last: it starts once the members it uses exist
+};
+
 // /metrics beyond the service's own counters, in this order: the library's (what a Redis
 // Cluster or Sentinel backend saw: zero on the others), Redis's own view (INFO, sampled off the
 // decision path; nothing for memory://), and /readyz as a gauge, for alerts
@@ -444,11 +485,13 @@ int main(int argc, char** argv) {
       envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);
     const auto drain = options.drain_timeout;
     const auto watch = watch_backend(limiter);
+    reloader reloads([&store, &stats, &envoy_api, where, &path = f.config_path] {
+      reload(store, stats, envoy_api.get(), where, path);
+    });
     server srv(std::move(options), std::move(limiter), store, stats,
-               [&store, &stats, &envoy_api, where, &path = f.config_path] {
-                 reload(store, stats, envoy_api.get(), where, path);
-               });
+               [&reloads] { reloads.request(); });
     const int code = srv.run();
+    reloads.stop();  // before the Envoy front end goes: a reload in progress uses it
     if (keys) keys->stop();  // before the server's executors go: answers what still waits
     if (envoy_api) envoy_api->shutdown(drain);
     return code;

@@ -495,6 +495,29 @@ TEST(floodgated, sighup_refuses_an_envoy_config_that_is_not_a_regular_file) {
   std::filesystem::remove_all(dir);
 }
 
+// A reload reads and parses the files on a thread of its own: a big rules file (40,000 rules,
+// about a second here) no longer holds the thread that accepts connections. Before, a new
+// connection made during the reload was served only once the reload was over.
+TEST(floodgated, sighup_reloads_off_the_thread_that_accepts) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
+  std::string big = "rules:\n";
+  for (int i = 0; i < 40'000; ++i)
+    big += "  - {name: r" + std::to_string(i) + ", algorithm: gcra, limit: 1, window: 1s}\n";
+  fg.write_rules(big);
+  const auto before = fg.log().size();
+  fg.signal(SIGHUP);
+  ASSERT_TRUE(fg.wait_for_log("msg=\"SIGHUP: reloading config\"", 5s, before)) << fg.log();
+  const auto r = http_request_once(fg.port(), "GET", "/healthz");
+  const bool reload_was_over = fg.log().find("config reloaded", before) != std::string::npos;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(reload_was_over) << "the new connection waited for the reload\n"
+                                << fg.log().substr(before);
+  // A ceiling, not a wait: it returns when the line appears (about a second).
+  ASSERT_TRUE(fg.wait_for_log("rules=40000 ", 60s, before)) << fg.log().substr(before);
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body("r39999", "k")).status,
+            200);
+}
+
 TEST(floodgated, sigterm_closes_idle_connections_and_exits_0) {
   floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
   http_connection idle(fg.port());

@@ -255,6 +255,10 @@ flags parse_flags(int argc, char** argv) {
       f.max_connections = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--max-connections-per-peer") {
       f.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--grpc-max-connections") {  // listed in envoy_flags::usage
+      f.envoy.max_connections = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--grpc-max-connections-per-peer") {
+      f.envoy.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--log-level") {
       const auto v = next();
       const auto level = parse_level(v);
@@ -274,20 +278,38 @@ flags parse_flags(int argc, char** argv) {
 }
 
 // Connections beyond what the file-descriptor limit allows would fail in accept() (and take
-// the descriptors the backend needs): cap them below it, keeping 64 for everything else, or
-// half the limit when the limit is under 128 (docs/service.md says the same).
-std::size_t connection_budget(std::size_t wanted) {
+// the descriptors the backend needs): HTTP's and gRPC's caps together stay below it, keeping 64
+// for everything else, or half the limit when the limit is under 128. When both do not fit,
+// each gets a share of the room in proportion to what it asked for (docs/service.md says the
+// same). `grpc_wanted` is 0 without --grpc-listen.
+struct connection_budgets {
+  std::size_t http = 0;
+  std::size_t grpc = 0;
+};
+connection_budgets connection_budget(std::size_t http_wanted, std::size_t grpc_wanted) {
+  connection_budgets b{http_wanted, grpc_wanted};
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return b;
   const auto fds = static_cast<std::size_t>(limit.rlim_cur);
   const std::size_t reserve = std::min<std::size_t>(64, fds / 2);
-  const auto budget = std::max<std::size_t>(1, std::min(wanted, fds - reserve));
-  if (budget < wanted)
+  const std::size_t room = fds - reserve;
+  if (http_wanted + grpc_wanted > room) {
+    b.grpc = grpc_wanted == 0 ? 0
+                              : std::max<std::size_t>(
+                                    1, room * grpc_wanted / (http_wanted + grpc_wanted));
+    b.http = std::max<std::size_t>(1, room > b.grpc ? room - b.grpc : 1);
+  }
+  if (b.http < http_wanted)
     spdlog::warn(
         "msg=\"max_connections lowered to stay below the open-file limit\" wanted={} "
         "max_connections={} open_file_limit={} reserved={}",
-        wanted, budget, fds, reserve);
-  return budget;
+        http_wanted, b.http, fds, reserve);
+  if (b.grpc < grpc_wanted)
+    spdlog::warn(
+        "msg=\"grpc max_connections lowered to stay below the open-file limit\" wanted={} "
+        "max_connections={} open_file_limit={} reserved={}",
+        grpc_wanted, b.grpc, fds, reserve);
+  return b;
 }
 
 // Tells the operator why the backend fails, in the server's own words (WRONGPASS, NOPERM, a
@@ -324,13 +346,13 @@ void setup_logging(spdlog::level::level_enum level) {
   spdlog::set_default_logger(std::move(logger));
 }
 
-// The server's options from the flags (the connection caps kept below the open-file limit).
-server_options server_options_from(const flags& f) {
+// The server's options from the flags, with `max_connections` from connection_budget.
+server_options server_options_from(const flags& f, std::size_t max_connections) {
   server_options options;
   options.host = f.host;
   options.port = f.port;
   options.threads = f.io_threads;
-  options.max_connections = connection_budget(f.max_connections);
+  options.max_connections = max_connections;
   options.max_connections_per_peer = f.max_connections_per_peer != 0
                                          ? f.max_connections_per_peer
                                          : std::max<std::size_t>(1, options.max_connections / 4);
@@ -454,7 +476,9 @@ int main(int argc, char** argv) {
   const flags f = parse_flags(argc, argv);
   setup_logging(f.log_level);
   try {
-    server_options options = server_options_from(f);
+    const auto budgets =
+        connection_budget(f.max_connections, f.envoy.grpc_listen.empty() ? 0 : f.envoy.max_connections);
+    server_options options = server_options_from(f, budgets.http);
     // The backend first (it connects in the background): whether the rules fit depends on it.
     auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
                                                         limiter_options_from(f, options.limits));
@@ -481,8 +505,11 @@ int main(int argc, char** argv) {
           make_admin_handler(f, options, stats, limiter, top.get(), store, sampler, keys.get());
     }
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
-    if (f.envoy.enabled())
-      envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);
+    if (f.envoy.enabled()) {
+      auto envoy_flags = f.envoy;
+      envoy_flags.max_connections = budgets.grpc;
+      envoy_api = std::make_unique<envoy::envoy_frontend>(envoy_flags, limiter, stats);
+    }
     const auto drain = options.drain_timeout;
     const auto watch = watch_backend(limiter);
     reloader reloads([&store, &stats, &envoy_api, where, &path = f.config_path] {

@@ -1,10 +1,16 @@
 // Connection caps against the real floodgated, with real sockets from several loopback
-// addresses (127.0.0.0/8 is all loopback on Linux, so each test client can be its own peer).
+// addresses (127.0.0.0/8 is all loopback on Linux, so each test client can be its own peer),
+// and the listener outliving a shortage of file descriptors.
 // An open-file limit of 100 makes the global cap 50 (half the limit: under 128) and the
 // per-peer cap a quarter of that, 12.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -183,6 +189,49 @@ TEST(connection_caps, caps_are_set_on_the_command_line_and_kept_below_the_file_l
     EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--max-connections-per-peer", bad}).exit_code,
               2);
   }
+}
+
+// The open-file limit under which `pid` has exactly `free` descriptor numbers left (the kernel
+// hands out the lowest free number, and none at or above the limit).
+rlim_t limit_leaving(pid_t pid, int free) {
+  std::set<int> used;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
+    used.insert(std::stoi(e.path().filename().string()));
+  int n = 0;
+  for (int left = free; used.count(n) || left-- > 0;) ++n;
+  return static_cast<rlim_t>(n);
+}
+
+void set_open_file_limit(pid_t pid, rlim_t soft) {
+  rlimit now{};
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, nullptr, &now), 0);
+  now.rlim_cur = soft;
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &now, nullptr), 0) << std::strerror(errno);
+}
+
+// Issue 28, item 1: out of descriptors before the second I/O thread had a connection. The
+// accept failed (EMFILE) and was retried 100 ms later for the second thread's context, whose
+// reactor (an epoll and an eventfd) was only created then, on first use: that threw
+// ("eventfd_select_interrupter: Too many open files"), the exception ended the accept loop,
+// and the HTTP port never accepted again, even once descriptors came back. Now every I/O
+// context's reactor exists from start-up, and an accept that throws is tried again.
+TEST(connection_caps, http_accepts_again_when_descriptors_come_back) {
+  auto o = small_fd_limit();
+  o.extra_args = {"--io-threads", "2"};
+  floodgated_process fg(rules, o);
+  set_open_file_limit(fg.pid(), limit_leaving(fg.pid(), 0));  // not one descriptor left
+  {
+    http_connection starved(fg.port(), 1s);  // waits in the backlog
+    starved.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(fg.wait_for_log("Too many open files", 5s)) << fg.log();
+    // The retry, 100 ms later, goes to the second context: it fails again (or, before, threw).
+    const auto first = fg.log().find("Too many open files");
+    ASSERT_TRUE(fg.wait_for_log("Too many open files", 5s, first + 1)) << fg.log();
+  }
+  set_open_file_limit(fg.pid(), 100);
+  http_connection after(fg.port());
+  EXPECT_EQ(after.request("GET", "/healthz").status, 200) << fg.log();
+  EXPECT_EQ(http_request_once(fg.port(), "GET", "/healthz").status, 200);
 }
 
 }  // namespace

@@ -2,17 +2,14 @@
 // problem) for what must not load.
 #include "envoy_config.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <future>
-#include <memory>
-#include <thread>
 
+#include "fifo_read.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service::envoy {
@@ -230,25 +227,8 @@ TEST(envoy_config, load_refuses_what_is_not_a_regular_file) {
   const auto fifo = (dir / "b.yaml").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::ofstream(dir / "a.yaml") << "domain: a\n";
-  auto answer = std::make_shared<std::promise<std::string>>();
-  auto outcome = answer->get_future();
-  std::thread([fifo, answer] {
-    try {
-      load_envoy_config({fifo});
-      answer->set_value("loaded");
-    } catch (const config_error& e) {
-      answer->set_value(e.what());
-    }
-  }).detach();
-  // 5 s: an open and a throw take microseconds; a blocked open() never returns by itself.
-  if (outcome.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
-    ADD_FAILURE() << "load_envoy_config blocked in open() of a FIFO";
-    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the open() return
-    if (w >= 0) ::close(w);
-    outcome.wait();
-  } else {
-    EXPECT_EQ(outcome.get(), fifo + ": not a regular file (a FIFO)");
-  }
+  EXPECT_EQ(test::outcome_of_reading_fifo(fifo, [fifo] { load_envoy_config({fifo}); }),
+            fifo + ": not a regular file (a FIFO)");
   const auto cfg = load_envoy_config({dir.string()});
   EXPECT_TRUE(cfg->has_domain("a"));
   try {

@@ -195,8 +195,8 @@ void grpc_acceptor::impl::accept_one(clock::time_point& retry_at) {
   const auto inode = ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
   const auto v = table.admit(fd, inode, peer);
   if (v != connection_table::verdict::admitted) {
+    note_refused(v);  // first: whoever sees the close can already see it counted
     ::close(fd);
-    note_refused(v);
     const auto d = cap_log.on_event(clock::now(), cap_event{v, peer});
     if (d.log)
       spdlog::warn(

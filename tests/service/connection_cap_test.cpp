@@ -4,19 +4,15 @@
 // An open-file limit of 100 makes the global cap 50 (half the limit: under 128) and the
 // per-peer cap a quarter of that, 12.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "open_files.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -189,24 +185,6 @@ TEST(connection_caps, caps_are_set_on_the_command_line_and_kept_below_the_file_l
     EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--max-connections-per-peer", bad}).exit_code,
               2);
   }
-}
-
-// The open-file limit under which `pid` has exactly `free` descriptor numbers left (the kernel
-// hands out the lowest free number, and none at or above the limit).
-rlim_t limit_leaving(pid_t pid, int free) {
-  std::set<int> used;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd"))
-    used.insert(std::stoi(e.path().filename().string()));
-  int n = 0;
-  for (int left = free; used.count(n) || left-- > 0;) ++n;
-  return static_cast<rlim_t>(n);
-}
-
-void set_open_file_limit(pid_t pid, rlim_t soft) {
-  rlimit now{};
-  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, nullptr, &now), 0);
-  now.rlim_cur = soft;
-  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &now, nullptr), 0) << std::strerror(errno);
 }
 
 // Issue 28, item 1: out of descriptors before the second I/O thread had a connection. The

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "open_files.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -112,6 +114,21 @@ outcome one(std::uint16_t port, const std::string& source) {
   return outcomes(c, 5s).front();
 }
 
+// A connection from `source` that is served, kept open; null if none is within `within`.
+// After connections close, the server learns of it when gRPC has read their end and closed
+// them, so one made a moment later may still be counted against them: tried again every 10 ms.
+std::unique_ptr<raw_connection> open_served(std::uint16_t port, const std::string& source,
+                                            std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  for (;;) {
+    connections c;
+    c.push_back(std::make_unique<raw_connection>(port, source));
+    if (outcomes(c, 5s).front() == outcome::served) return std::move(c.front());
+    if (std::chrono::steady_clock::now() > deadline) return nullptr;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
 int grpc_port_of(const floodgated_process& fg) {
   const auto log = fg.log();
   const auto at = log.find("msg=\"grpc listening\"");
@@ -150,7 +167,7 @@ TEST(grpc_connection_caps, a_flood_of_idle_connections_leaves_http_and_grpc_serv
   EXPECT_EQ(http.status, 200) << "HTTP while the flood is held";
 
   flood.clear();
-  EXPECT_EQ(one(grpc, "127.0.0.200"), outcome::served) << "gRPC after the flood";
+  EXPECT_NE(open_served(grpc, "127.0.0.200", 5s), nullptr) << "gRPC after the flood";
   EXPECT_EQ(http_request_once(fg.port(), "GET", "/healthz").status, 200);
   EXPECT_NE(fg.log().find("msg=\"grpc connection cap reached\""), std::string::npos) << fg.log();
   EXPECT_GE(metric(fg.port(), "floodgate_envoy_connection_cap_total{cap=\"per_peer\"}") +
@@ -199,24 +216,34 @@ TEST(grpc_connection_caps, a_closed_connection_gives_its_slot_back) {
   for (int round = 0; round < 10; ++round) {
     held.front()->close();
     held.erase(held.begin());
-    // The server learns of the close when it reads the end of the stream: a new connection
-    // made a moment later may be counted against the old one, so try until one is served.
-    outcome o2 = outcome::closed;
-    for (auto deadline = std::chrono::steady_clock::now() + 5s;
-         o2 != outcome::served && std::chrono::steady_clock::now() < deadline;) {
-      held.push_back(std::make_unique<raw_connection>(grpc, "127.0.0.2"));
-      connections last;
-      last.push_back(std::move(held.back()));
-      held.pop_back();
-      o2 = outcomes(last, 5s).front();
-      if (o2 == outcome::served) held.push_back(std::move(last.front()));
-      else std::this_thread::sleep_for(10ms);
-    }
-    ASSERT_EQ(o2, outcome::served) << "round " << round;
+    held.push_back(open_served(grpc, "127.0.0.2", 5s));
+    ASSERT_NE(held.back(), nullptr) << "round " << round;
+    ASSERT_EQ(one(grpc, "127.0.0.2"), outcome::closed) << "round " << round << ": back at the cap";
   }
-  // Still capped: a third at once is refused.
-  EXPECT_EQ(one(grpc, "127.0.0.2"), outcome::closed);
-  EXPECT_EQ(one(grpc, "127.0.0.3"), outcome::served);
+  EXPECT_EQ(one(grpc, "127.0.0.3"), outcome::served) << "another address";
+}
+
+// Out of descriptors, the gRPC port waits and accepts again when they come back. Before:
+// gRPC's own acceptor logged "Failed accept4: Too many open files" and never accepted again.
+TEST(grpc_connection_caps, the_port_accepts_again_when_descriptors_come_back) {
+  floodgated_process::options o;
+  o.extra_args = {"--grpc-listen", "127.0.0.1:0"};
+  floodgated_process fg(rules, o);
+  const auto grpc = static_cast<std::uint16_t>(grpc_port_of(fg));
+  // Served and kept open: whatever gRPC makes for its first connection exists, and nothing it
+  // closes later frees a descriptor under the limit set below.
+  connections first;
+  first.push_back(std::make_unique<raw_connection>(grpc, "127.0.0.2"));
+  ASSERT_EQ(outcomes(first, 5s).front(), outcome::served);
+  rlimit before{};
+  ASSERT_EQ(::prlimit(fg.pid(), RLIMIT_NOFILE, nullptr, &before), 0);
+  set_open_file_limit(fg.pid(), limit_leaving(fg.pid(), 0));  // not one descriptor left
+  connections waiting;
+  waiting.push_back(std::make_unique<raw_connection>(grpc, "127.0.0.3"));  // in the backlog
+  ASSERT_TRUE(fg.wait_for_log("Too many open files", 5s)) << fg.log();
+  set_open_file_limit(fg.pid(), before.rlim_cur);
+  EXPECT_EQ(outcomes(waiting, 5s).front(), outcome::served) << "the one that waited";
+  EXPECT_EQ(one(grpc, "127.0.0.4"), outcome::served) << fg.log();
 }
 
 TEST(grpc_connection_caps, bad_values_are_usage_errors) {

@@ -15,6 +15,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -246,13 +248,29 @@ TEST(grpc_connection_caps, the_port_accepts_again_when_descriptors_come_back) {
   EXPECT_EQ(one(grpc, "127.0.0.4"), outcome::served) << fg.log();
 }
 
-TEST(grpc_connection_caps, bad_values_are_usage_errors) {
+TEST(grpc_connection_caps, bad_values_are_refused_and_the_flags_are_in_help) {
   for (const char* bad : {"0", "many", "-1"}) {
     EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--grpc-max-connections", bad}).exit_code, 2);
     EXPECT_EQ(
         run_floodgated({"--config", "x.yaml", "--grpc-max-connections-per-peer", bad}).exit_code,
         2);
   }
+  const auto dir = make_temp_dir("floodgate-grpc-port-");
+  std::ofstream(dir + "/rules.yaml") << rules;
+  // The port is floodgated's to parse now: 99999 was taken as 34463 (99999 mod 65536).
+  for (const char* bad : {"127.0.0.1:99999", "127.0.0.1:8x"}) {
+    const auto r = run_floodgated({"--config", dir + "/rules.yaml", "--listen", "127.0.0.1:0",
+                                   "--grpc-listen", bad});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(std::string("--grpc-listen: cannot listen on ") + bad +
+                            ": the port must be a number from 0 to 65535"),
+              std::string::npos)
+        << r.output;
+  }
+  std::filesystem::remove_all(dir);
+  const auto help = run_floodgated({"--help"});
+  for (const char* flag : {"--grpc-max-connections", "--grpc-max-connections-per-peer"})
+    EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
 }
 
 }  // namespace

@@ -187,6 +187,21 @@ TEST(connection_caps, caps_are_set_on_the_command_line_and_kept_below_the_file_l
   }
 }
 
+// Issue 28, item 11b: the cap tests only held connections open, so a closed connection that
+// did not give its address's slot back went unnoticed (in production it would slowly lock a
+// long-lived peer out). One address opens and closes connections, one after another, well
+// past its cap of 12: every one is served.
+TEST(connection_caps, closed_connections_give_their_slots_back) {
+  floodgated_process fg(rules, small_fd_limit());
+  for (int i = 0; i < 40; ++i) {
+    http_connection c(fg.port(), "127.0.0.2");
+    ASSERT_EQ(c.request("GET", "/healthz").status, 200) << "connection " << i;
+  }
+  EXPECT_EQ(metric(fg.port(), "127.0.0.3",
+                   "floodgate_connection_cap_total{cap=\"per_peer\",action=\"refused\"}"),
+            0);
+}
+
 // Issue 28, item 1: out of descriptors before the second I/O thread had a connection. The
 // accept failed (EMFILE) and was retried 100 ms later for the second thread's context, whose
 // reactor (an epoll and an eventfd) was only created then, on first use: that threw

@@ -190,8 +190,7 @@ void grpc_acceptor::impl::accept_one(clock::time_point& retry_at) {
     const auto d = accept_log.on_event(clock::now(), error);
     if (d.log)
       spdlog::warn("msg=\"grpc accept failed\" error={} retry_in_ms={} more_since_last_line={}",
-                   quote(std::strerror(error)), out_of_descriptors(error) ? 100 : 0,
-                   d.suppressed);
+                   quote(std::strerror(error)), out_of_descriptors(error) ? 100 : 0, d.suppressed);
     arm_flush(d.flush_at);
     return;
   }
@@ -226,9 +225,10 @@ void grpc_acceptor::impl::flush_logs(bool stopping) {
         "last_cap={} last_peer={}{}",
         s->count, to_string(s->last.cap), quote(s->last.peer), tail);
   if (const auto s = accept_log.on_flush(now))
-    spdlog::warn("msg=\"grpc accepts failed, not logged since the last line\" count={} "
-                 "last_error={}{}",
-                 s->count, quote(std::strerror(s->last)), tail);
+    spdlog::warn(
+        "msg=\"grpc accepts failed, not logged since the last line\" count={} "
+        "last_error={}{}",
+        s->count, quote(std::strerror(s->last)), tail);
 }
 
 grpc_acceptor::grpc_acceptor(const std::string& address, connection_caps caps,
@@ -243,8 +243,7 @@ int grpc_acceptor::port() const noexcept {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (::getsockname(impl_->listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return 0;
-  if (addr.ss_family == AF_INET)
-    return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
   return ntohs(reinterpret_cast<const sockaddr_in6&>(addr).sin6_port);
 }
 

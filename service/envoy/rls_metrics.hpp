@@ -1,7 +1,7 @@
 // The rate limit service's metrics, in Prometheus text: per domain and rule, upstream's
 // counters (total_hits, over_limit, near_limit, within_limit, shadow_mode), the gRPC
-// request latency and the connections its caps refused. Bounded: at most max_series (domain, rule) pairs; later ones are counted
-// under rule="_other".
+// request latency and the connections its caps refused. Bounded: at most max_series (domain, rule)
+// pairs; later ones are counted under rule="_other".
 //
 //   rls_metrics m;
 //   m.record("edge", "remote_address", 1, verdict::within_limit);

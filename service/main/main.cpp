@@ -294,9 +294,9 @@ connection_budgets connection_budget(std::size_t http_wanted, std::size_t grpc_w
   const std::size_t reserve = std::min<std::size_t>(64, fds / 2);
   const std::size_t room = fds - reserve;
   if (http_wanted + grpc_wanted > room) {
-    b.grpc = grpc_wanted == 0 ? 0
-                              : std::max<std::size_t>(
-                                    1, room * grpc_wanted / (http_wanted + grpc_wanted));
+    b.grpc = grpc_wanted == 0
+                 ? 0
+                 : std::max<std::size_t>(1, room * grpc_wanted / (http_wanted + grpc_wanted));
     b.http = std::max<std::size_t>(1, room > b.grpc ? room - b.grpc : 1);
   }
   if (b.http < http_wanted)
@@ -476,8 +476,8 @@ int main(int argc, char** argv) {
   const flags f = parse_flags(argc, argv);
   setup_logging(f.log_level);
   try {
-    const auto budgets =
-        connection_budget(f.max_connections, f.envoy.grpc_listen.empty() ? 0 : f.envoy.max_connections);
+    const auto budgets = connection_budget(
+        f.max_connections, f.envoy.grpc_listen.empty() ? 0 : f.envoy.max_connections);
     server_options options = server_options_from(f, budgets.http);
     // The backend first (it connects in the background): whether the rules fit depends on it.
     auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
@@ -518,7 +518,7 @@ int main(int argc, char** argv) {
     server srv(std::move(options), std::move(limiter), store, stats,
                [&reloads] { reloads.request(); });
     const int code = srv.run();
-    reloads.stop();  // before the Envoy front end goes: a reload in progress uses it
+    reloads.stop();          // before the Envoy front end goes: a reload in progress uses it
     if (keys) keys->stop();  // before the server's executors go: answers what still waits
     if (envoy_api) envoy_api->shutdown(drain);
     return code;

@@ -180,8 +180,12 @@ TEST(grpc_connection_caps, a_flood_of_idle_connections_leaves_http_and_grpc_serv
 // One address up to its cap, others beside it, and the global cap across addresses.
 TEST(grpc_connection_caps, per_peer_and_global_caps_refuse_new_connections_at_once) {
   floodgated_process::options o;
-  o.extra_args = {"--grpc-listen", "127.0.0.1:0", "--grpc-max-connections", "5",
-                  "--grpc-max-connections-per-peer", "3"};
+  o.extra_args = {"--grpc-listen",
+                  "127.0.0.1:0",
+                  "--grpc-max-connections",
+                  "5",
+                  "--grpc-max-connections-per-peer",
+                  "3"};
   floodgated_process fg(rules, o);
   EXPECT_NE(fg.log().find("max_connections=5 max_connections_per_peer=3"), std::string::npos)
       << fg.log();
@@ -208,8 +212,12 @@ TEST(grpc_connection_caps, per_peer_and_global_caps_refuse_new_connections_at_on
 // long-lived peer that reconnects). Ten rounds of closing one and opening one past the cap.
 TEST(grpc_connection_caps, a_closed_connection_gives_its_slot_back) {
   floodgated_process::options o;
-  o.extra_args = {"--grpc-listen", "127.0.0.1:0", "--grpc-max-connections", "4",
-                  "--grpc-max-connections-per-peer", "2"};
+  o.extra_args = {"--grpc-listen",
+                  "127.0.0.1:0",
+                  "--grpc-max-connections",
+                  "4",
+                  "--grpc-max-connections-per-peer",
+                  "2"};
   floodgated_process fg(rules, o);
   const auto grpc = static_cast<std::uint16_t>(grpc_port_of(fg));
   connections held;
@@ -259,8 +267,8 @@ TEST(grpc_connection_caps, bad_values_are_refused_and_the_flags_are_in_help) {
   std::ofstream(dir + "/rules.yaml") << rules;
   // The port is floodgated's to parse now: 99999 was taken as 34463 (99999 mod 65536).
   for (const char* bad : {"127.0.0.1:99999", "127.0.0.1:8x"}) {
-    const auto r = run_floodgated({"--config", dir + "/rules.yaml", "--listen", "127.0.0.1:0",
-                                   "--grpc-listen", bad});
+    const auto r = run_floodgated(
+        {"--config", dir + "/rules.yaml", "--listen", "127.0.0.1:0", "--grpc-listen", bad});
     EXPECT_EQ(r.exit_code, 1) << r.output;
     EXPECT_NE(r.output.find(std::string("--grpc-listen: cannot listen on ") + bad +
                             ": the port must be a number from 0 to 65535"),

@@ -22,8 +22,9 @@ namespace floodgate::test {
 // what it threw, "loaded" if it threw nothing, or "blocked" when it had not returned within
 // `within` (a writer then comes and goes, so that the blocked open() returns and the thread
 // ends). `within` is a ceiling: an open() and a throw take microseconds.
-inline std::string outcome_of_reading_fifo(const std::string& fifo, std::function<void()> read,
-                                           std::chrono::milliseconds within = std::chrono::seconds(5)) {
+inline std::string outcome_of_reading_fifo(
+    const std::string& fifo, std::function<void()> read,
+    std::chrono::milliseconds within = std::chrono::seconds(5)) {
   auto answer = std::make_shared<std::promise<std::string>>();
   auto outcome = answer->get_future();
   std::thread([read = std::move(read), answer] {

@@ -1,9 +1,11 @@
 #include "floodgate/semaphore.hpp"
 
+#include <sys/random.h>
+
 #include <atomic>
+#include <cerrno>
 #include <memory>
 #include <optional>
-#include <random>
 
 #include "floodgate/errors.hpp"
 
@@ -14,22 +16,37 @@ namespace {
   throw config_error("concurrency policy '" + name + "': " + what);
 }
 
-// 128 random bits as 32 hex digits: a lease id no other holder has (ids are never reused, so
-// a release of an old lease can never free a newer holder's slot).
-std::string new_lease_id() {
-  thread_local std::mt19937_64 rng{[] {
-    std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
-    return std::mt19937_64(seq);
-  }()};
+// 128 bits from the OS's CSPRNG (getrandom(2)) as 32 hex digits, or nothing if it fails. An id
+// is the capability to release or renew its slot, so it must be unguessable, not only unique:
+// a userspace generator's ids (a std::mt19937_64's, before) give away its state, and with it
+// every later id, the other holders' included (tests/unit/lease_id_test.cpp). Ids are never
+// reused, so a release of an old lease can never free a newer holder's slot.
+std::optional<std::string> new_lease_id() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    // Flags 0: blocks only until the kernel's pool is first seeded at boot, never after.
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    got += static_cast<std::size_t>(n);
+  }
   static constexpr char hex[] = "0123456789abcdef";
-  std::string out(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    std::uint64_t v = rng();
-    for (int i = 0; i < 16; ++i, v >>= 4)
-      out[static_cast<std::size_t>(16 * half + i)] = hex[v & 15];
+  std::string out(2 * sizeof bytes, '0');
+  for (std::size_t i = 0; i < sizeof bytes; ++i) {
+    out[2 * i] = hex[bytes[i] >> 4];
+    out[2 * i + 1] = hex[bytes[i] & 15];
   }
   return out;
+}
+
+// An acquire that failed inside this process: a backend error, answered by the failure mode.
+acquire_result internal_failure(const decision& on_failure) {
+  acquire_result a;
+  a.outcome = outcome::backend_error;
+  a.error = errc::internal_error;
+  a.decision = on_failure;
+  return a;
 }
 
 // Waits for a handler that may run inline or on another thread (as limiter.cpp's waiter).
@@ -79,10 +96,13 @@ void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
   if (key.size() > max_key_size_) r.error = errc::key_too_long;
   if (!leases_) r.error = errc::unsupported;
   if (r.error) return handler(std::move(r));
-  std::string id = new_lease_id();
   decision on_failure;
   on_failure.allowed = p.on_failure() == failure_mode::open;
   on_failure.limit = p.limit();
+  auto made = new_lease_id();
+  // No OS randomness (a sandbox denying getrandom): an error, never a guessable id.
+  if (!made) return handler(internal_failure(on_failure));
+  std::string id = std::move(*made);
   try {
     leases_->async_acquire(
         key, p, id, [id, on_failure, handler = std::move(handler)](backend_reply reply) {
@@ -101,11 +121,7 @@ void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
           handler(std::move(a));
         });
   } catch (const std::exception&) {  // std::bad_alloc building the call: a backend error
-    acquire_result a;
-    a.outcome = outcome::backend_error;
-    a.error = errc::internal_error;
-    a.decision = on_failure;
-    handler(std::move(a));
+    handler(internal_failure(on_failure));
   }
 }
 

@@ -4,15 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 
+#include "config/config_file.hpp"
 #include "duration.hpp"
 #include "floodgate/errors.hpp"
 
@@ -436,44 +433,8 @@ config parse_config(std::string_view text, std::string_view file_name, placement
   return parser(file_name, where).parse(text);
 }
 
-namespace {
-
-// What a non-regular file is, for the message ("a directory").
-std::string_view kind_of(std::filesystem::file_type t) {
-  using ft = std::filesystem::file_type;
-  switch (t) {
-    case ft::directory:
-      return "a directory";
-    case ft::fifo:
-      return "a FIFO";
-    case ft::socket:
-      return "a socket";
-    case ft::character:
-      return "a character device";
-    case ft::block:
-      return "a block device";
-    default:
-      return "not a file";
-  }
-}
-
-}  // namespace
-
 config load_config(const std::string& path, placement where) {
-  // Only a regular file: a directory reads as empty ("the file is empty", the wrong problem),
-  // a FIFO without a writer blocks open() (on SIGHUP: the thread that accepts connections), a
-  // device such as /dev/zero never ends.
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!ec && status.type() != std::filesystem::file_type::regular &&
-      status.type() != std::filesystem::file_type::not_found)  // not found: "cannot open" below
-    throw config_error(path + ": not a regular file (" + std::string(kind_of(status.type())) + ")");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw config_error(path + ": cannot read: " + std::strerror(errno));
-  return parse_config(text.str(), path, where);
+  return parse_config(read_config_file(path), path, where);
 }
 
 }  // namespace floodgate::service

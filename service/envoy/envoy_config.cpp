@@ -6,9 +6,8 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "config/config_file.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service::envoy {
@@ -341,11 +340,7 @@ std::shared_ptr<const envoy_config> load_envoy_config(const std::vector<std::str
   namespace fs = std::filesystem;
   std::map<std::string, domain_config, std::less<>> domains;
   auto load_file = [&](const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw config_error(p.string() + ": cannot read the file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    parse_envoy_domain(text.str(), p.string(), domains);
+    parse_envoy_domain(read_config_file(p.string()), p.string(), domains);
   };
   for (const auto& path : paths) {
     std::error_code ec;

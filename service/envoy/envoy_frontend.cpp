@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -18,6 +19,12 @@ const char* envoy_flags::usage =
     R"(  --grpc-listen HOST:PORT   also serve Envoy's rate limit service API (gRPC:
                        envoy.service.ratelimit.v3.RateLimitService and grpc.health.v1.Health);
                        port 0 picks a free one (logged). Off unless given. docs/envoy.md.
+  --grpc-max-connections N
+                       open gRPC connections in all (default 1024; with --max-connections,
+                       kept below the open-file limit). A new one over it is closed at once.
+  --grpc-max-connections-per-peer N
+                       open gRPC connections from one client address (default: a quarter of
+                       --grpc-max-connections). Raise it for many Envoys behind one NAT.
   --envoy-config PATH  envoyproxy/ratelimit's config: a YAML file, or a directory whose *.yaml
                        files are each one domain. Repeatable; --config is then optional.
                        SIGHUP reloads it; a bad new file is logged and the old config stays.
@@ -81,10 +88,17 @@ envoy_frontend::envoy_frontend(const envoy_flags& flags,
                cfg->rule_count());
   stats.add_collector([i = impl_.get()](std::string& out) { i->rls_stats.append(out); });
   if (!flags.grpc_listen.empty()) {
-    impl_->server = std::make_unique<grpc_server>(grpc_options{.address = flags.grpc_listen},
-                                                  impl_->service, impl_->rls_stats);
-    spdlog::info("msg=\"grpc listening\" address={} port={}", quote(flags.grpc_listen),
-                 impl_->server->port());
+    grpc_options options;
+    options.address = flags.grpc_listen;
+    options.caps.max_connections = flags.max_connections;
+    options.caps.max_per_peer = flags.max_connections_per_peer != 0
+                                    ? flags.max_connections_per_peer
+                                    : std::max<std::size_t>(1, flags.max_connections / 4);
+    impl_->server = std::make_unique<grpc_server>(options, impl_->service, impl_->rls_stats);
+    spdlog::info(
+        "msg=\"grpc listening\" address={} port={} max_connections={} max_connections_per_peer={}",
+        quote(flags.grpc_listen), impl_->server->port(), options.caps.max_connections,
+        options.caps.max_per_peer);
   }
 }
 

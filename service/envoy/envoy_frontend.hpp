@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -27,6 +28,11 @@ struct envoy_flags {
   std::vector<std::string> configs;  // --envoy-config PATH (repeatable)
   bool response_headers = false;     // --envoy-response-headers
   bool shadow_mode = false;          // --envoy-shadow-mode
+  // --grpc-max-connections: open gRPC connections in all (main.cpp parses both, as it does
+  // --max-connections, and lowers this one below the open-file limit).
+  std::size_t max_connections = 1024;
+  // --grpc-max-connections-per-peer: from one client address; 0: a quarter of the above.
+  std::size_t max_connections_per_peer = 0;
 
   static const char* usage;  // the lines for floodgated --help
 

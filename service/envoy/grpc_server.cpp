@@ -2,10 +2,12 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_posix.h>
 
 #include <stdexcept>
 
 #include "envoy/service/ratelimit/v3/rls.grpc.pb.h"
+#include "grpc_acceptor.hpp"
 #include "rls_metrics.hpp"
 #include "rls_service.hpp"
 
@@ -108,18 +110,24 @@ constexpr const char* service_name = "envoy.service.ratelimit.v3.RateLimitServic
 }  // namespace
 
 struct grpc_server::impl {
-  explicit impl(rls_service& s, rls_metrics& m) : handler(s, m) {}
+  impl(const grpc_options& options, rls_service& s, rls_metrics& m)
+      : handler(s, m),
+        acceptor(
+            options.address, options.caps,
+            [this](int fd) { grpc::AddInsecureChannelFromFd(server.get(), fd); },
+            [&m](connection_table::verdict v) { m.record_connection_refused(v); }) {}
   rls_handler handler;
   std::unique_ptr<grpc::Server> server;
+  grpc_acceptor acceptor;  // binds first (it throws if it cannot); started once `server` is
   int port = 0;
 };
 
 grpc_server::grpc_server(const grpc_options& options, rls_service& service, rls_metrics& metrics)
-    : impl_(std::make_unique<impl>(service, metrics)) {
+    : impl_(std::make_unique<impl>(options, service, metrics)) {
+  impl_->port = impl_->acceptor.port();
   // The standard grpc.health.v1.Health service, answered by gRPC itself.
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &impl_->port);
+  grpc::ServerBuilder builder;  // no listening port: the acceptor hands connections over
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_streams_per_connection);
   grpc::ResourceQuota quota("floodgated-grpc");
@@ -133,6 +141,7 @@ grpc_server::grpc_server(const grpc_options& options, rls_service& service, rls_
     health->SetServingStatus(true);
     health->SetServingStatus(service_name, true);
   }
+  impl_->acceptor.start();
 }
 
 grpc_server::~grpc_server() {
@@ -145,6 +154,7 @@ int grpc_server::port() const noexcept {
 
 void grpc_server::shutdown(std::chrono::milliseconds drain) {
   if (!impl_->server) return;
+  impl_->acceptor.stop();  // no new connection; those open finish their calls below
   if (auto* health = impl_->server->GetHealthCheckService()) health->SetServingStatus(false);
   impl_->server->Shutdown(std::chrono::system_clock::now() + drain);
   impl_->server->Wait();

@@ -6,13 +6,17 @@
 //   ... g.port() ...
 //   g.shutdown(5s);   // health NOT_SERVING, refuse new calls, finish those in flight
 //
-// Threading: calls arrive on gRPC's threads and are answered from the limiter's handler.
+// Connections are accepted by floodgated (grpc_acceptor: caps, no give-up on EMFILE) and handed
+// to gRPC. Threading: calls arrive on gRPC's threads and are answered from the limiter's
+// handler.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
+
+#include "connection_table.hpp"
 
 namespace floodgate::service::envoy {
 
@@ -27,6 +31,9 @@ struct grpc_options {
   int max_streams_per_connection = 1000;
   // Memory gRPC may use for connections and calls; beyond it new work is refused.
   std::size_t memory_quota_bytes = 256u << 20;
+  // Open connections at most, in all and from one client address: a new one over either is
+  // closed at once (grpc_acceptor.hpp).
+  connection_caps caps;
 };
 
 class grpc_server {

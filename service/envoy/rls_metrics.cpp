@@ -51,6 +51,11 @@ void rls_metrics::observe_request(std::chrono::nanoseconds latency, grpc_code_cl
   ++requests_[static_cast<std::size_t>(c)];
 }
 
+void rls_metrics::record_connection_refused(connection_table::verdict cap) {
+  std::lock_guard lock(mutex_);
+  ++(cap == connection_table::verdict::over_per_peer ? refused_per_peer_ : refused_global_);
+}
+
 void rls_metrics::append(std::string& out) const {
   std::lock_guard lock(mutex_);
   struct family {
@@ -82,6 +87,11 @@ void rls_metrics::append(std::string& out) const {
   prometheus_family(out, "floodgate_envoy_request_duration_seconds", metric_type::histogram,
                     "ShouldRateLimit latency in floodgated.")
       .histogram({}, bounds_seconds, buckets_, latency_sum_);
+  prometheus_family refused(out, "floodgate_envoy_connection_cap_total", metric_type::counter,
+                            "New gRPC connections closed at once: over the global cap or their "
+                            "address's (--grpc-max-connections, --grpc-max-connections-per-peer).");
+  refused.sample({{"cap", "global"}}, refused_global_);
+  refused.sample({{"cap", "per_peer"}}, refused_per_peer_);
 }
 
 }  // namespace floodgate::service::envoy

@@ -1,7 +1,7 @@
 // The rate limit service's metrics, in Prometheus text: per domain and rule, upstream's
-// counters (total_hits, over_limit, near_limit, within_limit, shadow_mode), and the gRPC
-// request latency. Bounded: at most max_series (domain, rule) pairs; later ones are counted
-// under rule="_other".
+// counters (total_hits, over_limit, near_limit, within_limit, shadow_mode), the gRPC
+// request latency and the connections its caps refused. Bounded: at most max_series (domain, rule)
+// pairs; later ones are counted under rule="_other".
 //
 //   rls_metrics m;
 //   m.record("edge", "remote_address", 1, verdict::within_limit);
@@ -18,6 +18,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+
+#include "connection_table.hpp"
 
 namespace floodgate::service::envoy {
 
@@ -36,6 +38,8 @@ class rls_metrics {
   void record(std::string_view domain, std::string_view rule, std::uint64_t hits, verdict v,
               bool shadow);
   void observe_request(std::chrono::nanoseconds latency, grpc_code_class c);
+  // A new gRPC connection closed at once: over the global cap, or its address's.
+  void record_connection_refused(connection_table::verdict cap);
   void append(std::string& out) const;
 
  private:
@@ -50,6 +54,7 @@ class rls_metrics {
   std::array<std::uint64_t, bounds_seconds.size() + 1> buckets_{};
   double latency_sum_ = 0;
   std::array<std::uint64_t, 4> requests_{};
+  std::uint64_t refused_global_ = 0, refused_per_peer_ = 0;
 };
 
 }  // namespace floodgate::service::envoy

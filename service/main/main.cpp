@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -254,6 +255,10 @@ flags parse_flags(int argc, char** argv) {
       f.max_connections = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--max-connections-per-peer") {
       f.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--grpc-max-connections") {  // listed in envoy_flags::usage
+      f.envoy.max_connections = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--grpc-max-connections-per-peer") {
+      f.envoy.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--log-level") {
       const auto v = next();
       const auto level = parse_level(v);
@@ -273,20 +278,38 @@ flags parse_flags(int argc, char** argv) {
 }
 
 // Connections beyond what the file-descriptor limit allows would fail in accept() (and take
-// the descriptors the backend needs): cap them below it, keeping 64 for everything else, or
-// half the limit when the limit is under 128 (docs/service.md says the same).
-std::size_t connection_budget(std::size_t wanted) {
+// the descriptors the backend needs): HTTP's and gRPC's caps together stay below it, keeping 64
+// for everything else, or half the limit when the limit is under 128. When both do not fit,
+// each gets a share of the room in proportion to what it asked for (docs/service.md says the
+// same). `grpc_wanted` is 0 without --grpc-listen.
+struct connection_budgets {
+  std::size_t http = 0;
+  std::size_t grpc = 0;
+};
+connection_budgets connection_budget(std::size_t http_wanted, std::size_t grpc_wanted) {
+  connection_budgets b{http_wanted, grpc_wanted};
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return b;
   const auto fds = static_cast<std::size_t>(limit.rlim_cur);
   const std::size_t reserve = std::min<std::size_t>(64, fds / 2);
-  const auto budget = std::max<std::size_t>(1, std::min(wanted, fds - reserve));
-  if (budget < wanted)
+  const std::size_t room = fds - reserve;
+  if (http_wanted + grpc_wanted > room) {
+    b.grpc = grpc_wanted == 0
+                 ? 0
+                 : std::max<std::size_t>(1, room * grpc_wanted / (http_wanted + grpc_wanted));
+    b.http = std::max<std::size_t>(1, room > b.grpc ? room - b.grpc : 1);
+  }
+  if (b.http < http_wanted)
     spdlog::warn(
         "msg=\"max_connections lowered to stay below the open-file limit\" wanted={} "
         "max_connections={} open_file_limit={} reserved={}",
-        wanted, budget, fds, reserve);
-  return budget;
+        http_wanted, b.http, fds, reserve);
+  if (b.grpc < grpc_wanted)
+    spdlog::warn(
+        "msg=\"grpc max_connections lowered to stay below the open-file limit\" wanted={} "
+        "max_connections={} open_file_limit={} reserved={}",
+        grpc_wanted, b.grpc, fds, reserve);
+  return b;
 }
 
 // Tells the operator why the backend fails, in the server's own words (WRONGPASS, NOPERM, a
@@ -323,13 +346,13 @@ void setup_logging(spdlog::level::level_enum level) {
   spdlog::set_default_logger(std::move(logger));
 }
 
-// The server's options from the flags (the connection caps kept below the open-file limit).
-server_options server_options_from(const flags& f) {
+// The server's options from the flags, with `max_connections` from connection_budget.
+server_options server_options_from(const flags& f, std::size_t max_connections) {
   server_options options;
   options.host = f.host;
   options.port = f.port;
   options.threads = f.io_threads;
-  options.max_connections = connection_budget(f.max_connections);
+  options.max_connections = max_connections;
   options.max_connections_per_peer = f.max_connections_per_peer != 0
                                          ? f.max_connections_per_peer
                                          : std::max<std::size_t>(1, options.max_connections / 4);
@@ -372,6 +395,46 @@ void reload(config_store& store, metrics& stats, envoy::envoy_frontend* envoy_ap
   }
 }
 
+// SIGHUP's reloads, on a thread of their own: reading and parsing the files (a slow disk,
+// 10,000 rules) must not hold the I/O thread that took the signal, which also accepts
+// connections. A SIGHUP while a reload runs asks for one more after it, which reads the files
+// as they are then; any number of them make that one.
+class reloader {
+ public:
+  explicit reloader(std::function<void()> reload)
+      : thread_([this, reload = std::move(reload)](std::stop_token stop) { run(stop, reload); }) {}
+
+  // From any thread (the signal's); returns at once.
+  void request() {
+    {
+      std::lock_guard lock(mutex_);
+      pending_ = true;
+    }
+    wake_.notify_one();
+  }
+  // Waits for a reload in progress to end; none starts after.
+  void stop() {
+    thread_.request_stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run(const std::stop_token& stop, const std::function<void()>& reload) {
+    std::unique_lock lock(mutex_);
+    while (wake_.wait(lock, stop, [this] { return pending_; })) {
+      pending_ = false;
+      lock.unlock();
+      reload();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool pending_ = false;
+  std::jthread thread_;  // last: it starts once the members it uses exist
+};
+
 // /metrics beyond the service's own counters, in this order: the library's (what a Redis
 // Cluster or Sentinel backend saw: zero on the others), Redis's own view (INFO, sampled off the
 // decision path; nothing for memory://), and /readyz as a gauge, for alerts
@@ -413,7 +476,9 @@ int main(int argc, char** argv) {
   const flags f = parse_flags(argc, argv);
   setup_logging(f.log_level);
   try {
-    server_options options = server_options_from(f);
+    const auto budgets = connection_budget(
+        f.max_connections, f.envoy.grpc_listen.empty() ? 0 : f.envoy.max_connections);
+    server_options options = server_options_from(f, budgets.http);
     // The backend first (it connects in the background): whether the rules fit depends on it.
     auto limiter = std::make_shared<floodgate::limiter>(f.backend_url, floodgate::backend_options{},
                                                         limiter_options_from(f, options.limits));
@@ -440,15 +505,20 @@ int main(int argc, char** argv) {
           make_admin_handler(f, options, stats, limiter, top.get(), store, sampler, keys.get());
     }
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
-    if (f.envoy.enabled())
-      envoy_api = std::make_unique<envoy::envoy_frontend>(f.envoy, limiter, stats);
+    if (f.envoy.enabled()) {
+      auto envoy_flags = f.envoy;
+      envoy_flags.max_connections = budgets.grpc;
+      envoy_api = std::make_unique<envoy::envoy_frontend>(envoy_flags, limiter, stats);
+    }
     const auto drain = options.drain_timeout;
     const auto watch = watch_backend(limiter);
+    reloader reloads([&store, &stats, &envoy_api, where, &path = f.config_path] {
+      reload(store, stats, envoy_api.get(), where, path);
+    });
     server srv(std::move(options), std::move(limiter), store, stats,
-               [&store, &stats, &envoy_api, where, &path = f.config_path] {
-                 reload(store, stats, envoy_api.get(), where, path);
-               });
+               [&reloads] { reloads.request(); });
     const int code = srv.run();
+    reloads.stop();          // before the Envoy front end goes: a reload in progress uses it
     if (keys) keys->stop();  // before the server's executors go: answers what still waits
     if (envoy_api) envoy_api->shutdown(drain);
     return code;

@@ -120,8 +120,13 @@ struct server::impl {
   }
   static std::vector<std::unique_ptr<asio::io_context>> make_contexts(std::size_t wanted) {
     std::vector<std::unique_ptr<asio::io_context>> out;
-    for (std::size_t i = thread_count(wanted); i > 0; --i)
+    for (std::size_t i = thread_count(wanted); i > 0; --i) {
       out.push_back(std::make_unique<asio::io_context>(1));  // run by one thread each
+      // A context's reactor (an epoll, an eventfd, a timerfd) is made when its first socket
+      // is: make it now, while descriptors are plentiful. Made on its first connection, it
+      // threw when descriptors had run out, and that ended the accept loop for good.
+      tcp::socket make_reactor(*out.back());
+    }
     return out;
   }
 
@@ -129,6 +134,7 @@ struct server::impl {
   void listen_on(tcp::acceptor& a, const std::string& host, std::uint16_t port,
                  std::string_view flag);
   void accept(tcp::acceptor& a);
+  void retry_accept(tcp::acceptor& a);  // 100 ms later (out of descriptors, usually)
   void on_accept(tcp::acceptor& a, beast::error_code ec, session_socket socket);
   void reject(session_socket socket);
   void wait_for_signal();
@@ -721,8 +727,23 @@ void server::impl::accept(tcp::acceptor& a) {
   // Connections go to the I/O threads' contexts in turn.
   auto& context = *ios[next_io];
   next_io = (next_io + 1) % ios.size();
-  a.async_accept(context, [this, &a](beast::error_code ec, session_socket socket) {
-    on_accept(a, ec, std::move(socket));
+  try {
+    a.async_accept(context, [this, &a](beast::error_code ec, session_socket socket) {
+      on_accept(a, ec, std::move(socket));
+    });
+  } catch (const std::exception& e) {
+    // Nothing here should throw (the reactors exist from the start); if something does, the
+    // listener must not stop for good: try again as after a failed accept.
+    spdlog::error("msg=\"cannot start an accept\" error={}", quote(e.what()));
+    retry_accept(a);
+  }
+}
+
+void server::impl::retry_accept(tcp::acceptor& a) {
+  auto& timer = &a == &admin_acceptor ? admin_retry_timer : retry_timer;
+  timer.expires_after(100ms);
+  timer.async_wait([this, &a](beast::error_code wec) {
+    if (!wec) accept(a);
   });
 }
 
@@ -732,12 +753,7 @@ void server::impl::on_accept(tcp::acceptor& a, beast::error_code ec, session_soc
   if (ec) {
     // Out of file descriptors, usually: back off instead of spinning.
     spdlog::warn("msg=\"accept failed\" error={}", quote(ec.message()));
-    auto& timer = &a == &admin_acceptor ? admin_retry_timer : retry_timer;
-    timer.expires_after(100ms);
-    timer.async_wait([this, &a](beast::error_code wec) {
-      if (!wec) accept(a);
-    });
-    return;
+    return retry_accept(a);
   }
   beast::error_code pec;
   const auto endpoint = socket.remote_endpoint(pec);

@@ -3,7 +3,13 @@
 #include "envoy_config.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "fifo_read.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service::envoy {
@@ -209,6 +215,30 @@ TEST(envoy_config, the_example_directory_loads) {
   ASSERT_NE(login, nullptr);
   EXPECT_EQ(login->policy->algo(), algorithm::gcra);
   EXPECT_EQ(cfg->find("edge", {{"api_key", "partner-7"}})->requests_per_unit, 100000u);
+}
+
+// A careless --envoy-config (issue 28, item 4): a FIFO blocked open() until someone wrote to it
+// (on SIGHUP: the thread that accepts connections). Refused as --config refuses it; in a
+// directory, only regular files are read.
+TEST(envoy_config, load_refuses_what_is_not_a_regular_file) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("floodgate-envoy-kind-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto fifo = (dir / "b.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir / "a.yaml") << "domain: a\n";
+  EXPECT_EQ(test::outcome_of_reading_fifo(fifo, [fifo] { load_envoy_config({fifo}); }),
+            fifo + ": not a regular file (a FIFO)");
+  const auto cfg = load_envoy_config({dir.string()});
+  EXPECT_TRUE(cfg->has_domain("a"));
+  try {
+    load_envoy_config({(dir / "missing.yaml").string()});
+    ADD_FAILURE() << "loaded";
+  } catch (const config_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              (dir / "missing.yaml").string() + ": cannot open: No such file or directory");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(envoy_config, policy_names_are_stable_and_distinct) {

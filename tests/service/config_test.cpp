@@ -1,7 +1,6 @@
 // The config file: every bad file names the file, the line and the problem.
 #include "config/config.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,10 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <future>
-#include <memory>
-#include <thread>
 
+#include "fifo_read.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service {
@@ -403,26 +400,8 @@ TEST(config, load_config_refuses_what_is_not_a_regular_file) {
 
   const auto fifo = (dir / "rules.fifo").string();
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  auto answer = std::make_shared<std::promise<std::string>>();
-  auto outcome = answer->get_future();
-  std::thread([fifo, answer] {
-    try {
-      load_config(fifo);
-      answer->set_value("loaded");
-    } catch (const config_error& e) {
-      answer->set_value(e.what());
-    }
-  }).detach();
-  // 5 s: a stat and a throw take microseconds; a blocked open() never returns by itself.
-  if (outcome.wait_for(std::chrono::seconds(5)) != std::future_status::ready) {
-    ADD_FAILURE() << "load_config blocked in open() of a FIFO";
-    // A writer that opens and closes at once lets the blocked open() return (EOF).
-    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (w >= 0) ::close(w);
-    outcome.wait();
-  } else {
-    EXPECT_EQ(outcome.get(), fifo + ": not a regular file (a FIFO)");
-  }
+  EXPECT_EQ(test::outcome_of_reading_fifo(fifo, [fifo] { load_config(fifo); }),
+            fifo + ": not a regular file (a FIFO)");
   std::filesystem::remove_all(dir);
 }
 

@@ -1,5 +1,6 @@
 // Connection caps against the real floodgated, with real sockets from several loopback
-// addresses (127.0.0.0/8 is all loopback on Linux, so each test client can be its own peer).
+// addresses (127.0.0.0/8 is all loopback on Linux, so each test client can be its own peer),
+// and the listener outliving a shortage of file descriptors.
 // An open-file limit of 100 makes the global cap 50 (half the limit: under 128) and the
 // per-peer cap a quarter of that, 12.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "open_files.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -183,6 +185,46 @@ TEST(connection_caps, caps_are_set_on_the_command_line_and_kept_below_the_file_l
     EXPECT_EQ(run_floodgated({"--config", "x.yaml", "--max-connections-per-peer", bad}).exit_code,
               2);
   }
+}
+
+// Issue 28, item 11b: the cap tests only held connections open, so a closed connection that
+// did not give its address's slot back went unnoticed (in production it would slowly lock a
+// long-lived peer out). One address opens and closes connections, one after another, well
+// past its cap of 12: every one is served.
+TEST(connection_caps, closed_connections_give_their_slots_back) {
+  floodgated_process fg(rules, small_fd_limit());
+  for (int i = 0; i < 40; ++i) {
+    http_connection c(fg.port(), "127.0.0.2");
+    ASSERT_EQ(c.request("GET", "/healthz").status, 200) << "connection " << i;
+  }
+  EXPECT_EQ(metric(fg.port(), "127.0.0.3",
+                   "floodgate_connection_cap_total{cap=\"per_peer\",action=\"refused\"}"),
+            0);
+}
+
+// Issue 28, item 1: out of descriptors before the second I/O thread had a connection. The
+// accept failed (EMFILE) and was retried 100 ms later for the second thread's context, whose
+// reactor (an epoll and an eventfd) was only created then, on first use: that threw
+// ("eventfd_select_interrupter: Too many open files"), the exception ended the accept loop,
+// and the HTTP port never accepted again, even once descriptors came back. Now every I/O
+// context's reactor exists from start-up, and an accept that throws is tried again.
+TEST(connection_caps, http_accepts_again_when_descriptors_come_back) {
+  auto o = small_fd_limit();
+  o.extra_args = {"--io-threads", "2"};
+  floodgated_process fg(rules, o);
+  set_open_file_limit(fg.pid(), limit_leaving(fg.pid(), 0));  // not one descriptor left
+  {
+    http_connection starved(fg.port(), 1s);  // waits in the backlog
+    starved.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(fg.wait_for_log("Too many open files", 5s)) << fg.log();
+    // The retry, 100 ms later, goes to the second context: it fails again (or, before, threw).
+    const auto first = fg.log().find("Too many open files");
+    ASSERT_TRUE(fg.wait_for_log("Too many open files", 5s, first + 1)) << fg.log();
+  }
+  set_open_file_limit(fg.pid(), 100);
+  http_connection after(fg.port());
+  EXPECT_EQ(after.request("GET", "/healthz").status, 200) << fg.log();
+  EXPECT_EQ(http_request_once(fg.port(), "GET", "/healthz").status, 200);
 }
 
 }  // namespace

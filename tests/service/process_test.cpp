@@ -1,6 +1,7 @@
 // The real floodgated over loopback: exact limits under concurrent clients from several
 // processes, headers, honest retry_after, reloads, shutdown, start-up errors.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -8,6 +9,9 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "floodgated_process.hpp"
@@ -452,6 +456,66 @@ TEST(floodgated, sighup_refuses_a_rules_path_that_is_not_a_regular_file) {
       << fg.log();
   fg.signal(SIGTERM);
   EXPECT_EQ(fg.wait_exit(5s), 0);
+}
+
+// The same with --envoy-config (issue 28, item 4): the Envoy config was opened with a bare
+// std::ifstream on the thread that took the signal, so a FIFO there froze the accept thread:
+// no new HTTP connection was served until something wrote to the FIFO. Now refused like the
+// rules file, and the reload runs off the accept thread.
+TEST(floodgated, sighup_refuses_an_envoy_config_that_is_not_a_regular_file) {
+  const auto dir = make_temp_dir("floodgate-envoy-fifo-");
+  const auto envoy_path = dir + "/edge.yaml";
+  std::ofstream(envoy_path) << "domain: edge\ndescriptors:\n  - key: remote_address\n"
+                               "    rate_limit: {unit: minute, requests_per_unit: 2}\n";
+  floodgated_process::options o;
+  o.extra_args = {"--grpc-listen", "127.0.0.1:0", "--envoy-config", envoy_path};
+  floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n", o);
+  const auto before = fg.log().size();
+  std::remove(envoy_path.c_str());
+  ASSERT_EQ(::mkfifo(envoy_path.c_str(), 0600), 0);
+  fg.signal(SIGHUP);
+  ASSERT_TRUE(fg.wait_for_log("msg=\"SIGHUP: reloading config\"", 5s, before)) << fg.log();
+  // A new connection is served: a fresh process answers in milliseconds; the client's 5 s
+  // timeout is what a frozen accept thread would run into.
+  const auto r = http_request_once(fg.port(), "POST", "/v1/check", check_body("a", "k"));
+  EXPECT_EQ(r.status, 200) << r.body;
+  const bool refused = fg.wait_for_log("envoy config reload rejected", 1s, before);
+  if (!refused) {  // frozen in open(): a writer that comes and goes lets it return
+    const int w = ::open(envoy_path.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  }
+  EXPECT_TRUE(refused) << fg.log();
+  EXPECT_NE(fg.log().find(envoy_path + ": not a regular file (a FIFO)", before), std::string::npos)
+      << fg.log();
+  EXPECT_TRUE(fg.wait_for_log("msg=\"config reloaded\"", 1s, before))
+      << "the rules file is still reloaded\n"
+      << fg.log();
+  fg.signal(SIGTERM);
+  EXPECT_EQ(fg.wait_exit(5s), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A reload reads and parses the files on a thread of its own: a big rules file (40,000 rules,
+// about a second here) no longer holds the thread that accepts connections. Before, a new
+// connection made during the reload was served only once the reload was over.
+TEST(floodgated, sighup_reloads_off_the_thread_that_accepts) {
+  floodgated_process fg("rules:\n  - {name: a, algorithm: gcra, limit: 1, window: 1s}\n");
+  std::string big = "rules:\n";
+  for (int i = 0; i < 40'000; ++i)
+    big += "  - {name: r" + std::to_string(i) + ", algorithm: gcra, limit: 1, window: 1s}\n";
+  fg.write_rules(big);
+  const auto before = fg.log().size();
+  fg.signal(SIGHUP);
+  ASSERT_TRUE(fg.wait_for_log("msg=\"SIGHUP: reloading config\"", 5s, before)) << fg.log();
+  const auto r = http_request_once(fg.port(), "GET", "/healthz");
+  const bool reload_was_over = fg.log().find("config reloaded", before) != std::string::npos;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(reload_was_over) << "the new connection waited for the reload\n"
+                                << fg.log().substr(before);
+  // A ceiling, not a wait: it returns when the line appears (about a second).
+  ASSERT_TRUE(fg.wait_for_log("rules=40000 ", 60s, before)) << fg.log().substr(before);
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body("r39999", "k")).status,
+            200);
 }
 
 TEST(floodgated, sigterm_closes_idle_connections_and_exits_0) {

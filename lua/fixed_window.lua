@@ -17,7 +17,7 @@ local function fixed_window(key, now, l, w, b, cost, out, at)
       p = 1
       for _ = 1, d do p = p * 10 end
       local c = m % p
-      if (m - c) / p == i then q = c else p = 0 end
+      if (m - c) / p == i then q = c end  -- (else q stays 0, and nothing is added in place)
     elseif type(s) == 'table' then
       return nil, nil, s  -- WRONGTYPE: the item's own error
     else

@@ -7,7 +7,7 @@
 local function sliding_window(key, now, l, w, b, cost, out, at)
   local i = (now - now % w) / w  -- floor(now / W): exact, see floor_div
   local ws = i * w
-  local prev, cur, p = 0, 0, 0  -- p: 10^digits(cur) when INCRBY may add to cur
+  local prev, cur, p = 0, 0, 0  -- p: 10^digits(cur) (cur > 0 only in the state's own window)
   local s = redis.pcall('GET', key)
   if s then
     local si, y, z
@@ -32,9 +32,8 @@ local function sliding_window(key, now, l, w, b, cost, out, at)
     end
     if si == i then
       prev, cur = y, z
-    else
-      p = 0
-      if si == i - 1 then prev = z end
+    elseif si == i - 1 then
+      prev = z
     end
   end
   local e = now - ws

@@ -136,7 +136,12 @@ void finish(call& c) {
         const auto used = it.policy->capacity() - remaining;
         if (used * 10 > it.policy->capacity() * 8) v = verdict::near_limit;
       }
-      c.metrics->record(c.req.domain, rule, s.hits, v, s.shadow);
+      // At most the rule's capacity a call: a client's hits_addend (up to 2^64 - 1) must not
+      // pin the counters at their most, where rate() over them reads 0 for good.
+      const std::uint64_t hits =
+          it.policy ? std::min<std::uint64_t>(s.hits, static_cast<std::uint64_t>(it.policy->capacity()))
+                    : s.hits;
+      c.metrics->record(c.req.domain, rule, hits, v, s.shadow);
     }
   }
   resp.overall = over && !c.options.shadow_mode ? code::over_limit : code::ok;

@@ -216,10 +216,12 @@ TEST_P(rls_semantics, hits_addend_request_and_per_descriptor) {
 
 // A client's hits_addend is a uint64: the per-rule counters must not wrap to a small number
 // (Prometheus reads a counter that goes down as a restart, and rate() would show garbage).
+// Calls count at most a rule's capacity each (below), so only the counters' own sum can reach
+// the top: it stays there rather than wrapping to a small number that reads as a reset.
 TEST_P(rls_semantics, hit_counters_saturate_instead_of_wrapping) {
-  auto most = desc({{"remote_address", "counted"}});
-  most.hits_addend = std::numeric_limits<std::uint64_t>::max();
-  EXPECT_EQ(check({most, most}).overall, code::over_limit);
+  const auto most = std::numeric_limits<std::uint64_t>::max() - 1;
+  for (int i = 0; i < 2; ++i)
+    metrics_.record("edge", "remote_address", most, verdict::over_limit, false);
   std::string text;
   metrics_.append(text);
   for (const char* family : {"total_hits", "over_limit"})
@@ -228,6 +230,26 @@ TEST_P(rls_semantics, hit_counters_saturate_instead_of_wrapping) {
               std::string::npos)
         << family << "\n"
         << text;
+}
+
+// One call counts at most the rule's capacity (issue 28, item 8): a hits_addend of 2^64 - 1
+// would otherwise pin the counters at their most for good, and rate() over them read 0 from
+// then on. The next ordinary call still moves them.
+TEST_P(rls_semantics, one_call_counts_at_most_the_rules_capacity) {
+  auto most = desc({{"remote_address", "pinned"}});
+  most.hits_addend = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ(check({most}).overall, code::over_limit);
+  EXPECT_EQ(check({desc({{"remote_address", "other"}})}).overall, code::ok);
+  std::string text;
+  metrics_.append(text);
+  // The rule allows 3 a minute: 3 for the flood, then 1.
+  const std::string series = "{domain=\"edge\",rule=\"remote_address\"} ";
+  EXPECT_NE(text.find("floodgate_envoy_total_hits_total" + series + "4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("floodgate_envoy_over_limit_total" + series + "3\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("floodgate_envoy_within_limit_total" + series + "1\n"), std::string::npos)
+      << text;
 }
 
 TEST_P(rls_semantics, the_request_may_override_the_limit) {

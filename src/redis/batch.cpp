@@ -4,6 +4,7 @@
 
 #include "floodgate/errors.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/script_decision.hpp"
 #include "redis/scripts.hpp"
 
 namespace floodgate::redis {
@@ -24,12 +25,8 @@ std::string_view now_of(const request& r) noexcept {
 
 }  // namespace
 
-void request::complete_part(std::span<reply> decision) noexcept {
-  reply r;
-  r.kind = reply::type::array;
-  r.elements.assign(std::make_move_iterator(decision.begin()),
-                    std::make_move_iterator(decision.end()));
-  complete({}, &r);
+void request::complete_part(const decision&) noexcept {
+  complete(errc::protocol_error, nullptr);
 }
 
 bool can_share(const request& first, const request& r) noexcept {
@@ -94,18 +91,15 @@ void complete_batch(std::span<request_ptr> items, reply& r) noexcept {
         continue;
       }
       if (!is_integer(at) || !is_integer(at + 1)) break;
-      const bool allowed = r.elements[at].integer >= 0;
+      const std::int64_t first = r.elements[at].integer;
+      const bool allowed = first >= 0;
       if (!allowed && !is_integer(at + 2)) break;
-      const std::int64_t capacity = items[i] ? items[i]->part.capacity : 0;
-      reply parts[5];
-      for (auto& p : parts) p.kind = reply::type::integer;
-      parts[0].integer = allowed;
-      parts[1].integer = capacity;
-      parts[2].integer = allowed ? r.elements[at].integer : -1 - r.elements[at].integer;
-      parts[3].integer = r.elements[at + 1].integer;
-      parts[4].integer = allowed ? 0 : r.elements[at + 2].integer;
+      const auto d = script_decision(allowed, items[i] ? items[i]->part.capacity : 0,
+                                     allowed ? first : -1 - first, r.elements[at + 1].integer,
+                                     allowed ? 0 : r.elements[at + 2].integer);
+      if (!d) break;
       at += allowed ? 2 : 3;
-      if (items[i]) items[i]->complete_part(parts);
+      if (items[i]) items[i]->complete_part(*d);
     }
   }
   if (i == items.size() && at == r.elements.size()) return;

@@ -36,9 +36,9 @@ std::size_t batch_item_size(const request& r) noexcept;
 void append_batch(std::string& out, std::span<const request_ptr> items, bool as_eval);
 
 // Completes every item with its part of the batch's reply `r` (two integers when allowed,
-// three when denied, or its own error: lua/batch.lua), handed on as the five elements of a
-// lone call's reply; a reply that is an error as a whole (MOVED, BUSY, ...) goes to each item
-// as it is, and one that does not parse fails them with errc::protocol_error. A null item (it
+// three when denied, or its own error: lua/batch.lua), read into its decision
+// (request::complete_part); a reply that is an error as a whole (MOVED, BUSY, ...) goes to each
+// item as it is, and one that does not parse fails the rest with errc::protocol_error. A null item (it
 // timed out in flight) keeps its place and is skipped.
 void complete_batch(std::span<request_ptr> items, reply& r) noexcept;
 

@@ -56,7 +56,7 @@ class cluster_call final : public request {
   }
 
   void complete(std::error_code ec, reply* r) noexcept override;
-  void complete_part(std::span<reply> decision) noexcept override;
+  void complete_part(const decision& d) noexcept override;
 
   // A fresh call with this one's state, for sending again (the connection destroys this one
   // when complete() returns).
@@ -74,7 +74,7 @@ class cluster_call final : public request {
   }
 
   void finish(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
-  void finish_part(std::span<reply> decision) noexcept { inner_->complete_part(decision); }
+  void finish_part(const decision& d) noexcept { inner_->complete_part(d); }
 
   node* target = nullptr;   // send here regardless of the map (a redirection's target)
   node* sent_to = nullptr;  // where it was enqueued
@@ -240,9 +240,9 @@ class cluster_client::impl final : public connection_owner,
   }
 
   // A check decided in a batch: an answer from its node.
-  void on_part_complete(cluster_call& c, std::span<reply> decision) noexcept {
+  void on_part_complete(cluster_call& c, const decision& d) noexcept {
     if (!torn_down_ && c.sent_to) note_outcome(*c.sent_to, {}, c.probe);
-    c.finish_part(decision);
+    c.finish_part(d);
   }
 
   void on_slots(node* asked, std::error_code ec, reply* r) noexcept {
@@ -544,8 +544,8 @@ void cluster_call::complete(std::error_code ec, reply* r) noexcept {
   owner_->on_call_complete(*this, ec, r);
 }
 
-void cluster_call::complete_part(std::span<reply> decision) noexcept {
-  owner_->on_part_complete(*this, decision);
+void cluster_call::complete_part(const decision& d) noexcept {
+  owner_->on_part_complete(*this, d);
 }
 
 void slots_call::complete(std::error_code ec, reply* r) noexcept {

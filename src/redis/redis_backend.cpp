@@ -8,6 +8,7 @@
 #include "redis/cluster_url.hpp"
 #include "redis/key.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/script_decision.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/sha256.hpp"
 #include "redis/url_options.hpp"
@@ -34,18 +35,10 @@ std::error_code decode(std::span<const reply> elements, std::size_t items,
   out.reserve(items);
   for (std::size_t i = 0; i < items; ++i) {
     const reply* f = &elements[5 * i];
-    const auto allowed = f[0].integer, limit = f[1].integer, remaining = f[2].integer,
-               reset_after = f[3].integer, retry_after = f[4].integer;
-    if ((allowed != 0 && allowed != 1) || limit < 0 || remaining < 0 || reset_after < 0 ||
-        retry_after < -1)
-      return errc::protocol_error;
-    decision d;
-    d.allowed = allowed == 1;
-    d.limit = limit;
-    d.remaining = remaining;
-    d.reset_after = std::chrono::milliseconds(reset_after);
-    d.retry_after = retry_after == -1 ? decision::never : std::chrono::milliseconds(retry_after);
-    out.push_back(d);
+    const auto d =
+        script_decision(f[0].integer, f[1].integer, f[2].integer, f[3].integer, f[4].integer);
+    if (!d) return errc::protocol_error;
+    out.push_back(*d);
   }
   return {};
 }
@@ -60,7 +53,12 @@ class check_call final : public request {
     finish(ec, ec ? std::span<const reply>{} : std::span<const reply>(r->elements));
   }
 
-  void complete_part(std::span<reply> decision) noexcept override { finish({}, decision); }
+  // A batch item (only lone checks are batched): the decision is read already.
+  void complete_part(const decision& d) noexcept override {
+    backend_reply out;
+    out.decisions.push_back(d);
+    handler_(std::move(out));
+  }
 
  private:
   void finish(std::error_code ec, std::span<const reply> elements) noexcept {

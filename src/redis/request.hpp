@@ -9,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "floodgate/decision.hpp"
 #include "redis/reply.hpp"
 #include "redis/scripts.hpp"
 
@@ -27,9 +28,9 @@ class request {
   virtual void complete(std::error_code ec, reply* r) noexcept = 0;
 
   // Called instead of complete() when the request was decided as one item of a batch call
-  // (see `part`): `decision` is its five elements of the batch's reply, none an error. The
-  // default hands complete() an array reply of them.
-  virtual void complete_part(std::span<reply> decision) noexcept;
+  // (see `part`): its decision, as read from the batch's reply. Only batchable requests are
+  // batched; the default (for any other) fails it with errc::protocol_error.
+  virtual void complete_part(const decision& d) noexcept;
 
   // The command, RESP-encoded.
   std::string command;

@@ -103,8 +103,8 @@ class sentinel_call final : public request {
 
   void complete(std::error_code ec, reply* r) noexcept override;
   // A check decided in a batch: the primary answered, nothing to follow up.
-  void complete_part(std::span<reply> decision) noexcept override {
-    inner_->complete_part(decision);
+  void complete_part(const decision& d) noexcept override {
+    inner_->complete_part(d);
   }
 
   // The call again, to be re-sent (once).

@@ -173,6 +173,10 @@ class check_request final : public redis::request {
     if (!ec && r != nullptr && r->elements.size() == 5) remaining_ = r->elements[2].integer;
     counter_.done();
   }
+  void complete_part(const decision& d) noexcept override {  // decided in a batch
+    remaining_ = d.remaining;
+    counter_.done();
+  }
 
  private:
   std::error_code& ec_;

@@ -16,6 +16,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "core/params.hpp"
 #include "floodgate/policy.hpp"
 
 namespace floodgate::core {
@@ -25,7 +26,7 @@ class state_unit {
   explicit state_unit(const policy& p) noexcept {
     const std::int64_t w = p.window().count(), l = p.limit();
     if (p.algo() == algorithm::token_bucket) {
-      append(w / std::gcd(w, l));
+      append(params::of(p).window);  // the reduced W its level is kept in
     } else if (p.algo() == algorithm::gcra) {
       const std::int64_t g = std::gcd(w, l);
       append(w / g);

@@ -1,6 +1,7 @@
 // Prometheus text (exposition format 0.0.4), written one way for every family floodgated
 // serves on /metrics: the service's counters (metrics.hpp), the backend's and the limiter's
-// stats (main), Redis's own (redis_sampler.hpp) and Envoy's (envoy/rls_metrics.hpp).
+// stats (limiter_metrics.hpp), Redis's own (redis_sampler.hpp) and Envoy's
+// (envoy/rls_metrics.hpp).
 //
 //   prometheus_family f(out, "floodgate_decisions_total", metric_type::counter, "Checks ...");
 //   f.sample({{"rule", "api"}, {"result", "allowed"}}, 12);   // ..._total{rule="api",...} 12

@@ -238,19 +238,9 @@ flags parse_flags(int argc, char** argv) {
     } else if (arg == "--max-clock-skew") {
       f.max_clock_skew = parse_duration_flag(arg, next(), "1ms to 1h", 1ms, 1h);
     } else if (arg == "--io-threads") {
-      const auto v = next();
-      unsigned n = 0;
-      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 256)
-        usage_error("--io-threads: '" + std::string(v) + "' is not a number from 1 to 256");
-      f.io_threads = n;
+      f.io_threads = parse_count(arg, next(), 256);
     } else if (arg == "--instances") {
-      const auto v = next();
-      unsigned n = 0;
-      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 100000)
-        usage_error("--instances: '" + std::string(v) + "' is not a number from 1 to 100000");
-      f.instances = static_cast<int>(n);
+      f.instances = static_cast<int>(parse_count(arg, next(), 100'000));
     } else if (arg == "--max-connections") {
       f.max_connections = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--max-connections-per-peer") {

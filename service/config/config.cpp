@@ -157,13 +157,8 @@ class parser {
 
     const auto limit = int_field(what, "limit", required(fields, "limit", node, what));
 
-    const auto& window_field = required(fields, "window", node, what);
-    const auto window_text = string_field(what, "window", window_field);
-    const auto window = parse_duration(window_text);
-    if (!window)
-      fail(window_field.second,
-           what + ": window must be a duration such as 500ms, 60s, 5m or 1h (got '" + window_text +
-               "')");
+    const auto window = duration_field(what, "window", required(fields, "window", node, what),
+                                       "500ms, 60s, 5m or 1h");
 
     std::optional<std::int64_t> burst;
     if (auto it = fields.find("burst"); it != fields.end())
@@ -180,14 +175,8 @@ class parser {
     }
 
     std::chrono::milliseconds block_for{0};
-    if (auto it = fields.find("block_for"); it != fields.end()) {
-      const auto text = string_field(what, "block_for", it->second);
-      const auto d = parse_duration(text);
-      if (!d)
-        fail(it->second.second,
-             what + ": block_for must be a duration such as 30s, 15m or 1h (got '" + text + "')");
-      block_for = *d;
-    }
+    if (auto it = fields.find("block_for"); it != fields.end())
+      block_for = duration_field(what, "block_for", it->second, "30s, 15m or 1h");
 
     key_source key;
     if (auto it = fields.find("key"); it != fields.end()) {
@@ -217,7 +206,7 @@ class parser {
     }
 
     try {
-      return rule{policy(name, *algo, limit, *window, burst, on_failure).with_block_for(block_for),
+      return rule{policy(name, *algo, limit, window, burst, on_failure).with_block_for(block_for),
                   std::move(key), std::nullopt, shadow};
     } catch (const config_error& e) {
       fail_policy(e, "policy '" + name + "': ", fields, node, what);
@@ -233,12 +222,8 @@ class parser {
                                     " does not apply to algorithm: concurrency (it takes limit "
                                     "and lease)");
     const auto limit = int_field(what, "limit", required(fields, "limit", node, what));
-    const auto& lease_field = required(fields, "lease", node, what);
-    const auto lease_text = string_field(what, "lease", lease_field);
-    const auto lease = parse_duration(lease_text);
-    if (!lease)
-      fail(lease_field.second,
-           what + ": lease must be a duration such as 30s or 5m (got '" + lease_text + "')");
+    const auto lease =
+        duration_field(what, "lease", required(fields, "lease", node, what), "30s or 5m");
     auto on_failure = failure_mode::closed;
     if (auto it = fields.find("failure_mode"); it != fields.end()) {
       const auto text = string_field(what, "failure_mode", it->second);
@@ -249,7 +234,7 @@ class parser {
       on_failure = *parse_failure_mode(text);
     }
     try {
-      concurrency_policy c(name, limit, *lease, on_failure);
+      concurrency_policy c(name, limit, lease, on_failure);
       // The policy carries the name only; its numbers are never used (config.hpp).
       return rule{policy(name, algorithm::fixed_window, 1, std::chrono::milliseconds{1}), {}, c};
     } catch (const config_error& e) {
@@ -355,6 +340,18 @@ class parser {
     if (!value.first.IsScalar())
       fail(value.second, what + ": " + std::string(field) + " must be a string");
     return value.first.Scalar();
+  }
+
+  // A duration (duration.hpp); else "FIELD must be a duration such as EXAMPLES (got '...')".
+  std::chrono::milliseconds duration_field(const std::string& what, std::string_view field,
+                                           const std::pair<YAML::Node, int>& value,
+                                           std::string_view examples) const {
+    const auto text = string_field(what, field, value);
+    const auto d = parse_duration(text);
+    if (!d)
+      fail(value.second, what + ": " + std::string(field) + " must be a duration such as " +
+                             std::string(examples) + " (got '" + text + "')");
+    return *d;
   }
 
   std::int64_t int_field(const std::string& what, std::string_view field,

@@ -95,11 +95,34 @@ class parser {
 
   static int line(const YAML::Node& n) { return n.Mark().line + 1; }
 
+  // A rule's fields by name, each with the line of its key (for messages about it).
+  using field_map = std::map<std::string, std::pair<YAML::Node, int>, std::less<>>;
+
+  // The field `what` (the rule at `node`) must have; a message on the rule's line if missing.
+  const std::pair<YAML::Node, int>& required(const field_map& fields, std::string_view field,
+                                             const YAML::Node& node,
+                                             const std::string& what) const {
+    const auto it = fields.find(field);
+    if (it == fields.end()) fail(line(node), what + ": missing field '" + std::string(field) + "'");
+    return it->second;
+  }
+
+  // A policy refused the rule: its message, which reads "<prefix>FIELD ...", blamed on that
+  // field's line (the rule's when it names no field of it).
+  [[noreturn]] void fail_policy(const config_error& e, std::string_view prefix,
+                                const field_map& fields, const YAML::Node& node,
+                                const std::string& what) const {
+    std::string_view msg = e.what();
+    if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
+    const auto field = msg.substr(0, msg.find_first_of(" ("));
+    const auto it = fields.find(field);
+    fail(it != fields.end() ? it->second.second : line(node), what + ": " + std::string(msg));
+  }
+
   rule parse_rule(const YAML::Node& node, std::size_t index) {
     if (!node.IsMap()) fail(line(node), "rule #" + std::to_string(index) + " must be a map");
 
-    // Fields by name, each with the line of its key (for messages about it).
-    std::map<std::string, std::pair<YAML::Node, int>, std::less<>> fields;
+    field_map fields;
     for (const auto& kv : node) {
       const auto key = kv.first.Scalar();
       const int at = line(kv.first);
@@ -119,14 +142,8 @@ class parser {
       for (auto f : known_fields) known = known || f == key;
       if (!known) fail(value.second, what + ": unknown field '" + key + "'");
     }
-    auto required = [&](std::string_view field) -> const std::pair<YAML::Node, int>& {
-      const auto it = fields.find(field);
-      if (it == fields.end())
-        fail(line(node), what + ": missing field '" + std::string(field) + "'");
-      return it->second;
-    };
 
-    const auto& algo_field = required("algorithm");
+    const auto& algo_field = required(fields, "algorithm", node, what);
     const auto algo_text = string_field(what, "algorithm", algo_field);
     if (algo_text == "concurrency") return parse_concurrency(node, name, what, fields);
     const auto algo = parse_algorithm(algo_text);
@@ -138,15 +155,10 @@ class parser {
     if (auto it = fields.find("lease"); it != fields.end())
       fail(it->second.second, what + ": lease applies only to algorithm: concurrency");
 
-    const auto limit = int_field(what, "limit", required("limit"));
+    const auto limit = int_field(what, "limit", required(fields, "limit", node, what));
 
-    const auto& window_field = required("window");
-    const auto window_text = string_field(what, "window", window_field);
-    const auto window = parse_duration(window_text);
-    if (!window)
-      fail(window_field.second,
-           what + ": window must be a duration such as 500ms, 60s, 5m or 1h (got '" + window_text +
-               "')");
+    const auto window = duration_field(what, "window", required(fields, "window", node, what),
+                                       "500ms, 60s, 5m or 1h");
 
     std::optional<std::int64_t> burst;
     if (auto it = fields.find("burst"); it != fields.end())
@@ -163,14 +175,8 @@ class parser {
     }
 
     std::chrono::milliseconds block_for{0};
-    if (auto it = fields.find("block_for"); it != fields.end()) {
-      const auto text = string_field(what, "block_for", it->second);
-      const auto d = parse_duration(text);
-      if (!d)
-        fail(it->second.second,
-             what + ": block_for must be a duration such as 30s, 15m or 1h (got '" + text + "')");
-      block_for = *d;
-    }
+    if (auto it = fields.find("block_for"); it != fields.end())
+      block_for = duration_field(what, "block_for", it->second, "30s, 15m or 1h");
 
     key_source key;
     if (auto it = fields.find("key"); it != fields.end()) {
@@ -200,20 +206,12 @@ class parser {
     }
 
     try {
-      return rule{policy(name, *algo, limit, *window, burst, on_failure).with_block_for(block_for),
+      return rule{policy(name, *algo, limit, window, burst, on_failure).with_block_for(block_for),
                   std::move(key), std::nullopt, shadow};
     } catch (const config_error& e) {
-      // policy's messages read "policy 'NAME': FIELD ...": blame that field's line.
-      std::string_view msg = e.what();
-      const std::string prefix = "policy '" + name + "': ";
-      if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
-      const auto field = msg.substr(0, msg.find_first_of(" ("));
-      const auto it = fields.find(field);
-      fail(it != fields.end() ? it->second.second : line(node), what + ": " + std::string(msg));
+      fail_policy(e, "policy '" + name + "': ", fields, node, what);
     }
   }
-
-  using field_map = std::map<std::string, std::pair<YAML::Node, int>, std::less<>>;
 
   // algorithm: concurrency: name, limit, lease, optional failure_mode (open or closed).
   rule parse_concurrency(const YAML::Node& node, const std::string& name, const std::string& what,
@@ -223,19 +221,9 @@ class parser {
         fail(it->second.second, what + ": " + other +
                                     " does not apply to algorithm: concurrency (it takes limit "
                                     "and lease)");
-    auto required = [&](std::string_view field) -> const std::pair<YAML::Node, int>& {
-      const auto it = fields.find(field);
-      if (it == fields.end())
-        fail(line(node), what + ": missing field '" + std::string(field) + "'");
-      return it->second;
-    };
-    const auto limit = int_field(what, "limit", required("limit"));
-    const auto& lease_field = required("lease");
-    const auto lease_text = string_field(what, "lease", lease_field);
-    const auto lease = parse_duration(lease_text);
-    if (!lease)
-      fail(lease_field.second,
-           what + ": lease must be a duration such as 30s or 5m (got '" + lease_text + "')");
+    const auto limit = int_field(what, "limit", required(fields, "limit", node, what));
+    const auto lease =
+        duration_field(what, "lease", required(fields, "lease", node, what), "30s or 5m");
     auto on_failure = failure_mode::closed;
     if (auto it = fields.find("failure_mode"); it != fields.end()) {
       const auto text = string_field(what, "failure_mode", it->second);
@@ -246,16 +234,11 @@ class parser {
       on_failure = *parse_failure_mode(text);
     }
     try {
-      concurrency_policy c(name, limit, *lease, on_failure);
+      concurrency_policy c(name, limit, lease, on_failure);
       // The policy carries the name only; its numbers are never used (config.hpp).
       return rule{policy(name, algorithm::fixed_window, 1, std::chrono::milliseconds{1}), {}, c};
     } catch (const config_error& e) {
-      std::string_view msg = e.what();
-      const std::string prefix = "concurrency policy '" + name + "': ";
-      if (msg.starts_with(prefix)) msg.remove_prefix(prefix.size());
-      const auto field = msg.substr(0, msg.find_first_of(" ("));
-      const auto it = fields.find(field);
-      fail(it != fields.end() ? it->second.second : line(node), what + ": " + std::string(msg));
+      fail_policy(e, "concurrency policy '" + name + "': ", fields, node, what);
     }
   }
 
@@ -357,6 +340,18 @@ class parser {
     if (!value.first.IsScalar())
       fail(value.second, what + ": " + std::string(field) + " must be a string");
     return value.first.Scalar();
+  }
+
+  // A duration (duration.hpp); else "FIELD must be a duration such as EXAMPLES (got '...')".
+  std::chrono::milliseconds duration_field(const std::string& what, std::string_view field,
+                                           const std::pair<YAML::Node, int>& value,
+                                           std::string_view examples) const {
+    const auto text = string_field(what, field, value);
+    const auto d = parse_duration(text);
+    if (!d)
+      fail(value.second, what + ": " + std::string(field) + " must be a duration such as " +
+                             std::string(examples) + " (got '" + text + "')");
+    return *d;
   }
 
   std::int64_t int_field(const std::string& what, std::string_view field,

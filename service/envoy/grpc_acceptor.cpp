@@ -186,11 +186,12 @@ void grpc_acceptor::impl::accept_one(clock::time_point& retry_at) {
     if (error == EAGAIN || error == EWOULDBLOCK || error == EINTR || error == ECONNABORTED) return;
     // Out of descriptors: the connection waits in the backlog until some come back (an HTTP
     // connection or a gRPC one closing); other errors (a firewall's EPERM) lose that one only.
-    if (out_of_descriptors(error)) retry_at = clock::now() + descriptor_backoff;
+    const auto retry_in = out_of_descriptors(error) ? descriptor_backoff : 0ms;
+    retry_at = clock::now() + retry_in;
     const auto d = accept_log.on_event(clock::now(), error);
     if (d.log)
       spdlog::warn("msg=\"grpc accept failed\" error={} retry_in_ms={} more_since_last_line={}",
-                   quote(std::strerror(error)), out_of_descriptors(error) ? 100 : 0, d.suppressed);
+                   quote(std::strerror(error)), retry_in.count(), d.suppressed);
     arm_flush(d.flush_at);
     return;
   }

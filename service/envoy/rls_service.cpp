@@ -138,9 +138,8 @@ void finish(call& c) {
       }
       // At most the rule's capacity a call: a client's hits_addend (up to 2^64 - 1) must not
       // pin the counters at their most, where rate() over them reads 0 for good.
-      const std::uint64_t hits =
-          it.policy ? std::min<std::uint64_t>(s.hits, static_cast<std::uint64_t>(it.policy->capacity()))
-                    : s.hits;
+      std::uint64_t hits = s.hits;
+      if (it.policy) hits = std::min(hits, static_cast<std::uint64_t>(it.policy->capacity()));
       c.metrics->record(c.req.domain, rule, hits, v, s.shadow);
     }
   }

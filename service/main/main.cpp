@@ -238,19 +238,9 @@ flags parse_flags(int argc, char** argv) {
     } else if (arg == "--max-clock-skew") {
       f.max_clock_skew = parse_duration_flag(arg, next(), "1ms to 1h", 1ms, 1h);
     } else if (arg == "--io-threads") {
-      const auto v = next();
-      unsigned n = 0;
-      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 256)
-        usage_error("--io-threads: '" + std::string(v) + "' is not a number from 1 to 256");
-      f.io_threads = n;
+      f.io_threads = parse_count(arg, next(), 256);
     } else if (arg == "--instances") {
-      const auto v = next();
-      unsigned n = 0;
-      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc{} || end != v.data() + v.size() || n < 1 || n > 100000)
-        usage_error("--instances: '" + std::string(v) + "' is not a number from 1 to 100000");
-      f.instances = static_cast<int>(n);
+      f.instances = static_cast<int>(parse_count(arg, next(), 100'000));
     } else if (arg == "--max-connections") {
       f.max_connections = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--max-connections-per-peer") {
@@ -312,32 +302,6 @@ connection_budgets connection_budget(std::size_t http_wanted, std::size_t grpc_w
   return b;
 }
 
-// Tells the operator why the backend fails, in the server's own words (WRONGPASS, NOPERM, a
-// bad db index, an unresolvable host, a Redis too old): at start-up, then whenever the reason
-// changes or clears. Polled once a second, so a flapping reason costs one line a second at
-// most; calls themselves log nothing of it.
-std::jthread watch_backend(std::shared_ptr<floodgate::limiter> limiter) {
-  return std::jthread([limiter = std::move(limiter)](std::stop_token stop) {
-    std::mutex m;
-    std::condition_variable_any wake;
-    std::string told;
-    auto& b = limiter->get_backend();
-    while (!stop.stop_requested()) {
-      std::string now = b.last_error();
-      if (now != told) {
-        if (!now.empty())
-          spdlog::error("msg=\"backend failing\" backend={} ready={} error={}", b.kind(),
-                        b.healthy(), quote(now));
-        else
-          spdlog::info("msg=\"backend answering again\" backend={}", b.kind());
-        told = std::move(now);
-      }
-      std::unique_lock lock(m);
-      wake.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
-    }
-  });
-}
-
 void setup_logging(spdlog::level::level_enum level) {
   auto logger = spdlog::stderr_logger_mt("floodgated");
   logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
@@ -395,44 +359,63 @@ void reload(config_store& store, metrics& stats, envoy::envoy_frontend* envoy_ap
   }
 }
 
-// SIGHUP's reloads, on a thread of their own: reading and parsing the files (a slow disk,
-// 10,000 rules) must not hold the I/O thread that took the signal, which also accepts
-// connections. A SIGHUP while a reload runs asks for one more after it, which reads the files
-// as they are then; any number of them make that one.
-class reloader {
+// floodgated's own thread, for two errands that must not hold an I/O thread:
+// - SIGHUP's reloads: reading and parsing the files (a slow disk, 10,000 rules) must not hold
+//   the I/O thread that took the signal, which also accepts connections. A SIGHUP while a
+//   reload runs asks for one more after it, which reads the files as they are then; any number
+//   of them make that one.
+// - Telling the operator why the backend fails, in the server's own words (WRONGPASS, NOPERM, a
+//   bad db index, an unresolvable host, a Redis too old): at start-up, then whenever the reason
+//   changes or clears. Polled once a second, so a flapping reason costs one line a second at
+//   most; calls themselves log nothing of it. (A long reload delays the next look, no more.)
+class background {
  public:
-  explicit reloader(std::function<void()> reload)
-      : thread_([this, reload = std::move(reload)](std::stop_token stop) { run(stop, reload); }) {}
+  background(std::shared_ptr<floodgate::limiter> limiter, std::function<void()> reload)
+      : limiter_(std::move(limiter)),
+        reload_(std::move(reload)),
+        thread_([this](std::stop_token stop) { run(stop); }) {}
 
   // From any thread (the signal's); returns at once.
-  void request() {
+  void request_reload() {
     {
       std::lock_guard lock(mutex_);
-      pending_ = true;
+      reload_pending_ = true;
     }
     wake_.notify_one();
   }
-  // Waits for a reload in progress to end; none starts after.
-  void stop() {
-    thread_.request_stop();
-    if (thread_.joinable()) thread_.join();
-  }
 
  private:
-  void run(const std::stop_token& stop, const std::function<void()>& reload) {
+  void run(const std::stop_token& stop) {
+    auto& b = limiter_->get_backend();
+    std::string told;
     std::unique_lock lock(mutex_);
-    while (wake_.wait(lock, stop, [this] { return pending_; })) {
-      pending_ = false;
+    while (!stop.stop_requested()) {
       lock.unlock();
-      reload();
+      std::string now = b.last_error();
+      if (now != told) {
+        if (!now.empty())
+          spdlog::error("msg=\"backend failing\" backend={} ready={} error={}", b.kind(),
+                        b.healthy(), quote(now));
+        else
+          spdlog::info("msg=\"backend answering again\" backend={}", b.kind());
+        told = std::move(now);
+      }
       lock.lock();
+      if (wake_.wait_for(lock, stop, std::chrono::seconds(1), [this] { return reload_pending_; })) {
+        reload_pending_ = false;
+        lock.unlock();
+        reload_();
+        lock.lock();
+      }
     }
   }
 
+  std::shared_ptr<floodgate::limiter> limiter_;
+  std::function<void()> reload_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
-  bool pending_ = false;
-  std::jthread thread_;  // last: it starts once the members it uses exist
+  bool reload_pending_ = false;
+  std::jthread thread_;  // last: it starts once the members it uses exist; stopped and joined first
 };
 
 // /metrics beyond the service's own counters, in this order: the library's (what a Redis
@@ -511,14 +494,14 @@ int main(int argc, char** argv) {
       envoy_api = std::make_unique<envoy::envoy_frontend>(envoy_flags, limiter, stats);
     }
     const auto drain = options.drain_timeout;
-    const auto watch = watch_backend(limiter);
-    reloader reloads([&store, &stats, &envoy_api, where, &path = f.config_path] {
+    // Declared after what a reload uses, so it is stopped (a reload in progress finished)
+    // before any of that goes.
+    background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path] {
       reload(store, stats, envoy_api.get(), where, path);
     });
     server srv(std::move(options), std::move(limiter), store, stats,
-               [&reloads] { reloads.request(); });
+               [&errands] { errands.request_reload(); });
     const int code = srv.run();
-    reloads.stop();          // before the Envoy front end goes: a reload in progress uses it
     if (keys) keys->stop();  // before the server's executors go: answers what still waits
     if (envoy_api) envoy_api->shutdown(drain);
     return code;

@@ -1,5 +1,7 @@
 // The one TU with Asio and Beast: listener, sessions, signals. Everything a request means is
 // decided by the pure handler (route/render); this file only moves bytes and keeps deadlines.
+#include "server/server.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -31,7 +33,6 @@
 #include "api/request_framing.hpp"
 #include "logging/log_format.hpp"
 #include "logging/log_throttle.hpp"
-#include "server/server.hpp"
 #include "telemetry/observe.hpp"
 
 namespace floodgate::service {

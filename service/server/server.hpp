@@ -9,7 +9,7 @@
 // Threading: run() blocks and runs the I/O on `threads` threads, the caller's included. Each
 // connection lives on its own strand; limiter handlers (which may run on a backend thread) are
 // posted back to it. The SIGHUP callback runs on an I/O thread, the one that accepts
-// connections: it must return at once (floodgated's hands the reload to a thread of its own).
+// connections: it must return at once (floodgated's hands the reload to a background thread).
 #pragma once
 
 #include <chrono>

@@ -12,6 +12,7 @@
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "metrics_text.hpp"
 #include "open_files.hpp"
 
 namespace floodgate::test {
@@ -39,11 +40,9 @@ void open_idle(connections& out, std::uint16_t port, const std::string& address,
 }
 
 // The value of one sample line of /metrics, or -1.
-long metric(std::uint16_t port, const std::string& address, const std::string& sample) {
+double metric(std::uint16_t port, const std::string& address, const std::string& sample) {
   http_connection c(port, address);
-  const auto body = c.request("GET", "/metrics").body;
-  const auto at = body.find(sample + " ");
-  return at == std::string::npos ? -1 : std::stol(body.substr(at + sample.size() + 1));
+  return metric_value(c.request("GET", "/metrics").body, sample).value_or(-1);
 }
 
 // The issue 11 attack: one address opens more keep-alive connections than the global cap and

@@ -25,6 +25,7 @@
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "metrics_text.hpp"
 #include "open_files.hpp"
 
 namespace floodgate::test {
@@ -139,10 +140,8 @@ int grpc_port_of(const floodgated_process& fg) {
 }
 
 // The value of one sample line of /metrics, or -1.
-long metric(std::uint16_t port, const std::string& sample) {
-  const auto body = http_request_once(port, "GET", "/metrics").body;
-  const auto at = body.find(sample + " ");
-  return at == std::string::npos ? -1 : std::stol(body.substr(at + sample.size() + 1));
+double metric(std::uint16_t port, const std::string& sample) {
+  return metric_value(http_request_once(port, "GET", "/metrics").body, sample).value_or(-1);
 }
 
 // The attack in small: an open-file limit of 100 (room for 50 connections, shared with

@@ -1,7 +1,7 @@
 // The real floodgated over loopback: exact limits under concurrent clients from several
 // processes, headers, honest retry_after, reloads, shutdown, start-up errors.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -32,9 +32,6 @@ endif()
 
 # For a source file that runs Asio's io_context: GCC 12 reports -Wnull-dereference inside Asio's
 # scheduler after inlining it into our code (a false positive the system-header rule cannot
-# silence), -Wmaybe-uninitialized inside use_future's promise_handler for a void result at -O1
-# with ASan (likewise), and, under -fsanitize=thread, -Wtsan for the fences in Asio's handler
-# recycling.
+# silence), and, under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
 #   set_source_files_properties(x.cpp PROPERTIES COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")
-set(FLOODGATE_ASIO_TU_OPTIONS "-Wno-null-dereference;$<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>"
-    "$<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>")
+set(FLOODGATE_ASIO_TU_OPTIONS "-Wno-null-dereference;$<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>")

@@ -85,7 +85,8 @@ struct initiate_call {
   template <class Handler, class Call>
   void operator()(Handler&& handler, Call call) const {
     auto op = start_operation<std::decay_t<Handler>, Result>(std::forward<Handler>(handler));
-    if (op) call([op](Result r) { op->finish(operation_error(r.error), std::move(r)); });
+    if (op)
+      call([op = std::move(op)](Result r) { op->finish(operation_error(r.error), std::move(r)); });
   }
 };
 
@@ -94,7 +95,7 @@ struct initiate_reset {
   template <class Handler, class Call>
   void operator()(Handler&& handler, Call call) const {
     auto op = start_operation<std::decay_t<Handler>>(std::forward<Handler>(handler));
-    if (op) call([op](std::error_code ec) { op->finish(ec); });
+    if (op) call([op = std::move(op)](std::error_code ec) { op->finish(ec); });
   }
 };
 

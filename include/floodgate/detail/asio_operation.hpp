@@ -54,10 +54,11 @@ class operation_base {
   // after the registry claimed the operation.
   virtual void abandon() noexcept = 0;
 
-  operation_base* prev_ = nullptr;  // the registry's list; guarded by its mutex
+  // The registry's list, guarded by its mutex. self_ keeps a linked operation alive; it is
+  // empty once the operation has been claimed (unlinked), which is how claim() tells.
+  operation_base* prev_ = nullptr;
   operation_base* next_ = nullptr;
-  std::shared_ptr<operation_base> self_;  // keeps a linked operation alive for shutdown()
-  bool claimed_ = false;                  // guarded by the registry's mutex
+  std::shared_ptr<operation_base> self_;
 };
 
 // The operations still pending on one execution context. Shared by the context's service
@@ -82,8 +83,7 @@ class operation_registry {
   bool claim(operation_base& op, F&& complete) {
     std::shared_ptr<operation_base> keep;  // released after the lock: it may be the last owner
     std::lock_guard lock(mutex_);
-    if (op.claimed_) return false;
-    op.claimed_ = true;
+    if (!op.self_) return false;
     keep = unlink(op);
     std::forward<F>(complete)();
     return true;
@@ -95,10 +95,7 @@ class operation_registry {
     {
       std::lock_guard lock(mutex_);
       shut_down_ = true;
-      while (head_) {
-        head_->claimed_ = true;
-        ops.push_back(unlink(*head_));
-      }
+      while (head_) ops.push_back(unlink(*head_));
     }
     // Without the lock: destroying a handler may destroy a limiter, whose backend then
     // answers other operations of this registry.

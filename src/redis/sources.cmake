@@ -25,7 +25,7 @@ target_sources(floodgate PRIVATE
 set_source_files_properties(redis/connection.cpp redis/client.cpp redis/cluster_client.cpp
   redis/sentinel_socket.cpp redis/sentinel_client.cpp redis/node_asker.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
-  COMPILE_OPTIONS "-Wno-null-dereference;$<$<CXX_COMPILER_ID:GNU>:-Wno-tsan>")
+  COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")
 # hiredis (the reply parser) and OpenSSL (rediss://) are link dependencies of the static
 # library for users of the installed package too, not only inside this build:
 # floodgate-config.cmake finds them, floodgate.pc requires them.

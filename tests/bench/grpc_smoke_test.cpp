@@ -24,12 +24,8 @@ TEST(bench_grpc, a_burst_through_the_envoy_api_admits_exactly_the_limit) {
   floodgated_process service("rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
                              {.extra_args = {"--redis", redis.url(), "--grpc-listen", "127.0.0.1:0",
                                              "--envoy-config", dir + "/bench.yaml"}});
-  const auto log = service.log();
-  const auto at = log.find("msg=\"grpc listening\"");
-  ASSERT_NE(at, std::string::npos) << log;
-  const auto port = log.substr(log.find(" port=", at) + 6, 5);
   const auto r =
-      run_bench({"--grpc", "127.0.0.1:" + std::to_string(std::stoi(port)), "--rule", "bench",
+      run_bench({"--grpc", "127.0.0.1:" + std::to_string(service.grpc_port()), "--rule", "bench",
                  "--algorithm", "sliding_log", "--limit", "20", "--window", "60s", "--burst", "15",
                  "--processes", "3", "--threads", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -63,10 +63,7 @@ class rls_process {
     o.extra_args.insert(o.extra_args.end(), extra.begin(), extra.end());
     fg_ = std::make_unique<floodgated_process>(
         "rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n", o);
-    const auto log = fg_->log();
-    const auto at = log.find("msg=\"grpc listening\"");
-    if (at == std::string::npos) throw std::runtime_error("no grpc listening line:\n" + log);
-    grpc_port_ = std::stoi(log.substr(log.find(" port=", at) + 6));
+    grpc_port_ = fg_->grpc_port();
     // Connected to the backend (it connects in the background) before the first call.
     for (auto deadline = std::chrono::steady_clock::now() + 10s;
          http_request_once(fg_->port(), "GET", "/readyz").status != 200;) {

@@ -132,13 +132,6 @@ std::unique_ptr<raw_connection> open_served(std::uint16_t port, const std::strin
   }
 }
 
-int grpc_port_of(const floodgated_process& fg) {
-  const auto log = fg.log();
-  const auto at = log.find("msg=\"grpc listening\"");
-  if (at == std::string::npos) throw std::runtime_error("no grpc listening line:\n" + log);
-  return std::stoi(log.substr(log.find(" port=", at) + 6));
-}
-
 // The value of one sample line of /metrics, or -1.
 double metric(std::uint16_t port, const std::string& sample) {
   return metric_value(http_request_once(port, "GET", "/metrics").body, sample).value_or(-1);
@@ -153,7 +146,7 @@ TEST(grpc_connection_caps, a_flood_of_idle_connections_leaves_http_and_grpc_serv
   o.max_open_files = 100;
   o.extra_args = {"--grpc-listen", "127.0.0.1:0"};
   floodgated_process fg(rules, o);
-  const auto grpc = static_cast<std::uint16_t>(grpc_port_of(fg));
+  const auto grpc = fg.grpc_port();
   connections flood;
   for (int peer = 0; peer < 12; ++peer)
     for (int i = 0; i < 10; ++i)
@@ -188,7 +181,7 @@ TEST(grpc_connection_caps, per_peer_and_global_caps_refuse_new_connections_at_on
   floodgated_process fg(rules, o);
   EXPECT_NE(fg.log().find("max_connections=5 max_connections_per_peer=3"), std::string::npos)
       << fg.log();
-  const auto grpc = static_cast<std::uint16_t>(grpc_port_of(fg));
+  const auto grpc = fg.grpc_port();
   connections mine;
   for (int i = 0; i < 4; ++i) mine.push_back(std::make_unique<raw_connection>(grpc, "127.0.0.2"));
   const auto seen = outcomes(mine, 5s);
@@ -218,7 +211,7 @@ TEST(grpc_connection_caps, a_closed_connection_gives_its_slot_back) {
                   "--grpc-max-connections-per-peer",
                   "2"};
   floodgated_process fg(rules, o);
-  const auto grpc = static_cast<std::uint16_t>(grpc_port_of(fg));
+  const auto grpc = fg.grpc_port();
   connections held;
   for (int i = 0; i < 2; ++i) held.push_back(std::make_unique<raw_connection>(grpc, "127.0.0.2"));
   ASSERT_EQ(count(outcomes(held, 5s), outcome::served), 2u);
@@ -238,7 +231,7 @@ TEST(grpc_connection_caps, the_port_accepts_again_when_descriptors_come_back) {
   floodgated_process::options o;
   o.extra_args = {"--grpc-listen", "127.0.0.1:0"};
   floodgated_process fg(rules, o);
-  const auto grpc = static_cast<std::uint16_t>(grpc_port_of(fg));
+  const auto grpc = fg.grpc_port();
   // Served and kept open: whatever gRPC makes for its first connection exists, and nothing it
   // closes later frees a descriptor under the limit set below.
   connections first;

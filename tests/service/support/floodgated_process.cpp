@@ -76,6 +76,13 @@ std::string floodgated_process::log() const {
   return read_file(log_path_);
 }
 
+std::uint16_t floodgated_process::grpc_port() const {
+  const auto text = log();
+  const auto at = text.find("msg=\"grpc listening\"");
+  if (at == std::string::npos) throw std::runtime_error("no grpc listening line:\n" + text);
+  return static_cast<std::uint16_t>(std::stoi(text.substr(text.find(" port=", at) + 6)));
+}
+
 bool floodgated_process::wait_for_log(const std::string& text, std::chrono::milliseconds within,
                                       std::size_t from) const {
   const auto deadline = std::chrono::steady_clock::now() + within;

@@ -44,6 +44,9 @@ class floodgated_process {
   // The exit code, or nullopt if it is still running after `within` (killed by a signal: 128+n).
   std::optional<int> wait_exit(std::chrono::milliseconds within = std::chrono::seconds(10));
   std::string log() const;
+  // The port `--grpc-listen HOST:0` was given, from the "grpc listening" log line; throws with
+  // the log when there is none.
+  std::uint16_t grpc_port() const;
   // Waits until the log holds `text` (after position `from`); true if it appeared.
   bool wait_for_log(const std::string& text,
                     std::chrono::milliseconds within = std::chrono::seconds(5),

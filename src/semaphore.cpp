@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "floodgate/errors.hpp"
+#include "lease_reclaimer.hpp"
 
 namespace floodgate {
 namespace {
@@ -87,7 +88,11 @@ concurrency_policy::concurrency_policy(std::string name, std::int64_t limit,
 }
 
 semaphore::semaphore(backend& b, std::size_t max_key_size)
-    : backend_(b), leases_(dynamic_cast<lease_backend*>(&b)), max_key_size_(max_key_size) {}
+    : backend_(b), leases_(dynamic_cast<lease_backend*>(&b)), max_key_size_(max_key_size) {
+  if (leases_) reclaimer_ = std::make_shared<detail::lease_reclaimer>(*leases_);
+}
+
+semaphore_stats semaphore::stats() const { return reclaimer_ ? reclaimer_->stats() : semaphore_stats{}; }
 
 void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
                               std::function<void(acquire_result)> handler) {
@@ -105,14 +110,20 @@ void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
   std::string id = std::move(*made);
   try {
     leases_->async_acquire(
-        key, p, id, [id, on_failure, handler = std::move(handler)](backend_reply reply) {
+        key, p, id,
+        [id, on_failure, key = std::string(key), p, reclaim = std::weak_ptr(reclaimer_),
+         handler = std::move(handler)](backend_reply reply) {
           acquire_result a;
           if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
           if (reply.error) {
             a.outcome =
                 is_backend_error(reply.error) ? outcome::backend_error : outcome::invalid_request;
             a.error = reply.error;
-            if (a.outcome == outcome::backend_error) a.decision = on_failure;
+            if (a.outcome == outcome::backend_error) {
+              a.decision = on_failure;
+              // The script may have run (or may still): release what it may have taken.
+              if (auto owner = reclaim.lock()) owner->add(key, p, id);
+            }
           } else {
             a.decision = reply.decisions.front();
             a.outcome = a.decision.allowed ? outcome::allowed : outcome::over_limit;

@@ -13,11 +13,19 @@
 // Each call is one atomic step (one script in Redis). Threading and handlers as for
 // floodgate::limiter: from any thread; handlers run exactly once, maybe on the caller's stack
 // (memory backend, invalid requests) or on a backend thread, and must not block.
+//
+// An acquire that fails with a backend error (a timeout, a connection lost mid-call) may still
+// have taken a slot in Redis, under an id the caller never got. The semaphore releases that id
+// in the background until the backend answers (docs/algorithms.md, "Concurrency limits"), from
+// a thread of its own started at the first such failure. Keep one semaphore per backend for as
+// long as the backend lives (copies share that work; it stops with the last copy): a
+// semaphore made for one call and dropped leaves such a slot taken until its lease ends.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -78,6 +86,18 @@ struct lease_result {
   std::error_code error;  // invalid request or backend error
 };
 
+// What a semaphore did about acquires whose outcome is unknown (a backend error): their ids are
+// released in the background until the backend answers.
+struct semaphore_stats {
+  std::uint64_t unsettled = 0;  // gauge: ids being released now
+  std::uint64_t reclaimed = 0;  // released: the failed acquire had taken a slot, now free
+  std::uint64_t abandoned = 0;  // given up (too many at once, or the lease ended by itself)
+};
+
+namespace detail {
+class lease_reclaimer;
+}
+
 // What a backend implements to hold leases (the memory and Redis backends do).
 class lease_backend {
  public:
@@ -107,10 +127,13 @@ class semaphore {
   void async_renew(std::string_view key, const concurrency_policy& p, std::string_view lease,
                    std::function<void(lease_result)> handler);
 
+  semaphore_stats stats() const;
+
  private:
   backend& backend_;
   lease_backend* leases_;  // backend_ as a lease_backend, or null
   std::size_t max_key_size_;
+  std::shared_ptr<detail::lease_reclaimer> reclaimer_;  // null without leases_
 };
 
 }  // namespace floodgate

@@ -149,14 +149,16 @@ http_response render_acquire(const check_plan& plan, const acquire_result& resul
   if (result.outcome == outcome::invalid_request)
     return error_response(400, result.error.message());
   const auto& d = result.decision;
+  // The acquire may have run in Redis all the same: the semaphore releases its id meanwhile.
   if (result.outcome == outcome::backend_error && !d.allowed)
-    return error_response(
-        503, "backend unavailable (" + result.error.message() + ") and the rule fails closed");
+    return error_response(503, "backend unavailable (" + result.error.message() +
+                                   ") and the rule fails closed; a slot it may have taken is "
+                                   "released once the backend answers");
   json::object body;
   body["allowed"] = d.allowed;
   body["limit"] = d.limit;
   if (result.outcome == outcome::backend_error) {
-    body["degraded"] = true;  // admitted without a lease: nothing to release
+    body["degraded"] = true;  // admitted without a lease: nothing to release (see above)
     return json_response(200, body);
   }
   body["remaining"] = d.remaining;

@@ -113,7 +113,8 @@ struct server::impl {
         drain_timer(*ios.front()),
         backend_log_timer(*ios.front()),
         cap_log_timer(*ios.front()),
-        limiter(std::move(l)) {}
+        limiter(std::move(l)),
+        leases(limiter->get_backend(), options.limits.max_key_size) {}
 
   static std::size_t thread_count(std::size_t wanted) {
     return wanted != 0 ? wanted
@@ -196,6 +197,9 @@ struct server::impl {
   // in flight completes them (shutting_down), and their handlers post into a context still
   // alive.
   std::shared_ptr<floodgate::limiter> limiter;
+  // One for the server's life, so an acquire that timed out is released once Redis answers
+  // again (docs/algorithms.md, "Concurrency limits"); destroyed before the backend.
+  semaphore leases;
 };
 
 namespace {
@@ -526,7 +530,7 @@ class session : public std::enable_shared_from_this<session> {
   // /v1/acquire, /v1/release, /v1/renew: one semaphore call (no failure-mode decision for
   // release and renew: a lease that could not be ended ends by itself).
   void lease_call() {
-    semaphore sem(server_.limiter->get_backend(), server_.options.limits.max_key_size);
+    auto& sem = server_.leases;
     const auto& item = plan_.items.front();
     const auto& cp = *item.rule->concurrency;
     auto finish = [](session* s, auto r) {

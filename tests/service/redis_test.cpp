@@ -424,5 +424,36 @@ TEST(redis, acquire_and_release_over_http) {
             std::nullopt);
 }
 
+// Issue 28, item 6, replayed: CLIENT PAUSE WRITE outlasts the acquire's deadline, so
+// /v1/acquire on a limit-1 rule answers 503 while Redis, once the pause ends, runs the script
+// and takes the only slot under an id nobody was told. floodgated releases that id once Redis
+// answers: the slot is free again within seconds, not after the 10-minute lease (before: 429
+// for 10 minutes).
+TEST(redis, an_acquire_that_timed_out_gives_its_slot_back) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: exports, algorithm: concurrency, limit: 1, lease: 10m}
+)";
+  START_ON_REDIS(fg, rules, redis.url());  // the default 50 ms deadline
+  http_connection c(fg->port());
+  const std::string acquire = R"({"rule":"exports","key":"acme"})";
+  const std::string set = "floodgate:exports:cc:{acme}";
+  ASSERT_EQ(redis.command({"CLIENT", "PAUSE", "300", "WRITE"}).str, "OK");
+  const auto failed = c.request("POST", "/v1/acquire", acquire);
+  EXPECT_EQ(failed.status, 503) << failed.body;
+  EXPECT_NE(failed.body.find("released once the backend answers"), std::string::npos)
+      << failed.body;
+  // A write waits behind the paused script: when it answers, the script has run.
+  redis.command({"SET", "barrier", "1"});
+  // The semaphore trusts a "not held" only 1 s after the failure, and retries with backoff
+  // up to 2 s: 10 s is far above both, and far below the lease.
+  const auto until = clock_type::now() + 10s;
+  while (redis.command({"ZCARD", set}).integer != 0 && clock_type::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(redis.command({"ZCARD", set}).integer, 0) << "the 503's acquire still holds the slot";
+  const auto again = c.request("POST", "/v1/acquire", acquire);
+  EXPECT_EQ(again.status, 200) << again.body;
+}
+
 }  // namespace
 }  // namespace floodgate::test

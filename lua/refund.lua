@@ -2,6 +2,8 @@
 -- request consumed, never more than the state holds. Only this script holds the refund
 -- functions, so checks pay nothing for them.
 -- KEYS[1] = state key; ARGV = {algorithm, limit, window_ms, burst, cost, now_ms}.
+-- With an idempotency key: KEYS[2] = its marker, ARGV[7] = how long it is kept (ms); a marker
+-- already there means this refund was made: nothing is given back again.
 -- Returns the five integers of a peek (cost 0) after the refund.
 local refunds = {}
 
@@ -111,10 +113,15 @@ function refunds.gcra(key, now, l, w, b, cost)
   redis.call('SET', key, pack(a, r), 'PX', str(a - now - floor_div(-r, l)))
 end
 
-if #KEYS ~= 1 or #ARGV ~= 6 then
+if not ((#KEYS == 1 and #ARGV == 6) or (#KEYS == 2 and #ARGV == 7)) then
   return redis.error_reply('ERR floodgate: refund takes 1 key and 6 arguments (algorithm, ' ..
-                           'limit, window_ms, burst, cost, now_ms), got ' .. #KEYS .. ' and ' ..
-                           #ARGV)
+                           'limit, window_ms, burst, cost, now_ms), or 2 keys and 7 (a marker ' ..
+                           'and its ms), got ' .. #KEYS .. ' and ' .. #ARGV)
+end
+local keep = ARGV[7]
+if keep and (not find(keep, '^%d+$') or #keep > 16 or keep + 0 < 1) then
+  return redis.error_reply("ERR floodgate: a refund marker's ms must be in 1..1e16 (got '" ..
+                           sub(keep, 1, 20) .. "')")
 end
 local refund, decide = refunds[ARGV[1]], algorithms[ARGV[1]]
 if refund == nil then return redis.error_reply(explain_item('algorithm', '', ARGV[1])) end
@@ -123,7 +130,10 @@ if l == nil then return redis.error_reply(explain_item('', ARGV[2], ARGV[3], ARG
 if cost < 1 then return redis.error_reply('ERR floodgate: a refund\'s cost must be at least 1') end
 local now, err = read_now(ARGV[6])
 if now == nil then return redis.error_reply(err) end
-refund(KEYS[1], now, l, w, b, cost)
+-- Set before the refund (SET NX): a script stops at nothing after its validation above.
+if not keep or redis.call('SET', KEYS[2], '1', 'NX', 'PX', keep) then
+  refund(KEYS[1], now, l, w, b, cost)
+end
 local out = {0, 0, 0, 0, 0}
 local _, _, failed = decide(KEYS[1], now, l, w, b, 0, out, 0)
 if failed then return failed end

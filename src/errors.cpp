@@ -19,6 +19,8 @@ class category final : public std::error_category {
       case errc::no_items: return "check_all with no items";
       case errc::unsupported: return "the backend does not support this call";
       case errc::invalid_lease: return "not a lease id (1..64 bytes)";
+      case errc::invalid_idempotency_key:
+        return "not an idempotency key (1..64 of A-Z a-z 0-9 _ . : -)";
       case errc::cross_slot:
         return "check_all items live in different Redis Cluster slots (use one caller key for "
                "all items)";

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
-#include <map>
 #include <utility>
 #include <vector>
 

@@ -369,9 +369,17 @@ check_result limiter::check(std::string_view key, const policy& p, std::int64_t 
 
 void limiter::async_refund(std::string_view key, const policy& p, std::int64_t cost,
                            std::function<void(check_result)> handler) {
+  async_refund(key, p, cost, {}, std::move(handler));
+}
+
+void limiter::async_refund(std::string_view key, const policy& p, std::int64_t cost,
+                           std::string_view idempotency_key,
+                           std::function<void(check_result)> handler) {
   const check_item item{key, &p, cost};
   auto ec = validate(item);
   if (!ec && cost < 1) ec = errc::invalid_cost;  // a refund of nothing is a mistake
+  if (!ec && !idempotency_key.empty() && !valid_idempotency_key(idempotency_key))
+    ec = errc::invalid_idempotency_key;
   if (ec) {
     check_result r;
     r.outcome = outcome::invalid_request;
@@ -395,7 +403,7 @@ void limiter::async_refund(std::string_view key, const policy& p, std::int64_t c
     pending->handler(std::move(r));
   };
   guarded(
-      pending, [&] { backend_->async_refund(item, answer); },
+      pending, [&] { backend_->async_refund(item, idempotency_key, answer); },
       [&] {
         check_result r;
         r.outcome = outcome::backend_error;
@@ -404,9 +412,10 @@ void limiter::async_refund(std::string_view key, const policy& p, std::int64_t c
       });
 }
 
-check_result limiter::refund(std::string_view key, const policy& p, std::int64_t cost) {
+check_result limiter::refund(std::string_view key, const policy& p, std::int64_t cost,
+                             std::string_view idempotency_key) {
   waiter<check_result> w;
-  async_refund(key, p, cost, w.handler());
+  async_refund(key, p, cost, idempotency_key, w.handler());
   return w.get();
 }
 

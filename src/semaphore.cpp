@@ -92,7 +92,9 @@ semaphore::semaphore(backend& b, std::size_t max_key_size)
   if (leases_) reclaimer_ = std::make_shared<detail::lease_reclaimer>(*leases_);
 }
 
-semaphore_stats semaphore::stats() const { return reclaimer_ ? reclaimer_->stats() : semaphore_stats{}; }
+semaphore_stats semaphore::stats() const {
+  return reclaimer_ ? reclaimer_->stats() : semaphore_stats{};
+}
 
 void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
                               std::function<void(acquire_result)> handler) {

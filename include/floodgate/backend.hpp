@@ -56,6 +56,14 @@ struct backend_stats {
 };
 
 using backend_handler = std::function<void(backend_reply)>;
+
+// A refund's idempotency key: 1..64 bytes of [A-Za-z0-9_.:-] (a UUID fits). No braces, so in
+// Redis it keeps its state key's hash slot.
+bool valid_idempotency_key(std::string_view k) noexcept;
+
+// How long a refund's idempotency key is remembered: the policy's window (what a request
+// consumed counts that long at most), at least a minute (for retries), at most a day (memory).
+std::chrono::milliseconds refund_key_memory(const policy& p) noexcept;
 using reset_handler = std::function<void(std::error_code)>;
 
 class backend {
@@ -68,10 +76,14 @@ class backend {
 
   // Gives back item.cost (1..capacity) of what (key, policy) consumed, never creating capacity
   // beyond the policy's (docs/algorithms.md, "Refunds"), as one atomic step; a penalty's block
-  // stays. Answers one decision: a peek (cost 0) after the refund. Backends that keep no
-  // state answer errc::unsupported.
-  virtual void async_refund(const check_item& item, backend_handler handler) {
+  // stays. Answers one decision: a peek (cost 0) after the refund. `idempotency_key` (empty:
+  // none; else valid_idempotency_key): a refund of (key, policy) under a key already used for
+  // it within refund_key_memory(policy) gives nothing back and answers the peek. Backends that
+  // keep no state answer errc::unsupported.
+  virtual void async_refund(const check_item& item, std::string_view idempotency_key,
+                            backend_handler handler) {
     (void)item;
+    (void)idempotency_key;
     handler({make_error_code(errc::unsupported), {}});
   }
 

@@ -25,6 +25,7 @@ enum class errc {
   cross_slot,          // check_all on a Redis Cluster with items in different hash slots
   unsupported,         // the backend does not implement this call (refund, leases)
   invalid_lease,       // a lease id that no acquire could have made (empty, over 64 bytes)
+  invalid_idempotency_key,  // a refund's idempotency key: not 1..64 of [A-Za-z0-9_.:-]
   // The backend failed: the policy's failure mode decides.
   timeout = 100,       // no answer within the deadline
   not_connected,       // no connection could be made, or it was lost mid-call

@@ -79,10 +79,16 @@ class limiter {
   // work did not happen; never creates capacity beyond the policy's (docs/algorithms.md,
   // "Refunds"). outcome::allowed with a peek's decision after the refund, or invalid_request
   // / backend_error (no failure mode applies: nothing was given back). Drops this limiter's
-  // local denial of the key.
-  check_result refund(std::string_view key, const policy& p, std::int64_t cost = 1);
+  // local denial of the key. A backend error may have given back all the same (a timeout:
+  // the script may have run): give an `idempotency_key` (valid_idempotency_key, one per
+  // request refunded) and retry under it; a refund already made under it gives nothing back
+  // again (remembered for refund_key_memory(p)).
+  check_result refund(std::string_view key, const policy& p, std::int64_t cost = 1,
+                      std::string_view idempotency_key = {});
   void async_refund(std::string_view key, const policy& p, std::int64_t cost,
                     std::function<void(check_result)> handler);
+  void async_refund(std::string_view key, const policy& p, std::int64_t cost,
+                    std::string_view idempotency_key, std::function<void(check_result)> handler);
 
   // Forgets (key, p)'s state, and this limiter's local denial of it. Returns an
   // invalid-request or backend error code, or {}.

@@ -65,14 +65,25 @@ http_response error_response(int status, std::string_view message) {
   return json_response(status, o);
 }
 
+bool outcome_unknown(std::error_code e) noexcept {
+  return !(e == errc::server_busy || e == errc::out_of_memory || e == errc::server_error);
+}
+
 http_response render(const check_plan& plan, const multi_check_result& result) {
   if (result.outcome == outcome::invalid_request)
     return error_response(400, result.error.message());
   if (plan.kind == check_plan::style::refund) {
-    // No failure mode applies: a refund that did not happen is said so.
-    if (result.outcome == outcome::backend_error || result.decisions.size() != 1)
-      return error_response(
-          503, "backend unavailable (" + result.error.message() + "): nothing was refunded");
+    // No failure mode applies: a refund that did not happen is said so, and one that may
+    // have happened (the call timed out) says that instead.
+    if (result.outcome == outcome::backend_error || result.decisions.size() != 1) {
+      json::object o;
+      const bool unknown = outcome_unknown(result.error);
+      o["error"] = valid_utf8(
+          "backend unavailable (" + result.error.message() +
+          (unknown ? "): the refund may or may not have been made" : "): nothing was refunded"));
+      o["outcome"] = unknown ? "unknown" : "not_refunded";
+      return json_response(503, o);
+    }
     const auto& d = result.decisions.front();
     json::object body;
     body["refunded"] = plan.items.front().cost;

@@ -21,6 +21,11 @@ http_response render(const check_plan& plan, const multi_check_result& result);
 http_response render_acquire(const check_plan& plan, const acquire_result& result);
 http_response render_lease(const check_plan& plan, const lease_result& result);
 
+// Whether a call that failed with `e` may still have run in Redis (a timeout, a connection
+// lost mid-call, a reply we could not read): its outcome is unknown. False for what Redis
+// refused with an error reply (BUSY, OOM, an error): it did not run.
+bool outcome_unknown(std::error_code e) noexcept;
+
 http_response render_health();
 http_response render_ready(bool backend_healthy, std::string_view backend_kind);
 http_response render_metrics(std::string text);

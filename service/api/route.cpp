@@ -196,6 +196,13 @@ route_result parse_refund(const http_request& req, std::shared_ptr<const config>
   check_plan::item item;
   if (auto err = parse_item(*obj, *plan.rules, limits, item, true)) return bad_request(*err);
   if (item.cost < 1) return bad_request("'cost' must be at least 1 for a refund");
+  // The IETF draft's header (draft-ietf-httpapi-idempotency-key-header): a retry of a refund
+  // whose outcome was unknown gives back once.
+  if (const auto k = req.header("Idempotency-Key")) {
+    if (!valid_idempotency_key(*k))
+      return bad_request("'Idempotency-Key' must be 1..64 of A-Z a-z 0-9 _ . : -");
+    plan.idempotency_key = *k;
+  }
   plan.items.push_back(std::move(item));
   return plan;
 }

@@ -12,6 +12,7 @@
 //   POST /v1/check        {"rule","key","cost"}, {"rules":[...]} or {"group","key","cost"}
 //                                                                   → 200 / 429 (JSON)
 //   POST /v1/refund       {"rule","key","cost"}: gives back what a request consumed → 200
+//                         (Idempotency-Key: a retry under it gives back once)
 //   POST /v1/acquire      {"rule","key"} of a concurrency rule → 200 with a lease / 429
 //   POST /v1/release      {"rule","key","lease"} → 200 {"released": bool}
 //   POST /v1/renew        {"rule","key","lease"} → 200 {"renewed": bool}
@@ -61,7 +62,8 @@ struct check_plan {
   std::shared_ptr<const config> rules;    // keeps every item's rule alive until rendered
   const service::group* group = nullptr;  // the group asked for, if any (points into `rules`)
   std::vector<item> items;
-  std::string lease;  // release and renew: the lease id
+  std::string lease;            // release and renew: the lease id
+  std::string idempotency_key;  // refund: its Idempotency-Key header, or empty
 
   // The items as the limiter takes them; valid while this plan lives.
   std::vector<check_item> check_items() const;

@@ -502,17 +502,18 @@ class session : public std::enable_shared_from_this<session> {
   // /v1/refund: one item, its result rendered as a check's (the state after the refund).
   void refund_call() {
     const auto& item = items_.front();
-    server_.limiter->async_refund(item.key, *item.policy, item.cost, [s = this](check_result c) {
-      multi_check_result r;
-      r.outcome = c.outcome;
-      r.error = c.error;
-      if (c.outcome == outcome::allowed) r.decisions.push_back(c.decision);
-      auto self = std::move(s->in_flight_);
-      if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
-      auto executor = self->stream_.get_executor();
-      asio::dispatch(executor,
-                     [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });
-    });
+    server_.limiter->async_refund(
+        item.key, *item.policy, item.cost, plan_.idempotency_key, [s = this](check_result c) {
+          multi_check_result r;
+          r.outcome = c.outcome;
+          r.error = c.error;
+          if (c.outcome == outcome::allowed) r.decisions.push_back(c.decision);
+          auto self = std::move(s->in_flight_);
+          if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
+          auto executor = self->stream_.get_executor();
+          asio::dispatch(
+              executor, [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });
+        });
   }
 
   // Everything on the admin listener: answered at once, or later from the key inspector.

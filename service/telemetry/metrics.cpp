@@ -63,7 +63,8 @@ constexpr bool lease_outcome_of(std::size_t op, std::size_t outcome) {
   }
   return false;
 }
-constexpr std::array<std::string_view, 3> refund_result_names = {"refunded", "failed", "invalid"};
+constexpr std::array<std::string_view, 4> refund_result_names = {"refunded", "failed", "invalid",
+                                                                 "unknown"};
 
 // Rules are few and never forgotten (counters must not go backwards across reloads); a map's
 // elements never move, so the reference outlives the lock.

@@ -65,8 +65,9 @@ constexpr std::size_t lease_outcome_count = 8;
 // A refund (/v1/refund) and how it ended.
 enum class refund_result {
   refunded,  // given back (at most up to the limit)
-  failed,    // backend failed: nothing given back, a 503
+  failed,    // Redis refused it (BUSY, OOM, an error): nothing given back, a 503
   invalid,   // the limiter refused the request (a 400)
+  unknown,   // no answer (timeout, connection lost): maybe given back, a 503
 };
 
 // Which connection cap a new connection met, and what was done about it.
@@ -152,7 +153,7 @@ class metrics {
     std::array<counter, 3 * lease_outcome_count> calls{};  // [operation * count + outcome]
   };
   struct refund_counters {
-    std::array<counter, 3> results{};
+    std::array<counter, 4> results{};
     counter cost{0};  // cost asked back by refunds that were made
   };
 

@@ -1,5 +1,6 @@
 #include "telemetry/observe.hpp"
 
+#include "api/render.hpp"
 #include "telemetry/hot_keys.hpp"
 
 namespace floodgate::service {
@@ -64,9 +65,10 @@ void observe_lease(metrics& stats, const check_plan& plan, const lease_result& r
 
 void observe_refund(metrics& stats, const check_plan& plan, const multi_check_result& r) {
   const auto& item = plan.items.front();
-  const auto result = r.outcome == outcome::allowed         ? refund_result::refunded
-                      : r.outcome == outcome::backend_error ? refund_result::failed
-                                                            : refund_result::invalid;
+  auto result = r.outcome == outcome::allowed         ? refund_result::refunded
+                : r.outcome == outcome::backend_error ? refund_result::failed
+                                                      : refund_result::invalid;
+  if (result == refund_result::failed && outcome_unknown(r.error)) result = refund_result::unknown;
   stats.record_refund(item.rule->name(), result, item.cost);
 }
 

@@ -63,6 +63,7 @@ void memory_backend::maybe_sweep(shard& s, std::int64_t now) {
 void memory_backend::drop_expired(shard& s, std::int64_t now) {
   std::erase_if(s.entries, [now](const auto& kv) { return kv.second.expires_at <= now; });
   std::erase_if(s.leases, [now](const auto& kv) { return core::expiry(kv.second, now) <= 0; });
+  std::erase_if(s.refund_keys, [now](const auto& kv) { return kv.second <= now; });
   s.size_after_sweep = held(s);
 }
 
@@ -223,7 +224,8 @@ void memory_backend::async_reset(std::string_view key, const policy& p, reset_ha
   handler({});
 }
 
-void memory_backend::async_refund(const check_item& item, backend_handler handler) {
+void memory_backend::async_refund(const check_item& item, std::string_view idempotency_key,
+                                  backend_handler handler) {
   const std::string k = storage_key(*item.policy, item.key);
   const auto params = core::params::of(*item.policy);
   const std::int64_t t = now();
@@ -232,8 +234,21 @@ void memory_backend::async_refund(const check_item& item, backend_handler handle
   {
     shard& s = shard_of(k);
     std::lock_guard lock(s.mutex);
+    bool replayed = false;
+    if (!idempotency_key.empty()) {
+      auto [it, added] = s.refund_keys.try_emplace(k + '\n' + std::string(idempotency_key), 0);
+      replayed = !added && it->second > t;
+      if (!replayed) it->second = t + refund_key_memory(*item.policy).count();
+      if (added && s.refund_keys.size() > max_per_shard_) {
+        std::erase_if(s.refund_keys, [t](const auto& kv) { return kv.second <= t; });
+        if (s.refund_keys.size() > max_per_shard_)
+          s.refund_keys.erase(std::min_element(
+              s.refund_keys.begin(), s.refund_keys.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; }));
+      }
+    }
     entry* found = live_entry(s, k, t);
-    if (found) {
+    if (found && !replayed) {
       core::refund(found->state, t, params, item.cost);
       found->expires_at = t + core::expiry(found->state, t, params);
     }

@@ -26,7 +26,8 @@ class memory_backend final : public backend, public lease_backend {
 
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
-  void async_refund(const check_item& item, backend_handler handler) override;
+  void async_refund(const check_item& item, std::string_view idempotency_key,
+                    backend_handler handler) override;
   void async_acquire(std::string_view key, const concurrency_policy& p, std::string_view id,
                      backend_handler handler) override;
   void async_release(std::string_view key, const concurrency_policy& p, std::string_view id,
@@ -51,6 +52,9 @@ class memory_backend final : public backend, public lease_backend {
     std::unordered_map<std::string, entry> entries;
     // Concurrency limits' leases, under "<name>:cc:<key>"; a set with none live is swept.
     std::unordered_map<std::string, core::lease_set> leases;
+    // Refunds' idempotency keys, "<state key>\n<idempotency key>" -> when forgotten (ms); at
+    // most the shard's share of max_keys, the closest to being forgotten going first.
+    std::unordered_map<std::string, std::int64_t> refund_keys;
     std::int64_t next_sweep = 0;
     std::size_t size_after_sweep = 0;
   };

@@ -283,19 +283,24 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   client_->submit(std::move(call));
 }
 
-void redis_backend::async_refund(const check_item& item, backend_handler handler) {
+void redis_backend::async_refund(const check_item& item, std::string_view idempotency_key,
+                                 backend_handler handler) {
   const key_format keys{options_.key_prefix, options_.max_plain_key_size};
   const policy& p = *item.policy;
   auto call = std::make_unique<check_call>(1, std::move(handler));
   call->deadline = request::clock::now() + options_.timeout;
   if (cluster_) call->slot = slot_of(item);
-  begin_evalsha(*call, refund_script(), 1, 6);
+  const bool keyed = !idempotency_key.empty();
+  begin_evalsha(*call, refund_script(), keyed ? 2 : 1, keyed ? 7 : 6);
   std::string& out = call->command;
   append_key(out, keys, p, item.key);
+  if (keyed)
+    append_bulk(out, state_key(keys, p, item.key) + ":rf:" + std::string(idempotency_key));
   append_bulk(out, to_string(p.algo()));
   append_params(out, p);
   append_bulk(out, item.cost);
   append_now(out, options_);
+  if (keyed) append_bulk(out, refund_key_memory(p).count());
   client_->submit(std::move(call));
 }
 

@@ -42,7 +42,9 @@ class redis_backend final : public backend, public lease_backend {
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
   // One call of the refund script (lua/refund.lua).
-  void async_refund(const check_item& item, backend_handler handler) override;
+  // With an idempotency key, its marker `<state key>:rf:<idempotency key>` (the same slot).
+  void async_refund(const check_item& item, std::string_view idempotency_key,
+                    backend_handler handler) override;
   // One call of lua/acquire.lua or lua/release.lua on the key's lease set.
   void async_acquire(std::string_view key, const concurrency_policy& p, std::string_view id,
                      backend_handler handler) override;

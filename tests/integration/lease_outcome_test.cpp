@@ -37,7 +37,10 @@ const outage outages[] = {
                  "OK");
      },
      // A write waits behind the paused script: when it answers, the script has run.
-     [](redis_server& r) { r.command({"SET", "barrier", "1"}); }, paused_for},
+     [](redis_server& r) {
+       r.command({"SET", "barrier", "1"});
+     },
+     paused_for},
     // Stopped: the timed-out acquire waits in the socket and runs at SIGCONT, in whatever order
     // Redis reads its connections, maybe after a release sent later on another connection.
     {"sigstop", [](redis_server& r) { r.pause(); },
@@ -48,7 +51,9 @@ const outage outages[] = {
      paused_for},
 };
 
-void PrintTo(const outage& o, std::ostream* os) { *os << o.name; }
+void PrintTo(const outage& o, std::ostream* os) {
+  *os << o.name;
+}
 
 class lease_outcome : public ::testing::TestWithParam<outage> {};
 

@@ -264,8 +264,8 @@ TEST(refund_cost, long_sliding_logs_match_cpp_member_for_member) {
           written_at = now;
           expiry = core::expiry(m.state, now, p);
         }
-        const auto got = ints_of(redis.run(script_client::eval(algorithm::sliding_log, key, p,
-                                                               cost, now)));
+        const auto got =
+            ints_of(redis.run(script_client::eval(algorithm::sliding_log, key, p, cost, now)));
         ASSERT_TRUE(got && *got == as_ints(d)) << what.str() << " check " << cost;
       }
     }

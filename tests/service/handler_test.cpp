@@ -8,6 +8,8 @@
 #include "api/render.hpp"
 #include "api/route.hpp"
 #include "floodgate/floodgate.hpp"
+#include "telemetry/metrics.hpp"
+#include "telemetry/observe.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -649,6 +651,43 @@ TEST(handler, refund_end_to_end_gives_back_what_was_consumed) {
   failed.outcome = outcome::backend_error;
   failed.error = errc::timeout;
   EXPECT_EQ(render(refund, failed).status, 503);
+}
+
+// Issue 28, item 7: a refund whose call timed out (or lost its connection, or got a reply we
+// could not read) may have been made in full; the answer said "nothing was refunded" and
+// counted it as failed. It is "outcome unknown" now, in the body and the metric; only what
+// Redis refused with an error reply (BUSY, OOM, an error) is known to have given nothing back.
+TEST(handler, a_refund_that_timed_out_is_outcome_unknown_not_nothing_refunded) {
+  const auto refund = routed_plan(post_refund(R"({"rule":"api","key":"k","cost":3})"));
+  auto failed_with = [](errc e) {
+    multi_check_result r;
+    r.outcome = outcome::backend_error;
+    r.error = e;
+    return r;
+  };
+  for (const errc e : {errc::timeout, errc::not_connected, errc::protocol_error}) {
+    const auto res = render(refund, failed_with(e));
+    EXPECT_EQ(res.status, 503);
+    auto body = body_of(res);
+    EXPECT_EQ(body["outcome"].as_string(), "unknown") << res.body;
+    EXPECT_EQ(res.body.find("nothing was refunded"), std::string::npos) << res.body;
+    metrics m;
+    observe_refund(m, refund, failed_with(e));
+    EXPECT_NE(m.render().find(R"(floodgate_refunds_total{rule="api",result="unknown"} 1)"),
+              std::string::npos)
+        << m.render();
+  }
+  for (const errc e : {errc::server_busy, errc::out_of_memory, errc::server_error}) {
+    const auto res = render(refund, failed_with(e));
+    EXPECT_EQ(res.status, 503);
+    auto body = body_of(res);
+    EXPECT_EQ(body["outcome"].as_string(), "not_refunded") << res.body;
+    EXPECT_NE(res.body.find("nothing was refunded"), std::string::npos) << res.body;
+    metrics m;
+    observe_refund(m, refund, failed_with(e));
+    EXPECT_NE(m.render().find(R"(floodgate_refunds_total{rule="api",result="failed"} 1)"),
+              std::string::npos);
+  }
 }
 
 http_request post(std::string path, std::string body) {

@@ -455,5 +455,52 @@ TEST(redis, an_acquire_that_timed_out_gives_its_slot_back) {
   EXPECT_EQ(again.status, 200) << again.body;
 }
 
+// Issue 28, item 7, replayed: a refund whose call timed out (CLIENT PAUSE WRITE outlasting the
+// 50 ms deadline) was answered "nothing was refunded" and counted as failed while Redis made
+// it once the pause ended. Now it is "outcome unknown", counted as such, and a retry under the
+// same Idempotency-Key gives back nothing more: exactly one unit comes back.
+TEST(redis, a_refund_that_timed_out_is_unknown_and_its_retry_gives_back_once) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: upstream, algorithm: sliding_log, limit: 3, window: 1h}
+)";
+  START_ON_REDIS(fg, rules, redis.url());
+  http_connection c(fg->port());
+  const auto check = check_body("upstream", "svc");
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(c.request("POST", "/v1/check", check).status, 200);
+  const std::vector<std::pair<std::string, std::string>> once = {{"Idempotency-Key", "req-42"}};
+  ASSERT_EQ(redis.command({"CLIENT", "PAUSE", "300", "WRITE"}).str, "OK");
+  const auto unknown = c.request("POST", "/v1/refund", check, once);
+  EXPECT_EQ(unknown.status, 503) << unknown.body;
+  EXPECT_EQ(json::parse(unknown.body).as_object().at("outcome").as_string(), "unknown")
+      << unknown.body;
+  redis.command({"SET", "barrier", "1"});  // answers once the paused refund has run
+  const auto peek = c.request("POST", "/v1/check", R"({"rule":"upstream","key":"svc","cost":0})");
+  EXPECT_EQ(json::parse(peek.body).as_object().at("remaining").as_int64(), 1)
+      << "the refund answered 503 was made: " << peek.body;
+  const auto retried = c.request("POST", "/v1/refund", check, once);
+  ASSERT_EQ(retried.status, 200) << retried.body;
+  EXPECT_EQ(json::parse(retried.body).as_object().at("remaining").as_int64(), 1)
+      << "the retry gave back again";
+  const auto marker = redis.command({"PTTL", "floodgate:upstream:sl:{svc}:rf:req-42"}).integer;
+  EXPECT_GT(marker, 3'500'000) << "kept for the rule's window (1h)";
+  EXPECT_LE(marker, 3'600'000);
+  // Another key is another refund; a malformed key is refused and gives back nothing.
+  const auto other = c.request("POST", "/v1/refund", check, {{"Idempotency-Key", "req-43"}});
+  EXPECT_EQ(json::parse(other.body).as_object().at("remaining").as_int64(), 2) << other.body;
+  EXPECT_EQ(c.request("POST", "/v1/refund", check, {{"Idempotency-Key", "a b"}}).status, 400);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check).status, 429);
+  const auto metrics = c.request("GET", "/metrics").body;
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="unknown"})"),
+            1)
+      << metrics;
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="failed"})"),
+            0);
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="refunded"})"),
+            2);
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -335,6 +335,33 @@ TEST_P(algorithm_suite, refund_gives_back_what_was_consumed_and_never_more) {
   EXPECT_EQ(limiter_.refund("", p, 1).outcome, outcome::invalid_request);
 }
 
+// Idempotency keys (issue 28, item 7): a refund retried under its key (after a timeout left
+// its outcome unknown) gives back once; another key is another refund; the key is checked.
+TEST_P(algorithm_suite, a_refund_retried_under_its_idempotency_key_gives_back_once) {
+  const auto p = make(4, 10s);
+  ASSERT_TRUE(check(p, 4).decision.allowed);
+  auto r = limiter_.refund(key_, p, 1, "req-1");
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.decision.remaining, 1);
+  r = limiter_.refund(key_, p, 1, "req-1");
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.decision.remaining, 1) << "refunded twice under one idempotency key";
+  EXPECT_EQ(limiter_.refund(key_, p, 2, "req-2").decision.remaining, 3);
+  EXPECT_EQ(limiter_.refund(key_, p, 2, "req-2").decision.remaining, 3);
+  // The same idempotency key on another caller key, or another policy, is its own refund.
+  const std::string other = key_ + "-other";
+  ASSERT_TRUE(limiter_.check(other, p, 2).decision.allowed);
+  EXPECT_EQ(limiter_.refund(other, p, 1, "req-1").decision.remaining, 3);
+  for (const std::string& bad : {std::string(65, 'a'), std::string("has space"),
+                                std::string("nl\n"), std::string("{tag}")}) {
+    const auto b = limiter_.refund(key_, p, 1, bad);
+    EXPECT_EQ(b.outcome, outcome::invalid_request) << bad;
+    EXPECT_EQ(b.error, errc::invalid_idempotency_key) << bad;
+  }
+  EXPECT_TRUE(check(p, 3).decision.allowed);
+  EXPECT_FALSE(check(p).decision.allowed) << "a bad idempotency key gave something back";
+}
+
 TEST_P(algorithm_suite, refund_keeps_a_block) {
   const auto p = make(1, 10s).with_block_for(1h);
   ASSERT_TRUE(check(p).decision.allowed);

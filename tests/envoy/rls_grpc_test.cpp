@@ -250,6 +250,29 @@ TEST(rls_grpc, bad_requests_get_invalid_argument_with_a_message) {
   EXPECT_TRUE(failure(4).contains("code")) << json::serialize(failure(4));
 }
 
+// Issue 24: a 1,100-byte :path made the whole call INVALID_ARGUMENT, so the per-IP descriptor
+// in it went uncounted (Envoy fails open); so did a 17th descriptor. Now each is decided.
+TEST(rls_grpc, a_long_value_or_a_17th_descriptor_does_not_fail_the_call) {
+  rls_process p("");
+  json::object long_path = request_of({{"path", "x"}, {"remote_address", "203.0.113.9"}});
+  long_path["descriptors"].as_array()[0].as_object()["entries"].as_array()[0].as_object()["value"] =
+      "/" + std::string(1100, 'p');
+  json::array ds;
+  for (int i = 0; i < 20; ++i)
+    ds.push_back(json::object{
+        {"entries", json::array{json::object{{"key", "remote_address"},
+                                             {"value", "198.51.100." + std::to_string(i)}}}}});
+  json::object twenty{{"domain", "edge"}, {"descriptors", ds}};
+  const auto results = run_client(p, {check(long_path), check(twenty), check(twenty)});
+  const auto& first = response(results, 0);
+  EXPECT_EQ(first.at("overall_code"), "OK");
+  EXPECT_EQ(first.at("statuses").at(1).at("limit_remaining"), 29) << "the address is charged";
+  const auto& again = response(results, 2);
+  ASSERT_EQ(again.at("statuses").as_array().size(), 20u);
+  for (const auto& st : again.at("statuses").as_array())
+    EXPECT_EQ(st.at("limit_remaining"), 28) << json::serialize(st);
+}
+
 TEST(rls_grpc, sighup_reloads_the_envoy_config_and_a_bad_one_keeps_the_old) {
   rls_process p("");
   write_file(p.config_path(),

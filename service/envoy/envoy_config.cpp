@@ -28,7 +28,8 @@ constexpr std::string_view yaml_true[] = {"y", "Y", "yes", "Yes", "YES", "true",
 constexpr std::string_view yaml_false[] = {"n", "N", "no", "No", "NO", "false",
                                            "False", "FALSE", "off", "Off", "OFF"};
 constexpr std::string_view rate_limit_fields[] = {
-    "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "failure_mode"};
+    "unit",     "requests_per_unit", "unlimited",   "name",
+    "replaces", "unit_multiplier",   "algorithm",   "failure_mode"};
 
 // FNV-1a: a short, stable name for a rule's counters (the policy name is part of the key).
 std::uint64_t fnv1a(std::string_view s) {
@@ -210,7 +211,8 @@ class parser {
     const auto unit_it = fields.find("unit");
     const auto rpu_it = fields.find("requests_per_unit");
     if (r.unlimited) {
-      for (std::string_view no : {"unit", "requests_per_unit", "algorithm", "failure_mode"})
+      for (std::string_view no :
+           {"unit", "requests_per_unit", "unit_multiplier", "algorithm", "failure_mode"})
         if (auto it = fields.find(no); it != fields.end())
           fail(it->second.second,
                what + ": 'unlimited: true' contradicts '" + std::string(no) + "'");
@@ -235,6 +237,17 @@ class parser {
            what + ": requests_per_unit must be an integer from 0 to 4294967295 (got '" + rpu_text +
                "')");
     r.requests_per_unit = static_cast<std::uint32_t>(rpu);
+    if (auto it = fields.find("unit_multiplier"); it != fields.end()) {
+      const auto text = scalar(it->second, "unit_multiplier");
+      std::uint64_t n = 0;
+      if (text.empty() || text.size() > 10 ||
+          !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+          (n = std::stoull(text)) < 1 || n > 0xffffffffULL)
+        fail(it->second.second,
+             what + ": unit_multiplier must be an integer from 1 to 4294967295 (got '" + text +
+                 "')");
+      r.unit_multiplier = static_cast<std::uint32_t>(n);
+    }
 
     auto algo = algorithm::fixed_window;
     if (auto it = fields.find("algorithm"); it != fields.end()) {
@@ -261,8 +274,8 @@ class parser {
     std::snprintf(name, sizeof name, "envoy.%016llx",
                   static_cast<unsigned long long>(fnv1a(domain_ + path)));
     try {
-      r.policy.emplace(name, algo, static_cast<std::int64_t>(r.requests_per_unit),
-                       *window_of(r.per), std::nullopt, on_failure);
+      r.policy.emplace(name, algo, static_cast<std::int64_t>(r.requests_per_unit), r.window(),
+                       std::nullopt, on_failure);
     } catch (const config_error& e) {
       std::string msg = e.what();
       if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);

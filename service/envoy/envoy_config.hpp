@@ -19,8 +19,8 @@
 //   rule_match m = cfg->match("edge", entries);          // m.limit nullptr: no limit applies
 //
 // Fields follow upstream (domain, descriptors, key, value, rate_limit, unit,
-// requests_per_unit, unlimited, name, replaces, shadow_mode, detailed_metric, value_to_metric,
-// share_threshold, metadata, quota_mode); two are ours, per rate_limit: `algorithm` (default
+// requests_per_unit, unit_multiplier, unlimited, name, replaces, shadow_mode, detailed_metric,
+// value_to_metric, share_threshold, metadata, quota_mode); two are ours, per rate_limit: `algorithm` (default
 // fixed_window, aligned to the epoch as upstream counts) and `failure_mode` (default closed).
 // `metadata` is accepted and never sent (floodgate sets no dynamic_metadata); `quota_mode: true`
 // is refused (its answer lives in dynamic_metadata). Unknown fields, duplicate domains or
@@ -66,6 +66,11 @@ struct rate_limit {
   unit per = unit::unknown;  // unknown when unlimited
   // 0 (upstream's block-list idiom): every request is over the limit, decided without a counter.
   std::uint32_t requests_per_unit = 0;
+  std::uint32_t unit_multiplier = 1;  // upstream's: the window is this many units
+  // The counting window: unit × unit_multiplier (a month is 30 days, a year 365).
+  std::chrono::milliseconds window() const noexcept {
+    return window_of(per).value_or(std::chrono::milliseconds{0}) * unit_multiplier;
+  }
   bool unlimited = false;    // always OK, limit_remaining 4294967295, no counter
   bool shadow_mode = false;  // reported, never refuses
   bool detailed_metric = false;  // metrics named by the request's full descriptor (bounded)

@@ -53,10 +53,10 @@ std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_
   return out;
 }
 
-// Until the end of the unit's current window, aligned to the epoch as upstream counts: what a
-// limit of 0 (no counter, no backend call) reports as duration_until_reset.
-std::chrono::milliseconds until_window_end(unit u) {
-  const auto w = window_of(u).value_or(std::chrono::milliseconds{1000});
+// Until the end of the current window, aligned to the epoch as upstream counts: what a limit
+// of 0 (no counter, no backend call) reports as duration_until_reset.
+std::chrono::milliseconds until_window_end(std::chrono::milliseconds w) {
+  if (w <= std::chrono::milliseconds{0}) return w;
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch());
   return w - now % w;
@@ -146,7 +146,10 @@ void finish(call& c) {
             ? d.retry_after
             : d.reset_after;
     // No counter (a limit of 0): no state to ask, the window's end as upstream reports it.
-    st.duration_until_reset = it.policy ? wait : until_window_end(s.limit.per);
+    st.duration_until_reset =
+        it.policy ? wait
+                  : until_window_end(s.rule ? s.rule->window()
+                                            : window_of(s.limit.per).value_or(wait));
     st.status = refused && !s.shadow ? code::over_limit : code::ok;
     over = over || st.status == code::over_limit;
     if (c.metrics) {

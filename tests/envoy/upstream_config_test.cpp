@@ -35,9 +35,9 @@ std::shared_ptr<const envoy_config> upstream_configs() {
 TEST(upstream_config, every_example_loads) {
   const auto cfg = upstream_configs();
   for (const char* d : {"mongo_cps", "messaging", "edge_proxy_per_ip", "example4", "internal",
-                        "example6", "example7", "wildcards", "shared", "metadata"})
+                        "example6", "example7", "wildcards", "shared", "metadata", "multiplied"})
     EXPECT_TRUE(cfg->has_domain(d)) << d;
-  EXPECT_EQ(cfg->domains().size(), 10u);
+  EXPECT_EQ(cfg->domains().size(), 11u);
 }
 
 TEST(upstream_config, examples_mean_what_they_mean_upstream) {
@@ -76,6 +76,24 @@ TEST(upstream_config, a_limit_of_zero_is_the_block_list_idiom) {
             "to 4294967295 (got '-1')");
 }
 
+TEST(upstream_config, unit_multiplier_widens_the_window) {
+  const auto cfg = upstream_configs();
+  const auto* five = cfg->find("multiplied", {{"key1", "x"}});
+  ASSERT_NE(five, nullptr);
+  EXPECT_EQ(five->per, unit::minute);
+  EXPECT_EQ(five->unit_multiplier, 5u);
+  EXPECT_EQ(five->policy->window(), std::chrono::minutes(5));
+  EXPECT_EQ(cfg->find("multiplied", {{"key2", "x"}})->policy->window(), std::chrono::minutes(1));
+  EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: second\n"
+                     "      requests_per_unit: 5\n      unit_multiplier: 0\n"),
+            "edge.yaml:7: descriptor 'a': rate_limit: unit_multiplier must be an integer from 1 "
+            "to 4294967295 (got '0')");
+  EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unlimited: true\n"
+                     "      unit_multiplier: 2\n"),
+            "edge.yaml:6: descriptor 'a': rate_limit: 'unlimited: true' contradicts "
+            "'unit_multiplier'");
+}
+
 // Upstream reads booleans with gopkg.in/yaml.v2: YAML 1.1's words, plain (a quoted "true" is a
 // string and refused there). Only lowercase true/false loaded here.
 TEST(upstream_config, booleans_are_yaml_1_1s) {
@@ -102,7 +120,8 @@ TEST(upstream_config, newer_fields_load_and_what_floodgate_cannot_honour_is_refu
   // Upstream's #653: a misspelt field must not pass.
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unlimied: true}\n"),
             "edge.yaml:4: descriptor 'a': rate_limit: unknown field 'unlimied' (expected unit, "
-            "requests_per_unit, unlimited, name, replaces, algorithm, failure_mode)");
+            "requests_per_unit, unlimited, name, replaces, unit_multiplier, algorithm, "
+            "failure_mode)");
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    value: x\n"
                      "    share_threshold: true\n"),
             "edge.yaml:5: descriptor 'a_x': share_threshold needs a wildcard value (one with '*')");

@@ -41,6 +41,13 @@ descriptors:
       - key: plan
         value: paid
         rate_limit: {unlimited: true}
+  - key: remote_address
+    value: 50.0.0.5
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: path
+    value: /files/*/raw
+    share_threshold: True
+    rate_limit: {unit: minute, requests_per_unit: 2}
 )";
 
 void write_file(const std::string& path, const std::string& text) {
@@ -271,6 +278,29 @@ TEST(rls_grpc, a_long_value_or_a_17th_descriptor_does_not_fail_the_call) {
   ASSERT_EQ(again.at("statuses").as_array().size(), 20u);
   for (const auto& st : again.at("statuses").as_array())
     EXPECT_EQ(st.at("limit_remaining"), 28) << json::serialize(st);
+}
+
+// Upstream's configs through grpc-js on a real Redis: the block-list idiom (a limit of 0) and a
+// wildcard in the middle of a value whose matches share one counter (share_threshold: True).
+TEST(rls_grpc, a_blocked_address_and_a_shared_wildcard_on_redis) {
+  redis_server redis;
+  rls_process p(redis.url());
+  const auto results =
+      run_client(p, {check(request_of({{"remote_address", "50.0.0.5"}, {"path", "/api"}})),
+                     check(request_of({{"path", "/files/a/raw"}})),
+                     check(request_of({{"path", "/files/b/c/raw"}})),
+                     check(request_of({{"path", "/files/d/raw"}})),
+                     check(request_of({{"path", "/files/d/raw.txt"}}))});
+  const auto& blocked = response(results, 0);
+  EXPECT_EQ(blocked.at("overall_code"), "OVER_LIMIT");
+  EXPECT_EQ(blocked.at("statuses").at(0).at("code"), "OVER_LIMIT");
+  EXPECT_EQ(blocked.at("statuses").at(0).at("current_limit").at("requests_per_unit"), 0);
+  EXPECT_EQ(blocked.at("statuses").at(1).at("limit_remaining"), 1000) << "refused: not charged";
+  EXPECT_EQ(response(results, 1).at("statuses").at(0).at("limit_remaining"), 1);
+  EXPECT_EQ(response(results, 2).at("statuses").at(0).at("limit_remaining"), 0);
+  EXPECT_EQ(response(results, 3).at("overall_code"), "OVER_LIMIT") << "one counter for all three";
+  EXPECT_TRUE(response(results, 4).at("statuses").at(0).at("current_limit").is_null())
+      << "'/files/*/raw' does not match '/files/d/raw.txt'";
 }
 
 TEST(rls_grpc, sighup_reloads_the_envoy_config_and_a_bad_one_keeps_the_old) {

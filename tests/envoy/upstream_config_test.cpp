@@ -229,7 +229,7 @@ TEST(upstream_config, the_last_of_many_rules_is_found_as_fast_as_the_first) {
     auto best = std::chrono::steady_clock::duration::max();
     for (int round = 0; round < 5; ++round) {
       const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < 2000; ++i)
+      for (int i = 0; i < 20000; ++i)
         if (cfg.find("big", entries) == nullptr) ADD_FAILURE();
       best = std::min(best, std::chrono::steady_clock::now() - start);
     }

@@ -18,18 +18,19 @@ using field_map = std::map<std::string, std::pair<YAML::Node, int>, std::less<>>
 
 constexpr std::string_view root_fields[] = {"domain", "descriptors"};
 constexpr std::string_view descriptor_fields[] = {
-    "key",         "value",           "rate_limit",      "descriptors", "shadow_mode",
-    "detailed_metric", "value_to_metric", "share_threshold", "metadata",    "quota_mode"};
+    "key",         "value",           "rate_limit",      "descriptors",
+    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold",
+    "metadata",    "quota_mode"};
 
 // YAML 1.1's booleans, as upstream's parser (gopkg.in/yaml.v2) reads them into a bool field;
 // a quoted "true" is a string there, and refused.
-constexpr std::string_view yaml_true[] = {"y", "Y", "yes", "Yes", "YES", "true",
-                                          "True", "TRUE", "on", "On", "ON"};
-constexpr std::string_view yaml_false[] = {"n", "N", "no", "No", "NO", "false",
+constexpr std::string_view yaml_true[] = {"y",    "Y",    "yes", "Yes", "YES", "true",
+                                          "True", "TRUE", "on",  "On",  "ON"};
+constexpr std::string_view yaml_false[] = {"n",     "N",     "no",  "No",  "NO", "false",
                                            "False", "FALSE", "off", "Off", "OFF"};
 constexpr std::string_view rate_limit_fields[] = {
-    "unit",     "requests_per_unit", "unlimited",   "name",
-    "replaces", "unit_multiplier",   "algorithm",   "failure_mode"};
+    "unit",     "requests_per_unit", "unlimited", "name",
+    "replaces", "unit_multiplier",   "algorithm", "failure_mode"};
 
 // FNV-1a: a short, stable name for a rule's counters (the policy name is part of the key).
 std::uint64_t fnv1a(std::string_view s) {
@@ -115,7 +116,9 @@ class parser {
   bool boolean(const std::pair<YAML::Node, int>& f, std::string_view name) const {
     const auto s = f.first.IsScalar() ? f.first.Scalar() : std::string();
     const bool plain = f.first.IsScalar() && f.first.Tag() != "!";  // "!": quoted
-    auto in = [&s](const auto& set) { return std::find(std::begin(set), std::end(set), s) != std::end(set); };
+    auto in = [&s](const auto& set) {
+      return std::find(std::begin(set), std::end(set), s) != std::end(set);
+    };
     if (plain && in(yaml_true)) return true;
     if (plain && in(yaml_false)) return false;
     fail(f.second, "'" + std::string(name) + "' must be true or false (got '" + s + "')");
@@ -159,13 +162,12 @@ class parser {
         d.share_threshold = boolean(it->second, "share_threshold");
         // As upstream: without a wildcard there is nothing to share.
         if (d.share_threshold && !d.wildcard)
-          fail(it->second.second,
-               what + ": share_threshold needs a wildcard value (one with '*')");
+          fail(it->second.second, what + ": share_threshold needs a wildcard value (one with '*')");
       }
       if (auto it = fields.find("metadata"); it != fields.end() && !it->second.first.IsMap())
         fail(it->second.second, what + ": 'metadata' must be a map");
-      if (auto it = fields.find("quota_mode"); it != fields.end() &&
-                                               boolean(it->second, "quota_mode"))
+      if (auto it = fields.find("quota_mode");
+          it != fields.end() && boolean(it->second, "quota_mode"))
         fail(it->second.second,
              what +
                  ": quota_mode: true is not supported: upstream answers OK over the limit and "

@@ -20,11 +20,11 @@
 //
 // Fields follow upstream (domain, descriptors, key, value, rate_limit, unit,
 // requests_per_unit, unit_multiplier, unlimited, name, replaces, shadow_mode, detailed_metric,
-// value_to_metric, share_threshold, metadata, quota_mode); two are ours, per rate_limit: `algorithm` (default
-// fixed_window, aligned to the epoch as upstream counts) and `failure_mode` (default closed).
-// `metadata` is accepted and never sent (floodgate sets no dynamic_metadata); `quota_mode: true`
-// is refused (its answer lives in dynamic_metadata). Unknown fields, duplicate domains or
-// descriptors, bad units and contradictions throw config_error naming the file, line and
+// value_to_metric, share_threshold, metadata, quota_mode); two are ours, per rate_limit:
+// `algorithm` (default fixed_window, aligned to the epoch as upstream counts) and `failure_mode`
+// (default closed). `metadata` is accepted and never sent (floodgate sets no dynamic_metadata);
+// `quota_mode: true` is refused (its answer lives in dynamic_metadata). Unknown fields, duplicate
+// domains or descriptors, bad units and contradictions throw config_error naming the file, line and
 // problem. Loading happens at start-up and on SIGHUP only.
 //
 // Matching cost: each level is indexed by key, then by exact value (O(log n)); the wildcards of
@@ -73,7 +73,7 @@ struct rate_limit {
   }
   bool unlimited = false;    // always OK, limit_remaining 4294967295, no counter
   bool shadow_mode = false;  // reported, never refuses
-  bool detailed_metric = false;  // metrics named by the request's full descriptor (bounded)
+  bool detailed_metric = false;       // metrics named by the request's full descriptor (bounded)
   std::vector<std::string> replaces;  // names of limits this one replaces in a request
   // The counter's policy (not for unlimited, nor for requests_per_unit 0): its name identifies
   // the rule (domain and path), so it is stable across reloads of the same file.
@@ -94,8 +94,8 @@ struct level_index {
 
 struct descriptor_node {
   std::string key;
-  std::string value;      // empty: key only; with '*': a glob (upstream's wildcards)
-  bool wildcard = false;  // value holds a '*'
+  std::string value;             // empty: key only; with '*': a glob (upstream's wildcards)
+  bool wildcard = false;         // value holds a '*'
   bool value_to_metric = false;  // metrics name the request's value here, not the rule's
   bool share_threshold = false;  // (wildcards) every matching value shares one counter
   std::optional<rate_limit> limit;

@@ -147,9 +147,9 @@ void finish(call& c) {
             : d.reset_after;
     // No counter (a limit of 0): no state to ask, the window's end as upstream reports it.
     st.duration_until_reset =
-        it.policy ? wait
-                  : until_window_end(s.rule ? s.rule->window()
-                                            : window_of(s.limit.per).value_or(wait));
+        it.policy
+            ? wait
+            : until_window_end(s.rule ? s.rule->window() : window_of(s.limit.per).value_or(wait));
     st.status = refused && !s.shadow ? code::over_limit : code::ok;
     over = over || st.status == code::over_limit;
     if (c.metrics) {
@@ -163,8 +163,7 @@ void finish(call& c) {
       }
       // At most the rule's capacity a call: a client's hits_addend (up to 2^64 - 1) must not
       // pin the counters at their most, where rate() over them reads 0 for good.
-      c.metrics->record(c.req.domain, rule, counted_hits(s.hits, it.policy), v, s.shadow,
-                        s.metric);
+      c.metrics->record(c.req.domain, rule, counted_hits(s.hits, it.policy), v, s.shadow, s.metric);
     }
   }
   resp.overall = over && !c.options.shadow_mode ? code::over_limit : code::ok;
@@ -313,8 +312,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
                                     d.limit->requests_per_unit, *window_of(d.limit->per));
       p = &*same;
     }
-    std::string key = counter_key(s.counter.empty() ? d.entries : s.counter,
-                                  options_.caps.max_plain_counter_key);
+    std::string key =
+        counter_key(s.counter.empty() ? d.entries : s.counter, options_.caps.max_plain_counter_key);
     std::size_t found = no_item;
     for (std::size_t j = 0; j < c->items.size(); ++j)
       if (c->items[j].key == key && c->items[j].policy && p &&

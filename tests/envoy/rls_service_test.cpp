@@ -484,9 +484,10 @@ descriptors:
   check({desc({{"route", "api/x"}})});
   std::string out;
   metrics_.append(out);
-  for (const char* line : {"floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"user_alice\"} 2",
-                           "floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"user_bob\"} 1",
-                           "floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"route_api/x\"} 1"})
+  for (const char* line :
+       {"floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"user_alice\"} 2",
+        "floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"user_bob\"} 1",
+        "floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"route_api/x\"} 1"})
     EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
 }
 

@@ -105,7 +105,8 @@ TEST(upstream_config, booleans_are_yaml_1_1s) {
   };
   for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "y", "Y", "on", "On", "ON"})
     EXPECT_TRUE(shadow(yes)) << yes;
-  for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "n", "N", "off", "Off", "OFF"})
+  for (const char* no :
+       {"false", "False", "FALSE", "no", "No", "NO", "n", "N", "off", "Off", "OFF"})
     EXPECT_FALSE(shadow(no)) << no;
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    shadow_mode: \"true\"\n"),
             "edge.yaml:4: 'shadow_mode' must be true or false (got 'true')");
@@ -127,8 +128,9 @@ TEST(upstream_config, newer_fields_load_and_what_floodgate_cannot_honour_is_refu
             "edge.yaml:5: descriptor 'a_x': share_threshold needs a wildcard value (one with '*')");
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    metadata: [1, 2]\n"),
             "edge.yaml:4: descriptor 'a': 'metadata' must be a map");
-  const auto quota = error_of("domain: d\ndescriptors:\n  - key: a\n    quota_mode: true\n"
-                              "    rate_limit: {unit: second, requests_per_unit: 1}\n");
+  const auto quota = error_of(
+      "domain: d\ndescriptors:\n  - key: a\n    quota_mode: true\n"
+      "    rate_limit: {unit: second, requests_per_unit: 1}\n");
   EXPECT_EQ(quota.rfind("edge.yaml:4: descriptor 'a': quota_mode: true is not supported", 0), 0u)
       << quota;
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    quota_mode: false\n"

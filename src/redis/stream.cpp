@@ -153,7 +153,7 @@ void stream::connect(const session_ptr& s) {
     s->socket.async_connect(tcp::endpoint(address, ep.port), [this, s](const error_code& e) {
       if (s != session_) return;
       if (e)
-        return fail(s, "connect to " + config_.endpoint.host + ": " + e.message(),
+        return fail(s, "connect: " + e.message(),
                     errc::not_connected);
       connected(s);
     });
@@ -163,6 +163,7 @@ void stream::connect(const session_ptr& s) {
       ep.host, std::to_string(ep.port),
       [this, s](const error_code& e, const tcp::resolver::results_type& results) {
         if (s != session_) return;
+        // The host named, as operations.md shows it: what failed is the name.
         if (e)
           return fail(s, "resolve " + config_.endpoint.host + ": " + e.message(),
                       errc::not_connected);
@@ -170,7 +171,7 @@ void stream::connect(const session_ptr& s) {
             s->socket, results, [this, s](const error_code& e2, const tcp::endpoint&) {
               if (s != session_) return;
               if (e2)
-                return fail(s, "connect to " + config_.endpoint.host + ": " + e2.message(),
+                return fail(s, "connect: " + e2.message(),
                             errc::not_connected);
               connected(s);
             });

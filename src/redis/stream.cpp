@@ -146,35 +146,28 @@ void stream::open(const stream_config& config) {
 }
 
 void stream::connect(const session_ptr& s) {
-  const auto& ep = config_.endpoint;
-  error_code ec;
-  const auto address = asio::ip::make_address(ep.host, ec);
-  if (!ec) {
-    s->socket.async_connect(tcp::endpoint(address, ep.port), [this, s](const error_code& e) {
+  auto to = [this, s](const tcp::resolver::results_type& addresses) {
+    asio::async_connect(s->socket, addresses, [this, s](const error_code& e, const tcp::endpoint&) {
       if (s != session_) return;
-      if (e)
-        return fail(s, "connect: " + e.message(),
-                    errc::not_connected);
+      if (e) return fail(s, "connect: " + e.message(), errc::not_connected);
       connected(s);
     });
-    return;
-  }
+  };
+  const auto& ep = config_.endpoint;
+  error_code not_an_address;
+  const auto address = asio::ip::make_address(ep.host, not_an_address);
+  if (!not_an_address)  // no resolver (and its thread) for an address
+    return to(tcp::resolver::results_type::create(tcp::endpoint(address, ep.port), ep.host,
+                                                  std::to_string(ep.port)));
   s->resolver.async_resolve(
       ep.host, std::to_string(ep.port),
-      [this, s](const error_code& e, const tcp::resolver::results_type& results) {
+      [this, s, to](const error_code& e, const tcp::resolver::results_type& addresses) {
         if (s != session_) return;
         // The host named, as operations.md shows it: what failed is the name.
         if (e)
           return fail(s, "resolve " + config_.endpoint.host + ": " + e.message(),
                       errc::not_connected);
-        asio::async_connect(
-            s->socket, results, [this, s](const error_code& e2, const tcp::endpoint&) {
-              if (s != session_) return;
-              if (e2)
-                return fail(s, "connect: " + e2.message(),
-                            errc::not_connected);
-              connected(s);
-            });
+        to(addresses);
       });
 }
 

@@ -7,12 +7,29 @@
 #include <mutex>
 #include <set>
 
+#include <openssl/evp.h>
+
 #include "floodgate/errors.hpp"
-#include "redis/sha256.hpp"
 #include "rls_metrics.hpp"
 
 namespace floodgate::service::envoy {
 namespace {
+
+// A counter key too long to keep as it is, named by its SHA-256 (OpenSSL's: the library's own
+// is internal to it).
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * size);
+  for (unsigned int i = 0; i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
 
 constexpr std::size_t no_item = std::numeric_limits<std::size_t>::max();
 constexpr std::uint32_t unlimited_remaining = std::numeric_limits<std::uint32_t>::max();
@@ -49,7 +66,7 @@ std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_
     out += '=';
     put(entries[i].value);
   }
-  if (out.size() > max_plain) return "#" + redis::sha256_hex(out);
+  if (out.size() > max_plain) return "#" + sha256_hex(out);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // Questions to Redis servers and sentinels from a thread that waits for the answers, each due
-// within a deadline: the raw state reader (service/redis_watch/raw_state.cpp: floodgate inspect
-// and GET /v1/inspect) and the metrics sampler (service/redis_watch/redis_sampler.cpp). A
+// within a deadline: the inspection API (inspector.cpp, floodgate/inspect.hpp: floodgate inspect,
+// GET /v1/inspect and the metrics sampler). A
 // connection is kept per endpoint and kind — a stream (stream.hpp): TLS as the endpoint says,
 // AUTH with a node's own credentials or the sentinel_* ones, SELECT of a node's db — and
 // closed after any failure, so a late reply never answers the next question.

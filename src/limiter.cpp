@@ -348,8 +348,10 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
   using answer = shape<Result>;
   if (auto ec = validate(item)) return handler(answer::invalid(ec));
   const policy& p = *item.policy;
+  bool probing = false;
   if (local_mode_ && p.on_failure() == failure_mode::local) {
     const auto route = local_mode_->route_now();
+    probing = route == detail::local_mode::route::probe;
     if (route == detail::local_mode::route::local)
       return handler(answer::local_mode(*local_mode_, item, local_mode_->last_failure()));
     handler = [lm = local_mode_, route, key = std::string(item.key), p, cost = item.cost,
@@ -364,8 +366,9 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
   }
   // Read before sending: the backend decides at some later instant, so a countdown from here
   // ends no later than its retry time.
+  // A probe asks the backend itself: only its answer may end an outage.
   const bool remember =
-      deny_cache_ && item.cost > 0 && p.local_denials() == local_denials::on;
+      deny_cache_ && item.cost > 0 && p.local_denials() == local_denials::on && !probing;
   const std::int64_t sent = remember ? steady_now() : 0;
   if (remember) {
     if (auto d = deny_cache_->find(item.key, p, item.cost, sent))

@@ -73,11 +73,14 @@ local_mode::route local_mode::route_now() {
 }
 
 void local_mode::answered(route r) {
-  if (r == route::probe) probe_in_flight_.store(false);
-  if (!outage_.exchange(false)) return;
-  // Back to the backend: what was admitted locally is forgotten (docs: a short over-admission).
-  std::lock_guard lock(mutex_);
-  local_.reset();
+  // Only the probe's answer ends an outage: a call sent before the outage began may answer
+  // late, which says nothing about the backend now.
+  if (r != route::probe) return;
+  outage_.store(false, std::memory_order_release);
+  probe_in_flight_.store(false);
+  // The local state stays: what was admitted locally still counts until its window ends, so
+  // another outage in that window does not hand the local share out again (its keys expire
+  // like any memory backend's).
 }
 
 void local_mode::failed(route r, std::error_code why) {
@@ -133,7 +136,7 @@ backend_reply local_mode::decide(std::span<const check_item> items) {
       r.decisions.push_back(refused(*items[i].policy, local_items[i].policy));
     return r;
   }
-  // Built at the first outage, dropped when it ends: most limiters never need it.
+  // Built at the first outage and kept: most limiters never need it.
   if (!local_) local_ = std::make_shared<memory::memory_backend>();
   return local_->check(local_items);
 }

@@ -5,7 +5,9 @@
 //
 // An outage is entered on a backend failure and lasts probe_interval; local-mode checks then
 // skip the backend (an outage costs one deadline, not one per request) until one probe finds
-// it answering again. The local state is dropped when the outage ends.
+// it answering again: only the probe's answer ends an outage. The local state outlives the
+// outage (until its windows end), so the local share is handed out once per window, however
+// many outages the window sees.
 #pragma once
 
 #include <atomic>
@@ -40,7 +42,9 @@ class local_mode {
     local,    // an outage: decide locally
   };
   route route_now();
-  // The backend answered (ends an outage) or failed with `why` (starts or extends one).
+  // The backend answered (the probe's answer ends an outage; others change nothing) or failed
+  // with `why` (starts or extends one). A call answered without the backend (a local denial)
+  // is neither.
   void answered(route r);
   void failed(route r, std::error_code why);
   // The failure that started or last extended the outage.
@@ -74,7 +78,7 @@ class local_mode {
   std::atomic<int> last_failure_{0};  // an errc
 
   std::mutex mutex_;  // the local state and the scaled policies
-  std::shared_ptr<memory::memory_backend> local_;  // null outside an outage
+  std::shared_ptr<memory::memory_backend> local_;  // null until the first outage
   std::map<std::string, std::unique_ptr<policy>> scaled_;
 
   std::once_flag heartbeat_started_;

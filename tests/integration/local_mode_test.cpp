@@ -140,5 +140,67 @@ TEST(local_mode, a_limit_below_n_refuses_locally_and_a_mixed_group_fails_closed)
   EXPECT_FALSE(m.allowed());
 }
 
+// Issue 28, item 5, replayed: fixed_window 10 per hour, one instance, 10 admitted with Redis
+// up, then four short outages (CLIENT PAUSE, each well past the deadline). Each recovery used
+// to drop the local state, so each outage handed out the local share again: 50 in a window of
+// 10. The local admissions now carry across outages within their window: the local share is
+// handed out once per window however many outages, so the window's total stays within the
+// documented bound, limit (Redis) + limit ÷ N (this instance's local share).
+TEST(local_mode, repeated_outages_hand_out_the_local_share_once_per_window) {
+  redis_server redis;
+  limiter_options lo;
+  lo.instances = 1;
+  lo.local_mode_probe_interval = 50ms;
+  limiter l{redis.url(), options_for(unique_prefix("local_repeat")), lo};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"p", algorithm::fixed_window, 10, 1h, std::nullopt, failure_mode::local,
+                 local_denials::off};
+  for (int i = 0; i < 10; ++i) ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
+  ASSERT_EQ(l.check("k", p).outcome, outcome::over_limit);
+
+  constexpr auto pause = 700ms;
+  int local_admitted = 0, outages_seen = 0;
+  for (int outage = 0; outage < 4; ++outage) {
+    ASSERT_EQ(redis.command({"CLIENT", "PAUSE", std::to_string(pause.count()), "WRITE"}).str, "OK");
+    bool seen = false;
+    check_result r;
+    // Until a check is decided by Redis again: the pause, then a probe's answer (paced).
+    const auto until = clock::now() + pause + 5s;
+    do {
+      r = l.check("k", p);
+      seen = seen || r.local_mode;
+      if (r.local_mode && r.outcome == outcome::allowed) ++local_admitted;
+      std::this_thread::sleep_for(5ms);
+    } while ((!seen || r.local_mode) && clock::now() < until);
+    ASSERT_FALSE(r.local_mode) << "still local 5 s after the pause";
+    outages_seen += seen;
+  }
+  EXPECT_EQ(outages_seen, 4);
+  EXPECT_EQ(local_admitted, 10) << "the local share (10 ÷ 1) once in the window, not per outage";
+}
+
+// A probe answered from the deny cache is no backend answer: it must not end the outage (the
+// next checks would each wait a deadline on a Redis that still does not answer).
+TEST(local_mode, a_deny_cache_hit_on_the_probe_does_not_end_the_outage) {
+  redis_server redis;
+  limiter_options lo;
+  lo.instances = 1;
+  lo.local_mode_probe_interval = 300ms;
+  limiter l{redis.url(), options_for(unique_prefix("local_probe")), lo};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"p", algorithm::fixed_window, 1, 1h, std::nullopt, failure_mode::local};
+  ASSERT_EQ(l.check("denied", p).outcome, outcome::allowed);
+  ASSERT_EQ(l.check("denied", p).outcome, outcome::over_limit);  // remembered for 1 s
+  ASSERT_EQ(redis.command({"CLIENT", "PAUSE", "3000", "WRITE"}).str, "OK");
+  const auto r = l.check("other", p);  // times out: the outage starts
+  ASSERT_TRUE(r.local_mode) << r.error.message();
+  ASSERT_TRUE(l.stats().local_mode_active);
+  std::this_thread::sleep_for(lo.local_mode_probe_interval + 50ms);  // the next check probes
+  l.check("denied", p);  // the probe: Redis, still paused, times out (answered locally)
+  EXPECT_TRUE(l.stats().local_mode_active) << "a deny-cache answer ended the outage";
+  // Still in the outage: decided locally (before: sent to the paused Redis).
+  EXPECT_TRUE(l.check("other", p).local_mode);
+}
+
 }  // namespace
 }  // namespace floodgate::test

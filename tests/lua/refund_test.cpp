@@ -284,6 +284,19 @@ TEST(refund_script, bad_arguments_are_refused) {
   EXPECT_NE(redis.run(cmd("gcra", "0")).str.find("at least 1"), std::string::npos);
   EXPECT_NE(redis.run(cmd("leaky", "1")).str.find("algorithm must be"), std::string::npos);
   EXPECT_NE(redis.run(cmd("gcra", "-1")).str.find("cost"), std::string::npos);
+  // An idempotency marker comes with its ms, and the ms must be a positive integer.
+  auto keyed = [&](std::string ms) {
+    return std::vector<std::string>{"EVALSHA", sha,    "2", "k", "k:rf:x", "gcra",
+                                    "5",       "1000", "5", "1", "",       ms};
+  };
+  EXPECT_NE(redis.run({"EVALSHA", sha, "2", "k", "k:rf:x", "gcra", "5", "1000", "5", "1", ""})
+                .str.find("2 keys and 7"),
+            std::string::npos);
+  EXPECT_NE(redis.run(keyed("0")).str.find("marker's ms"), std::string::npos);
+  EXPECT_NE(redis.run(keyed("1.5")).str.find("marker's ms"), std::string::npos);
+  EXPECT_EQ(redis.run({"EXISTS", "k", "k:rf:x"}).integer, 0);
+  EXPECT_EQ(ints_of(redis.run(keyed("60000"))).value()[0], 1) << "a valid keyed refund peeks";
+  EXPECT_GT(redis.run({"PTTL", "k:rf:x"}).integer, 59'000);
   EXPECT_EQ(redis.run({"EXISTS", "k"}).integer, 0);
 }
 

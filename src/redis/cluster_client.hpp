@@ -43,6 +43,7 @@ class cluster_client final : public transport {
 
   void submit(std::unique_ptr<request> r) override;
   bool healthy() const noexcept override;
+  std::string last_error() const override;
   backend_stats stats() const noexcept override;
 
   class impl;

@@ -211,13 +211,20 @@ class sentinel_client::impl final : public io_worker_owner,
                                        : sentinel_error_);
   }
 
+  // The primaries' clients' counters, summed over every client so far (a counter must not
+  // start again after a switch); the breaker gauge is the current primary's.
   backend_stats stats() const noexcept {
-    backend_stats s;
+    std::lock_guard lock(mutex_);
+    backend_stats s = closed_stats_;
+    for (const auto& [at, c] : retired_) add(s, c->stats());
+    if (current_) {
+      const auto now = current_->stats();
+      add(s, now);
+      s.breakers_open = now.breakers_open;
+    }
     s.redirections = resent_.load(std::memory_order_relaxed);
     s.failovers_seen = switches_.load(std::memory_order_relaxed);
-    std::lock_guard lock(mutex_);
-    // The current primary's client only: the count starts again after a switch.
-    if (current_) s.script_reloads = current_->stats().script_reloads;
+    s.nodes_known = current_ ? 1 : 0;
     return s;
   }
 
@@ -526,6 +533,7 @@ class sentinel_client::impl final : public io_worker_owner,
       {
         std::lock_guard lock(mutex_);
         while (!retired_.empty() && retired_.front().first <= steady::now()) {
+          add(closed_stats_, retired_.front().second->stats());
           closing.push_back(std::move(retired_.front().second));
           retired_.pop_front();
         }
@@ -533,6 +541,11 @@ class sentinel_client::impl final : public io_worker_owner,
       closing.clear();
       arm_retire();
     });
+  }
+
+  static void add(backend_stats& to, const backend_stats& from) noexcept {
+    to.script_reloads += from.script_reloads;
+    to.breaker_opens += from.breaker_opens;
   }
 
   // --- parked calls -----------------------------------------------------------------------
@@ -593,6 +606,7 @@ class sentinel_client::impl final : public io_worker_owner,
   std::uint64_t epoch_ = 0;                                                     // guarded by mutex_
   std::string sentinel_error_;                                                  // guarded by mutex_
   std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired_;  // mutex_
+  backend_stats closed_stats_;  // guarded by mutex_: of the clients retired and closed
   std::atomic<std::uint64_t> resent_{0}, switches_{0};
   // The epoch_ of the last primary that answered READONLY (~0: none yet).
   std::atomic<std::uint64_t> refused_epoch_{~std::uint64_t{0}};

@@ -1,4 +1,4 @@
-# The Redis backend (included from src/CMakeLists.txt). connection.cpp, client.cpp,
+# The Redis backend (included from src/CMakeLists.txt). connection.cpp, node.cpp, client.cpp,
 # cluster_client.cpp, sentinel_socket.cpp, sentinel_client.cpp and node_asker.cpp are the only
 # sources that include Asio: keep it that way, each costs ~20 s to compile.
 target_sources(floodgate PRIVATE
@@ -10,6 +10,9 @@ target_sources(floodgate PRIVATE
   redis/key.cpp
   redis/batch.cpp
   redis/connection.cpp
+  redis/breaker.cpp
+  redis/pool_health.cpp
+  redis/node.cpp
   redis/client.cpp
   redis/cluster_protocol.cpp
   redis/cluster_url.cpp
@@ -22,7 +25,7 @@ target_sources(floodgate PRIVATE
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining), and,
 # under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
-set_source_files_properties(redis/connection.cpp redis/client.cpp redis/cluster_client.cpp
+set_source_files_properties(redis/connection.cpp redis/node.cpp redis/client.cpp redis/cluster_client.cpp
   redis/sentinel_socket.cpp redis/sentinel_client.cpp redis/node_asker.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")

@@ -200,6 +200,8 @@ TEST_P(health, a_noperm_user_is_not_ready_until_the_acl_is_fixed) {
   floodgated_process::options fo;
   fo.extra_args = {"--redis", redis_->url(user + ":pw@")};
   floodgated_process fg("rules:\n  - {name: api, algorithm: gcra, limit: 10, window: 1s}\n", fo);
+  const auto ready = [&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; };
+  ASSERT_TRUE(wait_for(ready, 10s)) << "it connects: " << fg.log();
   const auto body = R"({"rule":"api","key":"k"})";
   EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", body).status, 503);
   EXPECT_TRUE(wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 503; },
@@ -212,8 +214,7 @@ TEST_P(health, a_noperm_user_is_not_ready_until_the_acl_is_fixed) {
   EXPECT_TRUE(l.get_backend().healthy());
   EXPECT_EQ(l.get_backend().last_error(), "");
   EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", body).status, 200);
-  EXPECT_TRUE(wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; },
-                       5s));
+  EXPECT_TRUE(wait_for(ready, 5s));
   EXPECT_TRUE(fg.wait_for_log("backend answering again", 5s)) << fg.log();
 }
 

@@ -67,11 +67,7 @@ class client::impl final : public node_owner,
 
   std::string last_error() const { return health_.last_error(); }
 
-  backend_stats stats() const noexcept {
-    auto s = health_.stats();
-    s.nodes_known = 1;
-    return s;
-  }
+  backend_stats stats() const noexcept { return health_.stats(); }
 
   void readiness_changed(node&, bool) override {}
 

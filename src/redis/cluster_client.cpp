@@ -442,7 +442,7 @@ class cluster_client::impl final : public node_owner,
   pool_health health_;          // before the nodes, which report to it
   io_worker worker_{*this};     // before the nodes and timers: its io_context outlives them
   std::map<std::string, std::unique_ptr<node>> nodes_;  // by host_port()
-  std::set<node*> masters_;     // the nodes owning slots in the current map
+  std::set<node*> masters_;                             // the nodes owning slots in the current map
   // Nodes retired from nodes_, stopped, freed after their grace time.
   std::vector<std::pair<steady::time_point, std::unique_ptr<node>>> retired_;
   std::vector<node*> seeds_;

@@ -32,7 +32,8 @@ void node::stop(std::vector<request_ptr>& out) {
   for (auto& c : connections_) c->stop(out);
   ready_.store(0, std::memory_order_relaxed);
   if (has_problem_) clear_problem();
-  if (!stopped_ && !breaker_.closed()) health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
+  if (!stopped_ && !breaker_.closed())
+    health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
   stopped_ = true;
 }
 
@@ -120,9 +121,9 @@ void node::problem(const std::string& why, bool lasting) {
       (why.starts_with(call) && owner_.routing_reply(std::string_view(why).substr(call.size()))))
     return;
   // A failed connect already names the node; a call's error ("call: NOPERM ...") does not.
-  const bool named = why.starts_with(name_ + ": ") ||
-                     why.starts_with(config_.endpoint.host + ":" +
-                                     std::to_string(config_.endpoint.port) + ": ");
+  const bool named =
+      why.starts_with(name_ + ": ") ||
+      why.starts_with(config_.endpoint.host + ":" + std::to_string(config_.endpoint.port) + ": ");
   health_.set_problem(this, named ? why : name_ + ": " + why, lasting);
   problem_lasting_ = problem_lasting_ || lasting;  // as pool_health keeps it
   has_problem_ = true;

@@ -103,7 +103,7 @@ class node final : public connection_owner {
 
   bool has_problem_ = false;  // health_ holds one for this node
   bool problem_lasting_ = false;
-  bool answered_ = false;     // since it, a reply that was no error: the next finished() clears
+  bool answered_ = false;  // since it, a reply that was no error: the next finished() clears
   bool stopped_ = false;
 };
 

@@ -224,7 +224,6 @@ class sentinel_client::impl final : public io_worker_owner,
     }
     s.redirections = resent_.load(std::memory_order_relaxed);
     s.failovers_seen = switches_.load(std::memory_order_relaxed);
-    s.nodes_known = current_ ? 1 : 0;
     return s;
   }
 

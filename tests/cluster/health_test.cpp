@@ -33,9 +33,12 @@ enum class topology { single, cluster, sentinel };
 
 std::string name_of(topology t) {
   switch (t) {
-    case topology::single: return "single";
-    case topology::cluster: return "cluster";
-    case topology::sentinel: return "sentinel";
+    case topology::single:
+      return "single";
+    case topology::cluster:
+      return "cluster";
+    case topology::sentinel:
+      return "sentinel";
   }
   return "?";
 }
@@ -105,7 +108,9 @@ class sentinel_deployment final : public deployment {
     // The URL's credentials are the primary's.
     return scheme + userinfo + plain.substr(scheme.size());
   }
-  std::vector<redis_server*> data_nodes() override { return {&sentinel_.node(0), &sentinel_.node(1)}; }
+  std::vector<redis_server*> data_nodes() override {
+    return {&sentinel_.node(0), &sentinel_.node(1)};
+  }
   redis_server& node_for(const std::string&) override {
     const int port = sentinel_.primary_port();
     return sentinel_.node(sentinel_.node(0).port() == port ? 0 : 1);
@@ -124,9 +129,15 @@ class health : public ::testing::TestWithParam<topology> {
  protected:
   void SetUp() override {
     switch (GetParam()) {
-      case topology::single: redis_ = std::make_unique<single_deployment>(); break;
-      case topology::cluster: redis_ = std::make_unique<cluster_deployment>(); break;
-      case topology::sentinel: redis_ = std::make_unique<sentinel_deployment>(); break;
+      case topology::single:
+        redis_ = std::make_unique<single_deployment>();
+        break;
+      case topology::cluster:
+        redis_ = std::make_unique<cluster_deployment>();
+        break;
+      case topology::sentinel:
+        redis_ = std::make_unique<sentinel_deployment>();
+        break;
     }
   }
 
@@ -204,8 +215,8 @@ TEST_P(health, a_noperm_user_is_not_ready_until_the_acl_is_fixed) {
   ASSERT_TRUE(wait_for(ready, 10s)) << "it connects: " << fg.log();
   const auto body = R"({"rule":"api","key":"k"})";
   EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", body).status, 503);
-  EXPECT_TRUE(wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 503; },
-                       5s));
+  EXPECT_TRUE(
+      wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 503; }, 5s));
   EXPECT_TRUE(fg.wait_for_log("NOPERM", 5s)) << fg.log();
   EXPECT_NE(fg.log().find("msg=\"backend failing\""), std::string::npos) << fg.log();
 
@@ -240,9 +251,12 @@ TEST_P(health, a_stalled_node_opens_its_breaker) {
   std::string said;
   while (clock_type::now() - start < 1500ms) {
     const auto r = l.check(key, p);
-    if (r.error == errc::timeout) ++timeouts;
-    else if (r.error == errc::not_connected) ++refused;
-    else ++other;
+    if (r.error == errc::timeout)
+      ++timeouts;
+    else if (r.error == errc::not_connected)
+      ++refused;
+    else
+      ++other;
     if (!l.get_backend().healthy()) seen_unready = true;
     if (said.empty()) said = l.get_backend().last_error();
     std::this_thread::sleep_for(5ms);  // paced: a refused call returns at once
@@ -306,8 +320,7 @@ TEST_P(health, a_flushed_script_cache_is_reloaded_and_counted) {
 }
 
 INSTANTIATE_TEST_SUITE_P(topologies, health,
-                         ::testing::Values(topology::single, topology::cluster,
-                                           topology::sentinel),
+                         ::testing::Values(topology::single, topology::cluster, topology::sentinel),
                          [](const auto& param_info) { return name_of(param_info.param); });
 
 }  // namespace

@@ -6,6 +6,7 @@
 //   build/bench/floodgate_memory_bench --benchmark_filter=check/gcra
 //
 // check        one caller: limiter.check() per decision, keys spread over 1000 users
+// check_all_1  check_all of one item, as floodgated checks a one-rule request
 // check_all_3  three policies of one user, all-or-nothing
 //
 // Every call is admitted (huge limits), so the figures measure the path, not denials.
@@ -38,6 +39,16 @@ void check(benchmark::State& state) {
   state.SetLabel(std::string(floodgate::to_string(algo)));
 }
 
+void check_all_1(benchmark::State& state) {
+  floodgate::limiter limiter{"memory://"};
+  const floodgate::policy p{"bench", algorithm::gcra, 1'000'000'000, 1s};
+  std::size_t i = 0;
+  for (auto _ : state) {
+    auto r = limiter.check_all({{keys()[i++ % keys().size()], &p, 1}});
+    benchmark::DoNotOptimize(r);
+  }
+}
+
 void check_all_3(benchmark::State& state) {
   floodgate::limiter limiter{"memory://"};
   const floodgate::policy a{"a", algorithm::gcra, 1'000'000'000, 1s};
@@ -52,6 +63,7 @@ void check_all_3(benchmark::State& state) {
 }
 
 BENCHMARK(check)->DenseRange(0, 4);
+BENCHMARK(check_all_1);
 BENCHMARK(check_all_3);
 
 }  // namespace

@@ -1,5 +1,4 @@
 // The one way in: every backend is built from a URL here.
-#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <string>
@@ -8,6 +7,7 @@
 #include "floodgate/limiter.hpp"
 #include "memory/memory_backend.hpp"
 #include "redis/redis_backend.hpp"
+#include "redis/topology.hpp"
 
 namespace floodgate {
 
@@ -41,11 +41,7 @@ std::shared_ptr<backend> make_backend(std::string_view url, const backend_option
   const std::string_view base = url.substr(0, url.find('?'));
   if (base == "memory://" || base == "memory:" || base == "memory")
     return std::make_shared<memory::memory_backend>(memory_url_options(url, options.memory));
-  std::string scheme(url.substr(0, url.find("://")));
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (scheme == "redis" || scheme == "rediss" || scheme == "redis+cluster" ||
-      scheme == "rediss+cluster" || scheme == "redis+sentinel" || scheme == "rediss+sentinel")
-    return std::make_shared<redis::redis_backend>(url, options.redis);
+  if (redis::is_redis_url(url)) return std::make_shared<redis::redis_backend>(url, options.redis);
   throw config_error("backend URL '" + redis::redact_url(url) +
                      "': unsupported scheme (expected memory://, redis://host:port redis+cluster://host:port[,...] or redis+sentinel://host:port[,...]/master)");
 }

@@ -1,4 +1,4 @@
-#include "duration.hpp"
+#include "floodgate/duration.hpp"
 
 #include <charconv>
 #include <cstdint>

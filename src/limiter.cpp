@@ -103,6 +103,71 @@ check_result local_mode_result(detail::local_mode& lm, const check_item& item,
   return r;
 }
 
+// A one-item check in the shape its caller asked for: check() and a one-item check_all()
+// take one path (limiter::check_one), and each result is built once from what decided it (the
+// backend's reply, a remembered denial, local mode), never converted from the other shape.
+template <class Result>
+struct shape;
+
+template <>
+struct shape<check_result> {
+  static check_result invalid(std::error_code ec) {
+    check_result r;
+    r.error = ec;
+    return r;
+  }
+  static check_result remembered(const decision& d) {
+    check_result r;
+    r.outcome = outcome::over_limit;
+    r.decision = d;
+    r.local = true;
+    return r;
+  }
+  static check_result local_mode(detail::local_mode& lm, const check_item& item,
+                                 std::error_code why) {
+    return local_mode_result(lm, item, why);
+  }
+  static check_result reply(backend_reply& reply, const decision& on_failure) {
+    return single_result(reply, on_failure);
+  }
+  static const decision& decided(const check_result& r) { return r.decision; }
+};
+
+template <>
+struct shape<multi_check_result> {
+  static multi_check_result invalid(std::error_code ec) {
+    multi_check_result r;
+    r.error = ec;
+    return r;
+  }
+  static multi_check_result remembered(const decision& d) {
+    multi_check_result r;
+    r.outcome = outcome::over_limit;
+    r.decisions.push_back(d);
+    r.local = true;
+    return r;
+  }
+  static multi_check_result local_mode(detail::local_mode& lm, const check_item& item,
+                                       std::error_code why) {
+    return local_mode_result(lm, std::span(&item, 1), why);
+  }
+  // The reply's one decision is moved, not copied into a second vector.
+  static multi_check_result reply(backend_reply& reply, const decision& on_failure) {
+    multi_check_result r;
+    if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
+    if (reply.error) {
+      r.outcome = failed_outcome(reply.error);
+      r.error = reply.error;
+      if (r.outcome == outcome::backend_error) r.decisions.push_back(on_failure);
+    } else {
+      r.decisions = std::move(reply.decisions);
+      r.outcome = r.decisions.front().allowed ? outcome::allowed : outcome::over_limit;
+    }
+    return r;
+  }
+  static const decision& decided(const multi_check_result& r) { return r.decisions.front(); }
+};
+
 bool same_state(const check_item& a, const check_item& b) {
   return a.key == b.key && detail::same_state(*a.policy, *b.policy);
 }
@@ -198,21 +263,9 @@ void limiter::async_check_all(std::span<const check_item> items,
   };
   if (items.empty()) return invalid(errc::no_items);
   if (items.size() > options_.max_items) return invalid(errc::too_many_items);
-  // All-or-nothing of one item is that item's check, so it may be denied locally too (a
-  // service's one-rule checks). Several items are not: each needs its current decision.
-  if (items.size() == 1 && deny_cache_) {
-    return async_check(items[0].key, *items[0].policy, items[0].cost,
-                       [handler = std::move(handler)](check_result r) {
-                         multi_check_result m;
-                         m.outcome = r.outcome;
-                         m.error = r.error;
-                         m.local = r.local;
-                         m.local_mode = r.local_mode;
-                         if (r.outcome != outcome::invalid_request)
-                           m.decisions.push_back(r.decision);
-                         handler(std::move(m));
-                       });
-  }
+  // All-or-nothing of one item is that item's check (so it may be denied locally too: a
+  // service's one-rule checks), answered in check_all's shape.
+  if (items.size() == 1) return check_one<multi_check_result>(items[0], std::move(handler));
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (auto ec = validate(items[i])) return invalid(ec);
     for (std::size_t j = 0; j < i; ++j)
@@ -287,22 +340,23 @@ void limiter::async_check_all(std::span<const check_item> items,
 // One item without check_all's containers: it is the hot path.
 void limiter::async_check(std::string_view key, const policy& p, std::int64_t cost,
                           std::function<void(check_result)> handler) {
-  const check_item item{key, &p, cost};
-  if (auto ec = validate(item)) {
-    check_result r;
-    r.outcome = outcome::invalid_request;
-    r.error = ec;
-    return handler(r);
-  }
+  check_one<check_result>({key, &p, cost}, std::move(handler));
+}
+
+template <class Result>
+void limiter::check_one(const check_item& item, std::function<void(Result)> handler) {
+  using answer = shape<Result>;
+  if (auto ec = validate(item)) return handler(answer::invalid(ec));
+  const policy& p = *item.policy;
   if (local_mode_ && p.on_failure() == failure_mode::local) {
     const auto route = local_mode_->route_now();
     if (route == detail::local_mode::route::local)
-      return handler(local_mode_result(*local_mode_, item, local_mode_->last_failure()));
-    handler = [lm = local_mode_, route, key = std::string(key), p, cost,
-               handler = std::move(handler)](check_result r) {
+      return handler(answer::local_mode(*local_mode_, item, local_mode_->last_failure()));
+    handler = [lm = local_mode_, route, key = std::string(item.key), p, cost = item.cost,
+               handler = std::move(handler)](Result r) {
       if (r.outcome == outcome::backend_error) {
         lm->failed(route, r.error);
-        return handler(local_mode_result(*lm, check_item{key, &p, cost}, r.error));
+        return handler(answer::local_mode(*lm, check_item{key, &p, cost}, r.error));
       }
       if (r.outcome != outcome::invalid_request) lm->answered(route);
       handler(std::move(r));
@@ -310,30 +364,26 @@ void limiter::async_check(std::string_view key, const policy& p, std::int64_t co
   }
   // Read before sending: the backend decides at some later instant, so a countdown from here
   // ends no later than its retry time.
-  const bool remember = deny_cache_ && cost > 0 && p.local_denials() == local_denials::on;
+  const bool remember =
+      deny_cache_ && item.cost > 0 && p.local_denials() == local_denials::on;
   const std::int64_t sent = remember ? steady_now() : 0;
   if (remember) {
-    if (auto d = deny_cache_->find(key, p, cost, sent)) {
-      check_result r;
-      r.outcome = outcome::over_limit;
-      r.decision = *d;
-      r.local = true;
-      return handler(r);
-    }
+    if (auto d = deny_cache_->find(item.key, p, item.cost, sent))
+      return handler(answer::remembered(*d));
   }
-  auto pending = std::make_shared<pending_call<check_result, decision>>(std::move(handler),
-                                                                      failure_decision(p));
+  auto pending =
+      std::make_shared<pending_call<Result, decision>>(std::move(handler), failure_decision(p));
   auto thrown = [&] {
     backend_reply reply;
     reply.error = errc::internal_error;
-    pending->handler(single_result(reply, pending->on_failure));
+    pending->handler(answer::reply(reply, pending->on_failure));
   };
   if (!remember) {
     return guarded(
         pending,
         [&] {
           backend_->async_check(std::span(&item, 1), [pending](backend_reply reply) {
-            if (pending->claim()) pending->handler(single_result(reply, pending->on_failure));
+            if (pending->claim()) pending->handler(answer::reply(reply, pending->on_failure));
           });
         },
         thrown);
@@ -343,13 +393,14 @@ void limiter::async_check(std::string_view key, const policy& p, std::int64_t co
       pending,
       [&] {
         backend_->async_check(
-            std::span(&item, 1), [pending, cache = deny_cache_, key = std::string(key), p, cost,
-                                  sent, epoch = deny_cache_->epoch()](backend_reply reply) {
+            std::span(&item, 1),
+            [pending, cache = deny_cache_, key = std::string(item.key), p, cost = item.cost, sent,
+             epoch = deny_cache_->epoch()](backend_reply reply) {
               if (!pending->claim()) return;
-              check_result r = single_result(reply, pending->on_failure);
+              Result r = answer::reply(reply, pending->on_failure);
               if (r.outcome == outcome::allowed || r.outcome == outcome::over_limit)
-                cache->learn(key, p, cost, sent, epoch, r.decision);
-              pending->handler(r);
+                cache->learn(key, p, cost, sent, epoch, answer::decided(r));
+              pending->handler(std::move(r));
             });
       },
       thrown);

@@ -95,6 +95,9 @@ class limiter {
 
  private:
   std::error_code validate(const check_item& item) const noexcept;
+  // check() and a one-item check_all(): Result is check_result or multi_check_result.
+  template <class Result>
+  void check_one(const check_item& item, std::function<void(Result)> handler);
   std::int64_t steady_now() const;
 
   std::shared_ptr<backend> backend_;

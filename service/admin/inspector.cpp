@@ -4,7 +4,7 @@
 #include <boost/json/value.hpp>
 
 #include "api/render.hpp"
-#include "redis_watch/raw_state.hpp"
+#include "floodgate/inspect.hpp"
 
 namespace floodgate::service {
 namespace json = boost::json;

@@ -1,6 +1,6 @@
 // Runs the admin listener's key requests (GET /v1/inspect, POST /v1/reset: admin.hpp) off the
 // I/O threads: a peek through the running limiter (cost 0: nothing consumed, not counted in
-// /metrics or hot keys) and the raw state read from Redis (raw_state.hpp), or a reset.
+// /metrics or hot keys) and the raw state read from Redis (floodgate/inspect.hpp), or a reset.
 //
 //   inspector keys(limiter, "redis://127.0.0.1:6379");
 //   keys.submit(std::move(request), [](http_response res) { /* any thread */ });
@@ -9,8 +9,8 @@
 // One worker thread and at most `max_waiting` requests queued: beyond it a 503 at once, so a
 // person (or a script) hammering the endpoint can neither pile up threads nor work. Each
 // request takes at most the backend's timeout for the peek plus `raw_timeout` per question of
-// the raw read (raw_state.hpp: connect and answer each within it; TYPE, the value, ZCARD, PTTL
-// on the key's node; for Cluster each command on at most seeds + max_redirects nodes, for
+// the raw read (floodgate/inspect.hpp: connect and answer each within it; TYPE, the value,
+// ZCARD, PTTL on the key's node; for Cluster each command on at most seeds + 5 nodes, for
 // Sentinel one question per sentinel before).
 //
 // The answer of an inspect:

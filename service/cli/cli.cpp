@@ -7,8 +7,8 @@
 // check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages).
 // inspect asks through the limiter with cost 0 (a peek: nothing consumed) for remaining and
 // reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on connections of
-// its own, on the node that holds it (raw_state.hpp). reset forgets the key's state for the rule
-// (limiter::reset).
+// its own, on the node that holds it (floodgate/inspect.hpp). reset forgets the key's state for the
+// rule (limiter::reset).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -19,8 +19,8 @@
 
 #include "config/config.hpp"
 #include "floodgate/errors.hpp"
+#include "floodgate/inspect.hpp"
 #include "floodgate/limiter.hpp"
-#include "redis_watch/raw_state.hpp"
 
 namespace {
 
@@ -114,14 +114,14 @@ service::rule find_rule(const key_args& a, service::config& cfg) {
   return *r;
 }
 
-// Prints the raw state of `key` for `p` (raw_state.hpp: shared with GET /v1/inspect).
+// Prints the raw state of `key` for `p` (floodgate/inspect.hpp: as GET /v1/inspect).
 void print_raw_state(const std::string& url, const policy& p, const std::string& key) {
-  const auto s = service::read_raw_state(url, p, key, 2s);
+  const auto s = read_raw_state(url, p, key, 2s);
   if (!s.readable) {
     std::printf("state          (not read: %s)\n", s.why_not.c_str());
     return;
   }
-  std::printf("redis_key      %s\n", service::printable(s.redis_key).c_str());
+  std::printf("redis_key      %s\n", printable(s.redis_key).c_str());
   if (!s.error.empty()) fail(s.error);
   std::printf("redis_node     %s\n", s.node.c_str());
   if (s.type == "none") {
@@ -169,7 +169,7 @@ int inspect(int argc, char** argv) {
                 p.name().c_str(), std::string(to_string(p.algo())).c_str(),
                 static_cast<long long>(p.limit()), static_cast<long long>(p.window().count()),
                 static_cast<long long>(p.capacity()), r.shadow ? ", shadow" : "");
-    std::printf("key            %s\n", service::printable(a.key).c_str());
+    std::printf("key            %s\n", printable(a.key).c_str());
     print_raw_state(a.url, p, a.key);
     const auto peek = lim.check(a.key, p, 0);
     if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
@@ -190,7 +190,7 @@ int reset(int argc, char** argv) {
   try {
     auto lim = make_limiter(a.url);
     if (const auto ec = lim.reset(a.key, r.policy)) fail("backend: " + ec.message());
-    std::printf("reset: rule %s, key %s\n", r.name().c_str(), service::printable(a.key).c_str());
+    std::printf("reset: rule %s, key %s\n", r.name().c_str(), printable(a.key).c_str());
     return 0;
   } catch (const std::exception& e) {
     fail(e.what());

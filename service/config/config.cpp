@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "config/config_file.hpp"
-#include "duration.hpp"
+#include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service {

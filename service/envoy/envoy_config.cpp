@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "config/config_file.hpp"
@@ -16,10 +17,20 @@ namespace {
 using field_map = std::map<std::string, std::pair<YAML::Node, int>, std::less<>>;
 
 constexpr std::string_view root_fields[] = {"domain", "descriptors"};
-constexpr std::string_view descriptor_fields[] = {"key",         "value",       "rate_limit",
-                                                  "descriptors", "shadow_mode", "detailed_metric"};
+constexpr std::string_view descriptor_fields[] = {
+    "key",         "value",           "rate_limit",      "descriptors",
+    "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold",
+    "metadata",    "quota_mode"};
+
+// YAML 1.1's booleans, as upstream's parser (gopkg.in/yaml.v2) reads them into a bool field;
+// a quoted "true" is a string there, and refused.
+constexpr std::string_view yaml_true[] = {"y",    "Y",    "yes", "Yes", "YES", "true",
+                                          "True", "TRUE", "on",  "On",  "ON"};
+constexpr std::string_view yaml_false[] = {"n",     "N",     "no",  "No",  "NO", "false",
+                                           "False", "FALSE", "off", "Off", "OFF"};
 constexpr std::string_view rate_limit_fields[] = {
-    "unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "failure_mode"};
+    "unit",     "requests_per_unit", "unlimited", "name",
+    "replaces", "unit_multiplier",   "algorithm", "failure_mode"};
 
 // FNV-1a: a short, stable name for a rule's counters (the policy name is part of the key).
 std::uint64_t fnv1a(std::string_view s) {
@@ -29,6 +40,21 @@ std::uint64_t fnv1a(std::string_view s) {
     h *= 1099511628211ULL;
   }
   return h;
+}
+
+std::shared_ptr<const level_index> index_of(const std::vector<descriptor_node>& nodes) {
+  auto index = std::make_shared<level_index>();
+  for (std::uint32_t i = 0; i < nodes.size(); ++i) {
+    const auto& d = nodes[i];
+    auto& by_key = index->keys[d.key];
+    if (d.value.empty()) {
+      by_key.key_only = i;
+      continue;
+    }
+    by_key.values.emplace(d.value, i);
+    if (d.wildcard) by_key.wildcards.push_back(i);
+  }
+  return index;
 }
 
 class parser {
@@ -54,6 +80,7 @@ class parser {
     domain_ = d.name;
     if (auto it = fields.find("descriptors"); it != fields.end())
       d.descriptors = parse_descriptors(it->second, d.name, "");
+    d.index = index_of(d.descriptors);
     return d;
   }
 
@@ -88,8 +115,12 @@ class parser {
 
   bool boolean(const std::pair<YAML::Node, int>& f, std::string_view name) const {
     const auto s = f.first.IsScalar() ? f.first.Scalar() : std::string();
-    if (s == "true") return true;
-    if (s == "false") return false;
+    const bool plain = f.first.IsScalar() && f.first.Tag() != "!";  // "!": quoted
+    auto in = [&s](const auto& set) {
+      return std::find(std::begin(set), std::end(set), s) != std::end(set);
+    };
+    if (plain && in(yaml_true)) return true;
+    if (plain && in(yaml_false)) return false;
     fail(f.second, "'" + std::string(name) + "' must be true or false (got '" + s + "')");
   }
 
@@ -124,14 +155,34 @@ class parser {
       bool detailed = false;
       if (auto it = fields.find("detailed_metric"); it != fields.end())
         detailed = boolean(it->second, "detailed_metric");
+      d.wildcard = d.value.find('*') != std::string::npos;
+      if (auto it = fields.find("value_to_metric"); it != fields.end())
+        d.value_to_metric = boolean(it->second, "value_to_metric");
+      if (auto it = fields.find("share_threshold"); it != fields.end()) {
+        d.share_threshold = boolean(it->second, "share_threshold");
+        // As upstream: without a wildcard there is nothing to share.
+        if (d.share_threshold && !d.wildcard)
+          fail(it->second.second, what + ": share_threshold needs a wildcard value (one with '*')");
+      }
+      if (auto it = fields.find("metadata"); it != fields.end() && !it->second.first.IsMap())
+        fail(it->second.second, what + ": 'metadata' must be a map");
+      if (auto it = fields.find("quota_mode");
+          it != fields.end() && boolean(it->second, "quota_mode"))
+        fail(it->second.second,
+             what +
+                 ": quota_mode: true is not supported: upstream answers OK over the limit and "
+                 "names the descriptor in the response's dynamic_metadata, which floodgated does "
+                 "not send (shadow_mode: true answers OK over the limit without it)");
       if (auto it = fields.find("rate_limit"); it != fields.end()) {
         d.limit = parse_rate_limit(it->second, what, my_path);
         d.limit->shadow_mode = shadow;
         d.limit->detailed_metric = detailed;
         d.limit->metric_name = metric;
       }
-      if (auto it = fields.find("descriptors"); it != fields.end())
+      if (auto it = fields.find("descriptors"); it != fields.end()) {
         d.children = parse_descriptors(it->second, my_path, metric);
+        d.children_index = index_of(d.children);
+      }
       out.push_back(std::move(d));
     }
     return out;
@@ -162,7 +213,8 @@ class parser {
     const auto unit_it = fields.find("unit");
     const auto rpu_it = fields.find("requests_per_unit");
     if (r.unlimited) {
-      for (std::string_view no : {"unit", "requests_per_unit", "algorithm", "failure_mode"})
+      for (std::string_view no :
+           {"unit", "requests_per_unit", "unit_multiplier", "algorithm", "failure_mode"})
         if (auto it = fields.find(no); it != fields.end())
           fail(it->second.second,
                what + ": 'unlimited: true' contradicts '" + std::string(no) + "'");
@@ -182,11 +234,22 @@ class parser {
     if (rpu_text.empty() || rpu_text.size() > 10 ||
         !std::all_of(rpu_text.begin(), rpu_text.end(),
                      [](char c) { return c >= '0' && c <= '9'; }) ||
-        (rpu = std::stoull(rpu_text)) < 1 || rpu > 0xffffffffULL)
+        (rpu = std::stoull(rpu_text)) > 0xffffffffULL)
       fail(rpu_it->second.second,
-           what + ": requests_per_unit must be an integer from 1 to 4294967295 (got '" + rpu_text +
+           what + ": requests_per_unit must be an integer from 0 to 4294967295 (got '" + rpu_text +
                "')");
     r.requests_per_unit = static_cast<std::uint32_t>(rpu);
+    if (auto it = fields.find("unit_multiplier"); it != fields.end()) {
+      const auto text = scalar(it->second, "unit_multiplier");
+      std::uint64_t n = 0;
+      if (text.empty() || text.size() > 10 ||
+          !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+          (n = std::stoull(text)) < 1 || n > 0xffffffffULL)
+        fail(it->second.second,
+             what + ": unit_multiplier must be an integer from 1 to 4294967295 (got '" + text +
+                 "')");
+      r.unit_multiplier = static_cast<std::uint32_t>(n);
+    }
 
     auto algo = algorithm::fixed_window;
     if (auto it = fields.find("algorithm"); it != fields.end()) {
@@ -208,12 +271,13 @@ class parser {
              what + ": failure_mode must be open or closed (got '" + text + "')");
       on_failure = *m;
     }
+    if (r.requests_per_unit == 0) return r;  // over the limit whatever the count: no counter
     char name[32];
     std::snprintf(name, sizeof name, "envoy.%016llx",
                   static_cast<unsigned long long>(fnv1a(domain_ + path)));
     try {
-      r.policy.emplace(name, algo, static_cast<std::int64_t>(r.requests_per_unit),
-                       *window_of(r.per), std::nullopt, on_failure);
+      r.policy.emplace(name, algo, static_cast<std::int64_t>(r.requests_per_unit), r.window(),
+                       std::nullopt, on_failure);
     } catch (const config_error& e) {
       std::string msg = e.what();
       if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
@@ -288,37 +352,143 @@ std::string_view to_string(unit u) noexcept {
   return "unknown";
 }
 
+bool glob_match(std::string_view pattern, std::string_view value) noexcept {
+  const auto star = pattern.find('*');
+  if (star == std::string_view::npos) return pattern == value;
+  const auto last = pattern.rfind('*');
+  const auto head = pattern.substr(0, star), tail = pattern.substr(last + 1);
+  if (value.size() < head.size() + tail.size() || !value.starts_with(head) ||
+      !value.ends_with(tail))
+    return false;
+  // The runs between the first and the last '*', each at its leftmost place after the one
+  // before: a leftmost match leaves the most room for the rest, so no backtracking is needed.
+  // memmem is linear (glibc's two-way search), so the whole match is too.
+  std::string_view rest = value.substr(head.size(), value.size() - head.size() - tail.size());
+  std::string_view middle = pattern.substr(star + 1, last > star ? last - star - 1 : 0);
+  while (!middle.empty()) {
+    const auto next = middle.find('*');
+    const std::size_t run = next == std::string_view::npos ? middle.size() : next;
+    if (run > 0) {
+      const void* at = ::memmem(rest.data(), rest.size(), middle.data(), run);
+      if (at == nullptr) return false;
+      const auto offset = static_cast<std::size_t>(static_cast<const char*>(at) - rest.data());
+      rest.remove_prefix(offset + run);
+    }
+    if (next == std::string_view::npos) break;
+    middle.remove_prefix(next + 1);
+  }
+  return true;
+}
+
 namespace {
-// Upstream's lookup at one level: key and value, then a wildcard prefix, then the key alone.
-const descriptor_node* find_in(const std::vector<descriptor_node>& nodes, std::string_view k,
-                               std::string_view v) noexcept {
-  for (const auto& d : nodes)
-    if (d.key == k && !d.value.empty() && d.value == v) return &d;
-  for (const auto& d : nodes)
-    if (d.key == k && !d.value.empty() && d.value.back() == '*' &&  // "*" alone: any value
-        v.starts_with(std::string_view(d.value).substr(0, d.value.size() - 1)))
-      return &d;
-  for (const auto& d : nodes)
-    if (d.key == k && d.value.empty()) return &d;
+
+enum class matched_by { value, wildcard, key_only };
+
+// Upstream's lookup at one level: key and value, then the first wildcard that matches, then the
+// key alone.
+const descriptor_node* find_in(const std::vector<descriptor_node>& nodes, const level_index& index,
+                               const descriptor_entry& e, matched_by& how) noexcept {
+  const auto k = index.keys.find(e.key);
+  if (k == index.keys.end()) return nullptr;
+  const auto& by_key = k->second;
+  if (auto v = by_key.values.find(e.value); v != by_key.values.end()) {
+    how = matched_by::value;
+    return &nodes[v->second];
+  }
+  for (const auto w : by_key.wildcards)
+    if (glob_match(nodes[w].value, e.value)) {
+      how = matched_by::wildcard;
+      return &nodes[w];
+    }
+  if (by_key.key_only) {
+    how = matched_by::key_only;
+    return &nodes[*by_key.key_only];
+  }
   return nullptr;
 }
+
+// Upstream's stats key below the domain when it depends on the request: detailed_metric names
+// every entry as key_value (a shared pattern in place of its values); otherwise value_to_metric
+// puts the request's value where the rule has a wildcard or no value, and share_threshold the
+// pattern.
+std::string metric_of(const std::vector<descriptor_entry>& entries,
+                      const std::vector<const descriptor_node*>& path,
+                      const std::vector<matched_by>& how, bool detailed) {
+  std::string out;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    const auto& node = *path[i];
+    const bool shared = how[i] == matched_by::wildcard && node.share_threshold;
+    if (!out.empty()) out += '.';
+    out += e.key;
+    if (detailed) {
+      out += '_';
+      out += shared ? std::string_view(node.value) : std::string_view(e.value);
+      continue;
+    }
+    switch (how[i]) {
+      case matched_by::value:
+        out += '_';
+        out += e.value;
+        break;
+      case matched_by::wildcard:
+        out += '_';
+        out += shared || !node.value_to_metric ? std::string_view(node.value)
+                                               : std::string_view(e.value);
+        break;
+      case matched_by::key_only:
+        if (node.value_to_metric && !e.value.empty()) out += '_' + e.value;
+        break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-const rate_limit* envoy_config::find(std::string_view domain,
-                                     const std::vector<descriptor_entry>& entries) const noexcept {
+rule_match envoy_config::match(std::string_view domain,
+                               const std::vector<descriptor_entry>& entries) const {
+  rule_match m;
   const auto it = domains_.find(domain);
-  if (it == domains_.end()) return nullptr;
+  if (it == domains_.end()) return m;
   const std::vector<descriptor_node>* level = &it->second.descriptors;
-  const rate_limit* found = nullptr;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const descriptor_node* next = find_in(*level, entries[i].key, entries[i].value);
+  const level_index* index = it->second.index.get();
+  const descriptor_node* leaf = nullptr;
+  bool by_request = false;  // a node on the way names metrics or counters by the request
+  for (std::size_t i = 0; i < entries.size() && index; ++i) {
+    auto how = matched_by::value;
+    const descriptor_node* next = find_in(*level, *index, entries[i], how);
     if (next == nullptr) break;
+    by_request = by_request || next->value_to_metric ||
+                 (next->share_threshold && how == matched_by::wildcard);
     // A limit counts only where the request's descriptor ends (upstream's rule).
-    if (next->limit && i + 1 == entries.size()) found = &*next->limit;
+    if (next->limit && i + 1 == entries.size()) leaf = next;
     if (next->children.empty()) break;
     level = &next->children;
+    index = next->children_index.get();
   }
-  return found;
+  if (leaf == nullptr) return m;
+  m.limit = &*leaf->limit;
+  if (!by_request && !m.limit->detailed_metric) return m;
+
+  // Rare: walk again, keeping the way, to name the metric and the counter by the request.
+  std::vector<const descriptor_node*> path;
+  std::vector<matched_by> how(entries.size());
+  level = &it->second.descriptors;
+  index = it->second.index.get();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    path.push_back(find_in(*level, *index, entries[i], how[i]));
+    level = &path.back()->children;
+    index = path.back()->children_index.get();
+  }
+  m.metric_name = metric_of(entries, path, how, m.limit->detailed_metric);
+  if (m.metric_name == m.limit->metric_name) m.metric_name.clear();
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (how[i] == matched_by::wildcard && path[i]->share_threshold) {
+      if (m.counter_entries.empty()) m.counter_entries = entries;
+      m.counter_entries[i].value = path[i]->value;
+    }
+  return m;
 }
 
 std::size_t envoy_config::rule_count() const noexcept {

@@ -11,16 +11,24 @@
 //       descriptors:
 //         - key: user
 //           rate_limit: {unlimited: true}
+//     - key: path
+//       value: /api/*/upload           # '*' anywhere: any run of characters (a glob)
+//       rate_limit: {unit: second, requests_per_unit: 0}   # 0: every request over the limit
 //
 //   auto cfg = load_envoy_config({"ratelimit/config"});  // files or directories; throws
-//   const rate_limit* r = cfg->find("edge", entries);     // nullptr: no limit applies
+//   rule_match m = cfg->match("edge", entries);          // m.limit nullptr: no limit applies
 //
 // Fields follow upstream (domain, descriptors, key, value, rate_limit, unit,
-// requests_per_unit, unlimited, name, replaces, shadow_mode, detailed_metric); two are ours,
-// per rate_limit: `algorithm` (default fixed_window, aligned to the epoch as upstream counts)
-// and `failure_mode` (default closed). Unknown fields, duplicate domains or descriptors, bad
-// units and contradictions throw config_error naming the file, line and problem. Loading
-// happens at start-up and on SIGHUP only.
+// requests_per_unit, unit_multiplier, unlimited, name, replaces, shadow_mode, detailed_metric,
+// value_to_metric, share_threshold, metadata, quota_mode); two are ours, per rate_limit:
+// `algorithm` (default fixed_window, aligned to the epoch as upstream counts) and `failure_mode`
+// (default closed). `metadata` is accepted and never sent (floodgate sets no dynamic_metadata);
+// `quota_mode: true` is refused (its answer lives in dynamic_metadata). Unknown fields, duplicate
+// domains or descriptors, bad units and contradictions throw config_error naming the file, line and
+// problem. Loading happens at start-up and on SIGHUP only.
+//
+// Matching cost: each level is indexed by key, then by exact value (O(log n)); the wildcards of
+// that key are tried in file order, each in time linear in the value and the pattern.
 #pragma once
 
 #include <chrono>
@@ -56,33 +64,70 @@ std::string_view to_string(unit u) noexcept;                     // "second", ..
 struct rate_limit {
   std::string name;          // upstream's optional `name` (used by `replaces`); may be empty
   unit per = unit::unknown;  // unknown when unlimited
+  // 0 (upstream's block-list idiom): every request is over the limit, decided without a counter.
   std::uint32_t requests_per_unit = 0;
+  std::uint32_t unit_multiplier = 1;  // upstream's: the window is this many units
+  // The counting window: unit × unit_multiplier (a month is 30 days, a year 365).
+  std::chrono::milliseconds window() const noexcept {
+    return window_of(per).value_or(std::chrono::milliseconds{0}) * unit_multiplier;
+  }
   bool unlimited = false;    // always OK, limit_remaining 4294967295, no counter
   bool shadow_mode = false;  // reported, never refuses
-  bool detailed_metric = false;
+  bool detailed_metric = false;       // metrics named by the request's full descriptor (bounded)
   std::vector<std::string> replaces;  // names of limits this one replaces in a request
-  // The counter's policy (not for unlimited): its name identifies the rule (domain and
-  // path), so it is stable across reloads of the same file.
+  // The counter's policy (not for unlimited, nor for requests_per_unit 0): its name identifies
+  // the rule (domain and path), so it is stable across reloads of the same file.
   std::optional<floodgate::policy> policy;
   std::string metric_name;  // upstream's stats key below the domain, e.g. "path_/login.user"
 };
 
+// One level of a domain's tree, by key: positions in the level's vector of the exact values,
+// the wildcards (in file order: the first that matches wins, as upstream) and the key-only rule.
+struct level_index {
+  struct by_key {
+    std::map<std::string, std::uint32_t, std::less<>> values;  // wildcards too, literally
+    std::vector<std::uint32_t> wildcards;
+    std::optional<std::uint32_t> key_only;
+  };
+  std::map<std::string, by_key, std::less<>> keys;
+};
+
 struct descriptor_node {
   std::string key;
-  std::string value;  // empty: key only; ending in '*': a prefix (upstream's wildcard)
+  std::string value;             // empty: key only; with '*': a glob (upstream's wildcards)
+  bool wildcard = false;         // value holds a '*'
+  bool value_to_metric = false;  // metrics name the request's value here, not the rule's
+  bool share_threshold = false;  // (wildcards) every matching value shares one counter
   std::optional<rate_limit> limit;
   std::vector<descriptor_node> children;
+  std::shared_ptr<const level_index> children_index;
 };
 
 struct domain_config {
   std::string name;
   std::string file;  // where it came from, for logs
   std::vector<descriptor_node> descriptors;
+  std::shared_ptr<const level_index> index;
 };
 
 struct descriptor_entry {
   std::string key;
   std::string value;
+};
+
+// `*` in `pattern` matches any run of characters (also none); everything else itself. Linear
+// in |pattern| + |value| (the literal runs are found leftmost, in order), whatever the value.
+bool glob_match(std::string_view pattern, std::string_view value) noexcept;
+
+// What a request's descriptor matched.
+struct rule_match {
+  const rate_limit* limit = nullptr;  // nullptr: no limit applies
+  // The metric's rule name when it depends on the request (detailed_metric, value_to_metric,
+  // share_threshold; upstream's stats key below the domain); empty: limit->metric_name.
+  std::string metric_name;
+  // share_threshold: the entries the counter is keyed by (a shared pattern in place of the
+  // values it matched); empty: the request's entries.
+  std::vector<descriptor_entry> counter_entries;
 };
 
 class envoy_config {
@@ -91,10 +136,14 @@ class envoy_config {
   explicit envoy_config(std::map<std::string, domain_config, std::less<>> domains)
       : domains_(std::move(domains)) {}
 
-  // The rule for a request's descriptor: the most specific match, and only where the
-  // request's last entry lands (upstream's rule). nullptr: an unknown domain or no match.
+  // The rule for a request's descriptor: at each level the exact value, then the first
+  // wildcard that matches, then the key alone; a limit only where the request's last entry
+  // lands (upstream's rule). No limit: an unknown domain or no match.
+  rule_match match(std::string_view domain, const std::vector<descriptor_entry>& entries) const;
   const rate_limit* find(std::string_view domain,
-                         const std::vector<descriptor_entry>& entries) const noexcept;
+                         const std::vector<descriptor_entry>& entries) const {
+    return match(domain, entries).limit;
+  }
   bool has_domain(std::string_view domain) const noexcept { return domains_.contains(domain); }
   const std::map<std::string, domain_config, std::less<>>& domains() const noexcept {
     return domains_;

@@ -17,9 +17,18 @@ void add_saturating(std::uint64_t& counter, std::uint64_t hits) {
 }  // namespace
 
 void rls_metrics::record(std::string_view domain, std::string_view rule, std::uint64_t hits,
-                         verdict v, bool shadow) {
+                         verdict v, bool shadow, std::string_view by_request) {
   std::lock_guard lock(mutex_);
-  auto it = series_.find({std::string(domain), std::string(rule)});
+  auto it = series_.end();
+  if (!by_request.empty()) {
+    it = series_.find(std::pair{std::string(domain), std::string(by_request)});
+    if (it == series_.end() && request_named_ < max_request_named_series &&
+        by_request.size() <= max_request_named_bytes && series_.size() < max_series) {
+      it = series_.try_emplace({std::string(domain), std::string(by_request)}).first;
+      ++request_named_;
+    }
+  }
+  if (it == series_.end()) it = series_.find(std::pair{std::string(domain), std::string(rule)});
   if (it == series_.end()) {
     const bool room = series_.size() < max_series;
     it = series_.try_emplace({std::string(domain), room ? std::string(rule) : "_other"}).first;

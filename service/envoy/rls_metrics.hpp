@@ -1,7 +1,10 @@
 // The rate limit service's metrics, in Prometheus text: per domain and rule, upstream's
 // counters (total_hits, over_limit, near_limit, within_limit, shadow_mode), the gRPC
 // request latency and the connections its caps refused. Bounded: at most max_series (domain, rule)
-// pairs; later ones are counted under rule="_other".
+// pairs; later ones are counted under rule="_other". Series named by a request's values
+// (detailed_metric, value_to_metric: a client chooses them) are bounded apart, so they cannot
+// crowd out the rules' own: at most max_request_named_series, each name at most
+// max_request_named_bytes; past either, the hits count under the rule's own name.
 //
 //   rls_metrics m;
 //   m.record("edge", "remote_address", 1, verdict::within_limit);
@@ -34,9 +37,13 @@ enum class grpc_code_class { ok, invalid_argument, deadline_exceeded, other };
 class rls_metrics {
  public:
   static constexpr std::size_t max_series = 10000;
+  static constexpr std::size_t max_request_named_series = 1000;
+  static constexpr std::size_t max_request_named_bytes = 256;
 
+  // `by_request`: the name a request's values give the rule (empty: none), used while there is
+  // room for it.
   void record(std::string_view domain, std::string_view rule, std::uint64_t hits, verdict v,
-              bool shadow);
+              bool shadow, std::string_view by_request = {});
   void observe_request(std::chrono::nanoseconds latency, grpc_code_class c);
   // A new gRPC connection closed at once: over the global cap, or its address's.
   void record_connection_refused(connection_table::verdict cap);
@@ -50,7 +57,8 @@ class rls_metrics {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0};
 
   mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, counters> series_;
+  std::map<std::pair<std::string, std::string>, counters, std::less<>> series_;
+  std::size_t request_named_ = 0;
   std::array<std::uint64_t, bounds_seconds.size() + 1> buckets_{};
   double latency_sum_ = 0;
   std::array<std::uint64_t, 4> requests_{};

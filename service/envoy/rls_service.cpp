@@ -7,11 +7,29 @@
 #include <mutex>
 #include <set>
 
+#include <openssl/evp.h>
+
 #include "floodgate/errors.hpp"
 #include "rls_metrics.hpp"
 
 namespace floodgate::service::envoy {
 namespace {
+
+// A counter key too long to keep as it is, named by its SHA-256 (OpenSSL's: the library's own
+// is internal to it).
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * size);
+  for (unsigned int i = 0; i < size; ++i) {
+    out += hex[digest[i] >> 4];
+    out += hex[digest[i] & 15];
+  }
+  return out;
+}
 
 constexpr std::size_t no_item = std::numeric_limits<std::size_t>::max();
 constexpr std::uint32_t unlimited_remaining = std::numeric_limits<std::uint32_t>::max();
@@ -27,8 +45,9 @@ std::uint64_t fnv1a(std::string_view s) {
 
 // The counter key of a descriptor: every entry, so each distinct value of a key-only rule has
 // its own counter (as upstream's cache key). ',', '=' and '%' are escaped: no two descriptors
-// share a key.
-std::string counter_key(const std::vector<descriptor_entry>& entries) {
+// share a key. Longer than `max_plain`: '#' and its SHA-256 (no escaped key starts with '#'
+// and has no '=').
+std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_t max_plain) {
   std::string out;
   auto put = [&out](std::string_view s) {
     for (char c : s) {
@@ -47,7 +66,24 @@ std::string counter_key(const std::vector<descriptor_entry>& entries) {
     out += '=';
     put(entries[i].value);
   }
+  if (out.size() > max_plain) return "#" + sha256_hex(out);
   return out;
+}
+
+// Until the end of the current window, aligned to the epoch as upstream counts: what a limit
+// of 0 (no counter, no backend call) reports as duration_until_reset.
+std::chrono::milliseconds until_window_end(std::chrono::milliseconds w) {
+  if (w <= std::chrono::milliseconds{0}) return w;
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  return w - now % w;
+}
+
+// Hits a call may add to a rule's counters: at most its capacity (or, with no counter, a
+// request's whole hits_addend range), so no call pins a counter at its top.
+std::uint64_t counted_hits(std::uint64_t hits, const floodgate::policy* p) {
+  const std::uint64_t cap = p ? static_cast<std::uint64_t>(p->capacity()) : 0xffffffffULL;
+  return std::min(hits, cap);
 }
 
 // One descriptor of the request.
@@ -58,6 +94,8 @@ struct slot {
   std::size_t item = no_item;
   std::uint64_t hits = 1;
   bool shadow = false;
+  std::string metric;                     // by the request (rule_match); empty: the rule's
+  std::vector<descriptor_entry> counter;  // share_threshold's entries; empty: the request's
 };
 
 // One counter to decide: descriptors naming the same counter are merged (their hits added).
@@ -124,7 +162,11 @@ void finish(call& c) {
         refused && d.retry_after != floodgate::decision::never && d.retry_after.count() > 0
             ? d.retry_after
             : d.reset_after;
-    st.duration_until_reset = wait;
+    // No counter (a limit of 0): no state to ask, the window's end as upstream reports it.
+    st.duration_until_reset =
+        it.policy
+            ? wait
+            : until_window_end(s.rule ? s.rule->window() : window_of(s.limit.per).value_or(wait));
     st.status = refused && !s.shadow ? code::over_limit : code::ok;
     over = over || st.status == code::over_limit;
     if (c.metrics) {
@@ -138,9 +180,7 @@ void finish(call& c) {
       }
       // At most the rule's capacity a call: a client's hits_addend (up to 2^64 - 1) must not
       // pin the counters at their most, where rate() over them reads 0 for good.
-      std::uint64_t hits = s.hits;
-      if (it.policy) hits = std::min(hits, static_cast<std::uint64_t>(it.policy->capacity()));
-      c.metrics->record(c.req.domain, rule, hits, v, s.shadow);
+      c.metrics->record(c.req.domain, rule, counted_hits(s.hits, it.policy), v, s.shadow, s.metric);
     }
   }
   resp.overall = over && !c.options.shadow_mode ? code::over_limit : code::ok;
@@ -202,16 +242,10 @@ std::string rls_service::validate(const request& req) const {
     const auto& d = req.descriptors[i];
     const std::string which = "descriptor " + std::to_string(i);
     if (d.entries.empty()) return which + " has no entries";
-    if (d.entries.size() > caps.max_entries)
-      return which + " has too many entries: " + std::to_string(d.entries.size()) + " (at most " +
-             std::to_string(caps.max_entries) + ")";
-    for (std::size_t j = 0; j < d.entries.size(); ++j) {
-      const auto& e = d.entries[j];
-      if (e.key.empty()) return which + " entry " + std::to_string(j) + " has an empty key";
-      if (e.key.size() > caps.max_entry_bytes || e.value.size() > caps.max_entry_bytes)
-        return which + " entry " + std::to_string(j) + " is longer than " +
-               std::to_string(caps.max_entry_bytes) + " bytes";
-    }
+    // Keys come from Envoy's config (descriptor_key), never from its clients.
+    for (std::size_t j = 0; j < d.entries.size(); ++j)
+      if (d.entries[j].key.empty())
+        return which + " entry " + std::to_string(j) + " has an empty key";
     if (d.limit) {
       const auto w = window_of(d.limit->per);
       if (!w) return which + ": the limit override has no valid unit";
@@ -254,9 +288,12 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
       s.limit = {"", d.limit->requests_per_unit, d.limit->per};
       continue;
     }
-    const rate_limit* r = cfg.find(domain, d.entries);
+    auto m = cfg.match(domain, d.entries);
+    const rate_limit* r = m.limit;
     if (!r) continue;
     s.rule = r;
+    s.metric = std::move(m.metric_name);
+    s.counter = std::move(m.counter_entries);
     if (r->unlimited) {
       s.what = slot::kind::unlimited;
       continue;
@@ -281,7 +318,7 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     const auto& d = c->req.descriptors[i];
     const floodgate::policy* p = nullptr;
     if (s.rule) {
-      p = &*s.rule->policy;
+      if (s.rule->policy) p = &*s.rule->policy;  // none: requests_per_unit 0, refuses all
     } else if (d.limit->requests_per_unit > 0) {
       const std::string name = override_prefix + std::string(to_string(d.limit->per));
       auto same = std::find_if(c->overrides.begin(), c->overrides.end(), [&](const auto& o) {
@@ -292,7 +329,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
                                     d.limit->requests_per_unit, *window_of(d.limit->per));
       p = &*same;
     }
-    std::string key = counter_key(d.entries);
+    std::string key =
+        counter_key(s.counter.empty() ? d.entries : s.counter, options_.caps.max_plain_counter_key);
     std::size_t found = no_item;
     for (std::size_t j = 0; j < c->items.size(); ++j)
       if (c->items[j].key == key && c->items[j].policy && p &&
@@ -333,6 +371,7 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
   for (const auto& it : c->items)
     enforced_impossible = enforced_impossible || (!it.shadow && it.impossible);
   const bool per_key = limiter_->get_backend().check_all_needs_one_key();
+  const std::size_t max_items = std::max<std::size_t>(1, limiter_->options().max_items);
   for (std::size_t j = 0; j < c->items.size(); ++j) {
     auto& it = c->items[j];
     if (!it.policy) continue;
@@ -344,7 +383,7 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     }
     auto group = std::find_if(checks.begin(), checks.end(), [&](const auto& g) {
       const auto& first = c->items[g.front()];
-      return !first.shadow && (!per_key || first.key == it.key);
+      return !first.shadow && (!per_key || first.key == it.key) && g.size() < max_items;
     });
     if (group == checks.end())
       checks.push_back({j});

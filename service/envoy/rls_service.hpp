@@ -6,7 +6,9 @@
 //
 // Semantics are envoyproxy/ratelimit's documented ones (docs/envoy.md) with one deliberate
 // difference: the request's enforced descriptors are decided all-or-nothing in one atomic
-// check (limiter::check_all), so when any is over its limit none consumes. Shadow-mode rules
+// check (limiter::check_all), so when any is over its limit none consumes; a request with more
+// counters than one check_all holds (limiter_options::max_items, 16 in floodgated) is decided
+// in groups of that many, all-or-nothing within each. Shadow-mode rules
 // are decided each on its own beside them (they never refuse, so they must not hold the others
 // back). On a backend that needs one key per check_all (Redis Cluster), descriptors whose
 // counters have different keys are decided separately: all-or-nothing holds only among
@@ -82,11 +84,16 @@ struct rls_result {
   envoy::response response;
 };
 
-// Caps on what one request may hold (a bad request gets INVALID_ARGUMENT naming the cap).
+// What one request may hold. Nothing here depends on what a client of Envoy sends: values
+// (a path, a header) may be as long as the message allows (gRPC's 64 KiB cap), and a
+// descriptor's entries beyond the config's depth simply match nothing, as upstream.
 struct request_caps {
-  std::size_t max_descriptors = 16;
-  std::size_t max_entries = 16;        // per descriptor
-  std::size_t max_entry_bytes = 1024;  // a key or a value
+  // More descriptors than this: INVALID_ARGUMENT. Each comes from one of the route's
+  // rate_limits actions in Envoy's config, so no route of a sane config reaches it.
+  std::size_t max_descriptors = 256;
+  // A counter key (its entries, escaped) longer than this is keyed by its SHA-256 instead, so
+  // a long value costs Redis no more memory than a short one.
+  std::size_t max_plain_counter_key = 256;
 };
 
 struct rls_options {

@@ -2,22 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
-#include <charconv>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <stop_token>
 #include <thread>
 #include <vector>
 
+#include "floodgate/inspect.hpp"
 #include "logging/log_format.hpp"
-#include "redis/cluster_url.hpp"
-#include "redis/connection.hpp"
-#include "redis/node_asker.hpp"
-#include "redis/sentinel_client.hpp"
-#include "redis/url.hpp"
-#include "redis/url_options.hpp"
 #include "redis_watch/clock_skew.hpp"
 #include "redis_watch/redis_info.hpp"
 #include "telemetry/prometheus_text.hpp"
@@ -32,73 +25,60 @@ struct node_state {
   std::optional<clock_sample> clock;  // the latest TIME sample
 };
 
-std::int64_t to_int(std::string_view s) {
-  std::int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
+void log_failure(const std::string& node, std::string_view command, const std::string& error) {
+  spdlog::debug("msg=\"redis sample failed\" node={} command={} error={}", quote(node), command,
+                quote(error));
 }
 
 }  // namespace
 
 struct redis_sampler::impl {
   redis_sampler_options options;
-  bool enabled = false;             // the URL names nodes to sample
-  floodgate::redis_options client;  // the URL's options (TLS files, sentinels' credentials)
-  std::unique_ptr<redis::node_asker> asker;  // the sampler thread's (stop() from any)
-  // Sentinel: who to ask for the primary, and the primary's credentials (its host and port
-  // found). Empty otherwise.
-  std::optional<redis::sentinel_config> sentinel;
-  std::vector<redis::redis_endpoint> links;  // the nodes sampled; the sampler thread's
-  std::vector<bool> clock_alarm;             // the sampler thread's: skew logged as over
+  bool enabled = false;  // the URL names nodes to sample
+  // The library's questions to the URL's nodes, TLS and credentials as the backend's; the
+  // sampler thread's (stop() from any).
+  std::unique_ptr<redis_inspector> inspector;
+  std::vector<std::string> links;  // the nodes sampled; the sampler thread's
+  std::vector<bool> clock_alarm;   // the sampler thread's: skew logged as over
   mutable std::mutex mutex;
   std::vector<node_state> nodes;  // under mutex
   std::jthread thread;            // last: joined before the rest goes
 
-  // `args` to node `ep`, answered within options.timeout (connecting included; stop() ends
-  // the wait). nullopt on no reply or an error reply.
-  std::optional<redis::reply> ask(const redis::redis_endpoint& ep,
-                                  redis::node_asker::command args) {
-    std::string why;
-    auto replies = asker->ask(ep, redis::node_asker::peer::node, {args}, options.timeout, why);
-    if (replies.empty() || replies.front().is_error()) {
-      spdlog::debug("msg=\"redis sample failed\" node={} command={} error={}",
-                    quote(redis::endpoint_label(ep)), args.front(),
-                    quote(replies.empty() ? why : replies.front().str));
-      return std::nullopt;
-    }
-    return std::move(replies.front());
-  }
-
-  // Points node 0 at the primary the sentinels name, when it is another than sampled so far:
-  // the old node's figures go (its series end), the new one's start at the next sample.
-  void follow_primary() {
-    std::string why;
-    auto primary = redis::primary_from_sentinels(*asker, *sentinel, options.timeout, why);
-    if (!primary) spdlog::debug("msg=\"redis sample: no primary\" error={}", quote(why));
-    if (!primary || (!links.empty() && links[0] == *primary)) return;
-    if (!links.empty()) asker->close(links[0], redis::node_asker::peer::node);
-    links.assign(1, *primary);
-    clock_alarm.assign(1, false);
+  // The nodes the URL names now (Sentinel: the primary the sentinels name, asked each time).
+  // When they change, the old nodes' figures go (their series end), the new ones' start at the
+  // next sample.
+  void follow_nodes() {
+    auto now = inspector->nodes();
+    if (!now.error.empty())
+      spdlog::debug("msg=\"redis sample: no primary\" error={}", quote(now.error));
+    if (now.nodes == links) return;
+    links = std::move(now.nodes);
+    clock_alarm.assign(links.size(), false);
     std::lock_guard lock(mutex);
-    nodes.assign(1, {redis::endpoint_label(*primary), false, {}, {}});
+    nodes.clear();
+    for (const auto& l : links) nodes.push_back({l, false, {}, {}});
   }
 
   // INFO from node i; nullopt when it did not answer.
   std::optional<redis_info> sample(std::size_t i) {
-    auto r = ask(links[i], {"INFO", "all"});
-    if (!r || r->kind != redis::reply::type::string) return std::nullopt;
-    return parse_info(r->str);
+    auto r = inspector->info(links[i]);
+    if (!r.error.empty()) {
+      log_failure(links[i], "INFO", r.error);
+      return std::nullopt;
+    }
+    return parse_info(r.text);
   }
 
-  // Redis's clock against ours (TIME: seconds and microseconds as strings).
+  // Redis's clock against ours.
   std::optional<clock_sample> sample_clock(std::size_t i) {
     const auto sent = std::chrono::system_clock::now();
-    auto r = ask(links[i], {"TIME"});
+    auto r = inspector->time(links[i]);
     const auto received = std::chrono::system_clock::now();
-    if (!r || r->kind != redis::reply::type::array || r->elements.size() != 2) return std::nullopt;
-    const auto us = std::chrono::seconds(to_int(r->elements[0].str)) +
-                    std::chrono::microseconds(to_int(r->elements[1].str));
-    return clock_offset(sent, us, received);
+    if (!r.error.empty()) {
+      log_failure(links[i], "TIME", r.error);
+      return std::nullopt;
+    }
+    return clock_offset(sent, r.since_epoch, received);
   }
   // One line when a node's skew crosses the threshold, one when it is back under.
   void note_clock(std::size_t i, const clock_sample& c) {
@@ -122,11 +102,11 @@ struct redis_sampler::impl {
 
   void run(std::stop_token stop) {
     // Ends an ask in progress at once.
-    std::stop_callback end_ask(stop, [this] { asker->stop(); });
+    std::stop_callback end_ask(stop, [this] { inspector->stop(); });
     std::mutex m;
     std::condition_variable_any wake;
     while (!stop.stop_requested()) {
-      if (sentinel) follow_primary();
+      follow_nodes();
       for (std::size_t i = 0; i < links.size() && !stop.stop_requested(); ++i) {
         auto info = sample(i);
         const auto clock = info ? sample_clock(i) : std::nullopt;
@@ -147,30 +127,9 @@ struct redis_sampler::impl {
 redis_sampler::redis_sampler(redis_sampler_options options) : impl_(std::make_unique<impl>()) {
   auto& s = *impl_;
   s.options = std::move(options);
-  std::vector<redis::redis_endpoint> endpoints;
-  try {
-    // The backend's own reading of the URL: its options (TLS files, the sentinels'
-    // credentials) and its nodes.
-    const auto base = redis::apply_url_options(s.options.url, s.client);
-    if (redis::is_cluster_url(base))
-      endpoints = redis::parse_cluster_url(base);
-    else if (redis::is_sentinel_url(base))
-      s.sentinel = redis::parse_sentinel_url(base);
-    else if (redis::iequals_prefix(base, "redis://") || redis::iequals_prefix(base, "rediss://"))
-      endpoints.push_back(redis::parse_redis_url(base));
-  } catch (const std::exception&) {
-    // The backend refused the same URL already; nothing to sample.
-    return;
-  }
-  if (endpoints.empty() && !s.sentinel) return;
-  const bool tls = s.sentinel ? s.sentinel->primary.tls : endpoints.front().tls;
-  s.asker = std::make_unique<redis::node_asker>(
-      s.client, tls ? redis::make_tls_context(s.client.tls) : redis::tls_context_result{});
-  for (const auto& ep : endpoints) {
-    s.links.push_back(ep);
-    s.nodes.push_back({redis::endpoint_label(ep), false, {}, {}});
-  }
-  s.clock_alarm.resize(s.links.size());
+  s.inspector = std::make_unique<redis_inspector>(s.options.url, s.options.timeout);
+  // memory://, or a URL the backend refused already: nothing to sample.
+  if (!s.inspector->why_not().empty()) return;
   s.enabled = true;
   s.thread = std::jthread([&s](std::stop_token stop) { s.run(stop); });
 }

@@ -1,8 +1,9 @@
 // Samples Redis's own view of itself (INFO: CPU, memory, evicted and expired keys, the command
 // stats of floodgate's scripts) and its clock against this host's (TIME, clock_skew.hpp) every
-// `interval`, on a thread of its own with its own connection per node, off the decision path;
-// /metrics renders the latest sample. A skew beyond max_clock_skew is logged once (warning),
-// and again when it is back under (info).
+// `interval`, on a thread of its own with its own connection per node (the library's
+// redis_inspector, floodgate/inspect.hpp), off the decision path; /metrics renders the latest
+// sample. A skew beyond max_clock_skew is logged once (warning), and again when it is back
+// under (info).
 //
 //   redis_sampler sampler({.url = "redis://127.0.0.1:6379"});
 //   stats.add_collector([&](std::string& out) { sampler.render(out); });

@@ -5,7 +5,6 @@
 #include "floodgate/errors.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/script_decision.hpp"
-#include "redis/scripts.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -46,8 +45,8 @@ bool same_run(const request& a, const request& b) noexcept {
 
 }  // namespace
 
-void append_batch(std::string& out, std::span<const request_ptr> items, bool as_eval) {
-  const script& s = batch_script();
+void append_batch(std::string& out, const script& s, std::span<const request_ptr> items,
+                  bool as_eval) {
   const std::size_t n = items.size();
   std::size_t runs = 1;
   for (std::size_t i = 1; i < n; ++i) runs += !same_run(*items[i - 1], *items[i]);

@@ -11,6 +11,7 @@
 #include "floodgate/errors.hpp"
 #include "redis/cluster_protocol.hpp"
 #include "redis/connection.hpp"
+#include "redis/endpoint_label.hpp"
 #include "redis/io_worker.hpp"
 #include "redis/node.hpp"
 #include "redis/pool_health.hpp"
@@ -268,7 +269,7 @@ class cluster_client::impl final : public node_owner,
   // --- nodes -------------------------------------------------------------------------------
 
   node* node_for(const std::string& host, std::uint16_t port) {
-    auto& slot = nodes_[host_port(host, port)];
+    auto& slot = nodes_[endpoint_label(host, port)];
     if (!slot) {
       connection_config config{credentials_, options_, scripts_, tls_};
       config.endpoint.host = host;
@@ -441,7 +442,7 @@ class cluster_client::impl final : public node_owner,
   tls_context_result tls_;      // shared by every node's connections
   pool_health health_;          // before the nodes, which report to it
   io_worker worker_{*this};     // before the nodes and timers: its io_context outlives them
-  std::map<std::string, std::unique_ptr<node>> nodes_;  // by host_port()
+  std::map<std::string, std::unique_ptr<node>> nodes_;  // by endpoint_label()
   std::set<node*> masters_;                             // the nodes owning slots in the current map
   // Nodes retired from nodes_, stopped, freed after their grace time.
   std::vector<std::pair<steady::time_point, std::unique_ptr<node>>> retired_;

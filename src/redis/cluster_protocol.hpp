@@ -16,6 +16,9 @@
 namespace floodgate::redis {
 
 constexpr int cluster_slots = 16384;
+// Redirections (MOVED, ASK) followed per command before giving up: a slot moves at most once or
+// twice while a call lasts; more means the cluster disagrees with itself.
+constexpr int max_cluster_redirects = 5;
 
 // CRC16-XMODEM, as Redis Cluster uses it.
 std::uint16_t crc16(std::string_view data) noexcept;

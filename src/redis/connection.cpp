@@ -1,52 +1,15 @@
 #include "redis/connection.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/write.hpp>
 
 #include "floodgate/errors.hpp"
 #include "redis/batch.hpp"
+#include "redis/endpoint_label.hpp"
 #include "redis/resp_writer.hpp"
 
 namespace floodgate::redis {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 using boost::system::error_code;
-
-tls_context_result make_tls_context(const tls_options& o) {
-  namespace ssl = asio::ssl;
-  tls_context_result out;
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-  error_code ec;
-  auto failed = [&](const std::string& what) {
-    out.error = what + ": " + ec.message();
-    return out;
-  };
-  if (o.ca_file.empty()) {
-    if (ctx->set_default_verify_paths(ec); ec) return failed("the system's CAs");
-  } else if (ctx->load_verify_file(o.ca_file, ec); ec) {
-    return failed("tls ca_file '" + o.ca_file + "'");
-  }
-  if (o.cert_file.empty() != o.key_file.empty()) {
-    out.error = "tls cert_file and key_file go together: give both or neither";
-    return out;
-  }
-  if (!o.cert_file.empty()) {
-    if (ctx->use_certificate_chain_file(o.cert_file, ec); ec)
-      return failed("tls cert_file '" + o.cert_file + "'");
-    if (ctx->use_private_key_file(o.key_file, ssl::context::pem, ec); ec)
-      return failed("tls key_file '" + o.key_file + "'");
-  }
-  ctx->set_verify_mode(o.verify_peer ? ssl::verify_peer : ssl::verify_none);
-  out.context = std::move(ctx);
-  return out;
-}
 
 void validate_tls_options(const tls_options& o) {
   if (auto made = make_tls_context(o); !made.context) throw config_error("TLS: " + made.error);
@@ -61,41 +24,37 @@ bool lasting_error(std::string_view text) noexcept {
          text.find("NOPERM") != std::string_view::npos;
 }
 
-// HELLO's answer holds "version", "x.y.z": floodgate's scripts start with #!lua (Redis 7.0).
-// Empty when the server will do; a user whom the ACL denies HELLO is not refused for it.
-std::string check_version(const reply& r) {
-  if (r.is_error()) {
-    if (r.error_code() == "NOPERM") return {};
-    return "handshake: HELLO refused (" + r.str + "): floodgate needs Redis >= 7.0";
-  }
-  for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
-    if (r.elements[i].str != "version") continue;
-    const std::string& v = r.elements[i + 1].str;
-    int major = 0;
-    std::from_chars(v.data(), v.data() + v.size(), major);
-    if (major >= 7) return {};
-    return "Redis " + v + " is too old: floodgate needs Redis >= 7.0 (its scripts start with #!lua)";
-  }
-  return {};
+namespace {
+
+stream_config stream_config_for(const connection_config& c) {
+  stream_config out;
+  out.endpoint = c.endpoint;
+  out.tls = c.options.tls;
+  out.tls_context = c.tls;
+  out.greeting.user = c.endpoint.user;
+  out.greeting.password = c.endpoint.password;
+  out.greeting.db = c.endpoint.db;
+  out.greeting.check_version = true;
+  for (const script* s : c.scripts) out.greeting.scripts.push_back(s->source);
+  out.connect_timeout = c.options.connect_timeout;
+  out.max_reply_size = c.options.max_reply_size;
+  return out;
 }
 
-connection::connection(asio::io_context& io, const connection_config& config,
+}  // namespace
+
+connection::connection(boost::asio::io_context& io, const connection_config& config,
                        connection_owner& owner)
     : io_(io),
       config_(config),
       owner_(owner),
+      stream_config_(stream_config_for(config)),
+      stream_(io, *this),
       state_timer_(io),
       deadline_timer_(io),
-      backoff_(config.options.reconnect_backoff_min),
-      jitter_(std::random_device{}()) {}
+      backoff_(config.options.reconnect_backoff_min, config.options.reconnect_backoff_max) {}
 
-template <class Handler>
-void connection::write(const session_ptr& s, const std::string& buffer, Handler&& handler) {
-  if (s->tls)
-    asio::async_write(*s->tls, asio::buffer(buffer), std::forward<Handler>(handler));
-  else
-    asio::async_write(s->socket, asio::buffer(buffer), std::forward<Handler>(handler));
-}
+connection::~connection() = default;
 
 void connection::start() {
   connect();
@@ -103,126 +62,42 @@ void connection::start() {
 
 // --- connecting -------------------------------------------------------------------------
 
+// The greeting (stream.hpp) loads every script, so a ready connection never meets NOSCRIPT
+// unless the scripts are flushed later; calls wait until it is answered: a connection is ready
+// only when it is fully usable.
 void connection::connect() {
-  close_session();
   state_ = state::connecting;
-  auto s = std::make_shared<session>(io_, config_.options.max_reply_size);
-  session_ = s;
-
-  const auto generation = ++state_timer_generation_;
-  state_timer_.expires_after(config_.options.connect_timeout);
-  state_timer_.async_wait([this, generation](const error_code& ec) {
-    if (ec || generation != state_timer_generation_ || state_ != state::connecting) return;
-    connect_failed("no connection and handshake within connect_timeout");
-  });
-
-  const auto& ep = config_.endpoint;
-  error_code ec;
-  const auto address = asio::ip::make_address(ep.host, ec);
-  if (!ec) {
-    s->socket.async_connect(tcp::endpoint(address, ep.port), [this, s](const error_code& e) {
-      if (s != session_) return;
-      if (e) return connect_failed("connect to " + config_.endpoint.host + ": " + e.message());
-      on_connected(s);
-    });
-    return;
-  }
-  s->resolver.async_resolve(
-      ep.host, std::to_string(ep.port),
-      [this, s](const error_code& e, const tcp::resolver::results_type& results) {
-        if (s != session_) return;
-        if (e) return connect_failed("resolve " + config_.endpoint.host + ": " + e.message());
-        asio::async_connect(
-            s->socket, results, [this, s](const error_code& e2, const tcp::endpoint&) {
-              if (s != session_) return;
-              if (e2)
-                return connect_failed("connect to " + config_.endpoint.host + ": " + e2.message());
-              on_connected(s);
-            });
-      });
+  stream_.open(stream_config_);
 }
 
-// Connected: TLS first for rediss://, then the Redis handshake.
-void connection::on_connected(const session_ptr& s) {
-  error_code ignored;
-  s->socket.set_option(tcp::no_delay(true), ignored);
-  if (!config_.endpoint.tls) return send_handshake(s);
-  if (!config_.tls.context) return connect_failed("TLS: " + config_.tls.error);
-  namespace ssl = asio::ssl;
-  s->tls = std::make_unique<ssl::stream<tcp::socket&>>(s->socket, *config_.tls.context);
-  const auto& tls = config_.options.tls;
-  const std::string& name = tls.server_name.empty() ? config_.endpoint.host : tls.server_name;
-  // SNI for a host name (not an address); the certificate must name what we connect to.
-  error_code is_address;
-  asio::ip::make_address(name, is_address);
-  if (is_address) SSL_set_tlsext_host_name(s->tls->native_handle(), name.c_str());
-  if (tls.verify_peer) s->tls->set_verify_callback(ssl::host_name_verification(name));
-  s->tls->async_handshake(ssl::stream_base::client, [this, s](const error_code& ec) {
-    if (s != session_) return;
-    if (ec)
-      return connect_failed("TLS handshake with " + config_.endpoint.host + ": " + ec.message());
-    send_handshake(s);
-  });
-}
-
-// The handshake is pipelined in one write: AUTH, SELECT, then SCRIPT LOAD of every script, so
-// a ready connection never meets NOSCRIPT unless the scripts are flushed later. Calls wait
-// until every reply is in: a connection is ready only when it is fully usable.
-void connection::send_handshake(const session_ptr& s) {
-  const auto& ep = config_.endpoint;
-  std::string& out = s->write_buffer;
-  out.clear();
-  std::size_t commands = 0;
-  if (ep.password) {
-    if (ep.user.empty())
-      append_command(out, {"AUTH", *ep.password});
-    else
-      append_command(out, {"AUTH", ep.user, *ep.password});
-    ++commands;
-  }
-  if (ep.db != 0) {
-    append_command(out, {"SELECT", std::to_string(ep.db)});
-    ++commands;
-  }
-  // HELLO without a version answers the server's version in the current protocol (RESP2).
-  append_command(out, {"HELLO"});
-  const std::size_t hello_at = commands++;
-  for (const script* sc : config_.scripts) {
-    append_command(out, {"SCRIPT", "LOAD", sc->source});
-    ++commands;
-  }
-  start_read(s);
-  handshake_left_ = commands;
-  for (std::size_t i = 0; i < commands; ++i)
-    in_flight_.push_back(
-        {i == hello_at ? in_flight::kind::version : in_flight::kind::handshake, nullptr, nullptr,
-         request::clock::now()});
-  writing_ = true;
-  write(s, out, [this, s](const error_code& ec, std::size_t) {
-    if (s != session_) return;
-    writing_ = false;
-    if (ec) return connect_failed("write: " + ec.message());
-    flush();
-  });
-}
-
-void connection::become_ready() {
-  ++state_timer_generation_;
-  state_timer_.cancel();
+void connection::stream_ready() {
   state_ = state::ready;
-  backoff_ = config_.options.reconnect_backoff_min;
+  backoff_.reset();
   owner_.readiness_changed(*this, true);
   flush();
 }
 
+void connection::stream_closed(const std::string& why, std::error_code ec) {
+  if (state_ == state::connecting) return connect_failed(why);
+  drop(why, ec);
+}
+
+void connection::stream_written() {
+  flush();
+}
+
+void connection::stream_read_done() {
+  if (deadline_deferred_) {
+    on_deadline();
+    if (!stream_.is_open()) return;
+  }
+  flush();  // NOSCRIPT retries, and anything queued while the write was busy
+}
+
 void connection::connect_failed(std::string why) {
-  owner_.problem(config_.endpoint.host + ":" + std::to_string(config_.endpoint.port) + ": " + why,
-                 false);
+  owner_.problem(endpoint_label(config_.endpoint) + ": " + why, false);
   last_error_ = std::move(why);
-  close_session();
-  in_flight_.clear();  // only handshake entries: calls are written once ready
-  in_flight_calls_ = 0;
-  writes_in_flight_ = 0;
+  stream_.close();
   loads_.clear();
   loading_.clear();
   state_ = state::backoff;
@@ -238,14 +113,8 @@ void connection::connect_failed(std::string why) {
 }
 
 void connection::schedule_reconnect() {
-  const auto base = backoff_;
-  backoff_ = std::min(backoff_ * 2, config_.options.reconnect_backoff_max);
-  // ±50% jitter, so clients that lost Redis together do not all come back at once.
-  std::uniform_int_distribution<std::int64_t> spread(base.count() / 2,
-                                                     base.count() + base.count() / 2);
-  const auto wait = std::chrono::milliseconds(std::max<std::int64_t>(1, spread(jitter_)));
   const auto generation = ++state_timer_generation_;
-  state_timer_.expires_after(wait);
+  state_timer_.expires_after(backoff_.next());
   state_timer_.async_wait([this, generation](const error_code& ec) {
     if (ec || generation != state_timer_generation_ || state_ != state::backoff) return;
     connect();
@@ -257,7 +126,7 @@ void connection::schedule_reconnect() {
 void connection::drop(std::string why, std::error_code for_in_flight) {
   last_error_ = std::move(why);
   const bool was_ready = state_ == state::ready;
-  close_session();
+  stream_.close();
   auto flight = std::move(in_flight_);
   in_flight_.clear();
   in_flight_calls_ = 0;
@@ -283,23 +152,13 @@ void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code e
   }
 }
 
-void connection::close_session() {
-  if (!session_) return;
-  error_code ignored;
-  session_->resolver.cancel();
-  session_->socket.close(ignored);
-  session_.reset();
-  writing_ = false;
-  handshake_left_ = 0;
-}
-
 void connection::stop(std::vector<request_ptr>& out) {
   state_ = state::stopped;
   ++state_timer_generation_;
   state_timer_.cancel();
   ++deadline_generation_;
   deadline_timer_.cancel();
-  close_session();
+  stream_.close();
   for (auto& f : in_flight_) {
     if (f.call) out.push_back(std::move(f.call));
     for (auto& item : f.batch)
@@ -335,7 +194,7 @@ void connection::append_call(std::string& out, const request& r) {
 }
 
 void connection::flush() {
-  if (state_ != state::ready || writing_ || !session_) return;
+  if (state_ != state::ready || stream_.writing()) return;
   if (writes_in_flight_ >= config_.options.max_writes_in_flight) return;
   if (loads_.empty() &&
       (in_flight_calls_ >= max_in_flight_calls || (retries_.empty() && unsent_.empty())))
@@ -343,8 +202,7 @@ void connection::flush() {
   // Replies owed to calls that timed out count too: a server this far behind gets no more.
   if (in_flight_.size() >= max_in_flight_replies) return;
   const auto now = request::clock::now();
-  std::string& out = session_->write_buffer;
-  out.clear();
+  std::string& out = stream_.out();  // empty: a write is not in progress
   for (const script* s : loads_) {
     append_command(out, {"SCRIPT", "LOAD", s->source});
     in_flight_.push_back({in_flight::kind::load, nullptr, s, now});
@@ -372,7 +230,7 @@ void connection::flush() {
         continue;
       }
       ++in_flight_calls_;
-      if (r->part.batchable() && !r->asking) {
+      if (config_.batch && r->part.batchable() && !r->asking) {
         add_to_batch(out, open, std::move(r), now);
         continue;
       }
@@ -389,14 +247,7 @@ void connection::flush() {
   if (!out.empty()) {
     in_flight_.back().ends_write = true;
     ++writes_in_flight_;
-    writing_ = true;
-    auto s = session_;
-    write(s, out, [this, s](const error_code& ec, std::size_t) {
-      if (s != session_) return;
-      writing_ = false;
-      if (ec) return drop("write: " + ec.message(), errc::not_connected);
-      flush();
-    });
+    stream_.flush();  // stream_written() flushes again
   }
   for (auto& r : expired) r->complete(errc::timeout, nullptr);
 }
@@ -441,60 +292,19 @@ void connection::send_batch(std::string& out, open_batch& b, request::clock::tim
   // EVAL once an item met NOSCRIPT twice (see append_call).
   const bool as_eval = std::any_of(b.items.begin(), b.items.end(),
                                    [](const request_ptr& r) { return r->noscript_replies >= 2; });
-  append_batch(out, b.items, as_eval);
+  append_batch(out, *config_.batch, b.items, as_eval);
   in_flight f{in_flight::kind::batch, nullptr, nullptr, now};
   f.batch = std::move(b.items);
   in_flight_.push_back(std::move(f));
   b.items.clear();
 }
 
-void connection::start_read(const session_ptr& s) {
-  auto on_read = [this, s](const error_code& ec, std::size_t n) {
-    if (s != session_) return;
-    auto lost = [&](std::string why, errc for_in_flight) {
-      if (state_ == state::connecting) return connect_failed(std::move(why));
-      drop(std::move(why), for_in_flight);
-    };
-    if (ec)
-      return lost(ec == asio::error::eof ? "server closed the connection" : "read: " + ec.message(),
-                  errc::not_connected);
-    s->reader.feed(std::string_view(s->read_buffer.data(), n));
-    reply r;
-    for (;;) {
-      const auto result = s->reader.next(r);
-      if (result == resp_reader::result::need_more) break;
-      if (result == resp_reader::result::error)
-        return lost("protocol error: " + s->reader.error_message(), errc::protocol_error);
-      if (in_flight_.empty()) return lost("a reply nobody asked for", errc::protocol_error);
-      on_reply(r);
-      if (s != session_) return;  // that reply cost the connection (a failed handshake)
-    }
-    if (deadline_deferred_) {
-      on_deadline();
-      if (s != session_) return;
-    }
-    start_read(s);
-    flush();  // NOSCRIPT retries, and anything queued while the write was busy
-  };
-  if (s->tls)
-    s->tls->async_read_some(asio::buffer(s->read_buffer), std::move(on_read));
-  else
-    s->socket.async_read_some(asio::buffer(s->read_buffer), std::move(on_read));
-}
-
-void connection::on_reply(reply& r) {
+void connection::stream_reply(reply& r) {
+  if (in_flight_.empty()) return drop("a reply nobody asked for", errc::protocol_error);
   in_flight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   if (f.ends_write) --writes_in_flight_;
   switch (f.what) {
-    case in_flight::kind::handshake:
-      if (r.is_error()) return connect_failed("handshake: " + r.str);
-      if (--handshake_left_ == 0) become_ready();
-      return;
-    case in_flight::kind::version:
-      if (auto why = check_version(r); !why.empty()) return connect_failed(std::move(why));
-      if (--handshake_left_ == 0) become_ready();
-      return;
     case in_flight::kind::asking:  // +OK; an error shows up on the call that follows
       return;
     case in_flight::kind::load:
@@ -563,7 +373,7 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r) {
   }
   // The batch script did not run: as for one call (on_call_reply), load it and send the
   // items again; they may form other batches, and go as EVAL after a second NOSCRIPT.
-  const script* s = &batch_script();
+  const script* s = config_.batch;
   if (std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
       std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
     loads_.push_back(s);
@@ -607,17 +417,13 @@ void connection::on_deadline() {
   // Replies that reached the socket in time but wait behind this timer (the thread was busy)
   // are read first: the read handler runs this again once it has taken them, or the timer
   // does a millisecond later. A call whose reply is not there by then has timed out.
-  if (!deadline_deferred_ && state_ == state::ready && session_ &&
+  if (!deadline_deferred_ && state_ == state::ready && stream_.is_open() &&
       std::any_of(in_flight_.begin(), in_flight_.end(), [&](const in_flight& f) {
         return (f.call && f.call->deadline <= now) ||
                std::any_of(f.batch.begin(), f.batch.end(),
                            [&](const request_ptr& r) { return r && r->deadline <= now; });
       })) {
-    // (With TLS, bytes may also wait decrypted inside OpenSSL.)
-    error_code ec;
-    const bool waiting = (session_->socket.available(ec) > 0 && !ec) ||
-                         (session_->tls && SSL_pending(session_->tls->native_handle()) > 0);
-    if (waiting) {
+    if (stream_.bytes_waiting()) {
       deadline_deferred_ = true;
       arm_deadline(now + deadline_granularity);
       return;

@@ -1,43 +1,29 @@
-// One connection of a client (client.hpp): connect, handshake, pipelined writes, replies
-// matched in order, deadlines, NOSCRIPT reloads, reconnect with backoff.
+// One connection of a client (client.hpp): pipelined writes over a stream (stream.hpp:
+// connect, TLS, greeting), replies matched in order, deadlines, batching, NOSCRIPT reloads,
+// reconnect with backoff.
 //
 // Internal to the client and Asio-based, so only the client's sources include it. Everything
-// here runs on the client's one thread: no locks. Each attempt to connect makes a new
-// session (socket, reader, write buffer); handlers hold the session they belong to and ignore
-// their completion once it is no longer current, so nothing from a dropped socket can reach
-// the next one.
+// here runs on the client's one thread: no locks. Each attempt to connect opens the stream
+// anew, and nothing from a dropped socket reaches the next one (stream.hpp).
 #pragma once
 
-#include <array>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
-#include <random>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "floodgate/options.hpp"
+#include "redis/backoff.hpp"
 #include "redis/request.hpp"
-#include "redis/resp_reader.hpp"
+#include "redis/stream.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
 
 using request_ptr = std::unique_ptr<request>;
-
-// The TLS context for options.tls (CAs, client certificate, verification), or the reason it
-// cannot be made (a file missing or unreadable, a key that does not match its certificate).
-// Made once per client and shared by its connections: it reads the CA and key files.
-struct tls_context_result {
-  std::shared_ptr<boost::asio::ssl::context> context;
-  std::string error;
-};
-tls_context_result make_tls_context(const tls_options& options);
 
 // What every connection of a client shares.
 struct connection_config {
@@ -45,6 +31,10 @@ struct connection_config {
   redis_options options;
   std::vector<const script*> scripts;  // loaded on connect
   tls_context_result tls;              // endpoint.tls only; an error fails every connect
+  // The script that decides many checks in one call (batch.hpp): batchable calls queued
+  // together go as one call of it; null sends every call alone. The pool's choice; the default
+  // is there until client.cpp and cluster_client.cpp say it themselves.
+  const script* batch = &batch_script();
 };
 
 class connection;
@@ -70,7 +60,7 @@ class connection_owner {
   ~connection_owner() = default;
 };
 
-class connection {
+class connection final : private stream_owner {
  public:
   enum class state {
     idle,        // not started
@@ -81,6 +71,7 @@ class connection {
   };
 
   connection(boost::asio::io_context& io, const connection_config& config, connection_owner& owner);
+  ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
@@ -114,22 +105,9 @@ class connection {
   const std::string& last_error() const noexcept { return last_error_; }
 
  private:
-  struct session {
-    session(boost::asio::io_context& io, std::size_t max_reply_size)
-        : socket(io), resolver(io), reader(max_reply_size) {}
-    boost::asio::ip::tcp::socket socket;
-    boost::asio::ip::tcp::resolver resolver;
-    // Over `socket`, for a rediss:// endpoint (after `socket`: destroyed before it).
-    std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls;
-    resp_reader reader;
-    std::string write_buffer;
-    std::array<char, 16 * 1024> read_buffer;
-  };
-  using session_ptr = std::shared_ptr<session>;
-
   // What a reply in flight answers.
   struct in_flight {
-    enum class kind { handshake, version, load, call, asking, batch };
+    enum class kind { load, call, asking, batch };
     in_flight(kind w, request_ptr c, const script* l, request::clock::time_point t = {})
         : what(w), call(std::move(c)), loaded(l), written(t) {}
 
@@ -148,19 +126,17 @@ class connection {
   };
 
   void connect();
-  void on_connected(const session_ptr& s);
-  void send_handshake(const session_ptr& s);
-  // Writes all of `buffer` to the session (through TLS when it has it).
-  template <class Handler>
-  void write(const session_ptr& s, const std::string& buffer, Handler&& handler);
-  void become_ready();
   void connect_failed(std::string why);
   void drop(std::string why, std::error_code for_in_flight);
-  void close_session();
   void schedule_reconnect();
 
-  void start_read(const session_ptr& s);
-  void on_reply(reply& r);
+  // stream_owner
+  void stream_ready() override;
+  void stream_reply(reply& r) override;
+  void stream_read_done() override;
+  void stream_written() override;
+  void stream_closed(const std::string& why, std::error_code ec) override;
+
   void on_call_reply(request_ptr call, reply& r);
   void on_batch_reply(std::vector<request_ptr> items, reply& r);
   void append_call(std::string& out, const request& r);
@@ -179,10 +155,9 @@ class connection {
   const connection_config& config_;
   connection_owner& owner_;
 
+  stream_config stream_config_;  // config_ as the stream needs it
   state state_ = state::idle;
-  session_ptr session_;
-  bool writing_ = false;
-  std::size_t handshake_left_ = 0;
+  stream stream_;
 
   std::vector<const script*> loads_;    // SCRIPT LOADs to send before the next calls
   std::vector<const script*> loading_;  // SCRIPT LOADs in flight
@@ -192,7 +167,7 @@ class connection {
   std::size_t in_flight_calls_ = 0;     // requests in in_flight_ (a batch counts its items)
   std::size_t writes_in_flight_ = 0;    // flush() writes not fully answered
 
-  boost::asio::steady_timer state_timer_;     // connect timeout, or backoff
+  boost::asio::steady_timer state_timer_;     // backoff
   std::uint64_t state_timer_generation_ = 0;  // so a stale expiry is ignored
   boost::asio::steady_timer deadline_timer_;  // the earliest request deadline
   std::uint64_t deadline_generation_ = 0;
@@ -201,8 +176,7 @@ class connection {
   request::clock::time_point deadline_armed_for_{};
 
   request::clock::duration round_trip_{0};  // smoothed time from write to reply
-  std::chrono::milliseconds backoff_;
-  std::minstd_rand jitter_;
+  backoff backoff_;
   std::string last_error_;
 };
 

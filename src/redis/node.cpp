@@ -3,18 +3,14 @@
 #include <utility>
 
 #include "floodgate/errors.hpp"
+#include "redis/endpoint_label.hpp"
 
 namespace floodgate::redis {
-
-std::string host_port(const std::string& host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
 
 node::node(boost::asio::io_context& io, connection_config config, node_owner& owner,
            pool_health& health)
     : config_(std::move(config)),
-      name_(host_port(config_.endpoint.host, config_.endpoint.port)),
+      name_(endpoint_label(config_.endpoint)),
       owner_(owner),
       health_(health),
       breaker_(config_.options.breaker_failures, config_.options.breaker_open_for) {
@@ -121,9 +117,7 @@ void node::problem(const std::string& why, bool lasting) {
       (why.starts_with(call) && owner_.routing_reply(std::string_view(why).substr(call.size()))))
     return;
   // A failed connect already names the node; a call's error ("call: NOPERM ...") does not.
-  const bool named =
-      why.starts_with(name_ + ": ") ||
-      why.starts_with(config_.endpoint.host + ":" + std::to_string(config_.endpoint.port) + ": ");
+  const bool named = why.starts_with(name_ + ": ");
   health_.set_problem(this, named ? why : name_ + ": " + why, lasting);
   problem_lasting_ = problem_lasting_ || lasting;  // as pool_health keeps it
   has_problem_ = true;

@@ -47,9 +47,6 @@ class node_owner {
   ~node_owner() = default;
 };
 
-// "host:port", with brackets around an IPv6 address.
-std::string host_port(const std::string& host, std::uint16_t port);
-
 class node final : public connection_owner {
  public:
   node(boost::asio::io_context& io, connection_config config, node_owner& owner,

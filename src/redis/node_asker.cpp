@@ -7,22 +7,26 @@
 
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
-#include "redis/sentinel_socket.hpp"
+#include "redis/stream.hpp"
 
 namespace floodgate::redis {
 
-std::string endpoint_label(const redis_endpoint& ep) {
-  const bool v6 = ep.host.find(':') != std::string::npos;
-  return (v6 ? "[" + ep.host + "]" : ep.host) + ":" + std::to_string(ep.port);
-}
-
 namespace {
 
-struct link {
-  redis_options options;  // the socket's (it keeps a reference)
+// One endpoint's connection, and what came back on it for the ask in progress.
+struct link final : stream_owner {
+  link(boost::asio::io_context& io, stream_config c) : config(std::move(c)), socket(io, *this) {}
+
+  void stream_ready() override {}
+  void stream_reply(reply& r) override { replies.push_back(std::move(r)); }
+  void stream_closed(const std::string& why, std::error_code) override {
+    closed = endpoint_label(config.endpoint) + ": " + why;
+  }
+
+  stream_config config;
   std::vector<reply> replies;
   std::optional<std::string> closed;
-  std::unique_ptr<sentinel_socket> socket;
+  stream socket;
 };
 
 std::string link_name(const redis_endpoint& ep, node_asker::peer kind) {
@@ -35,7 +39,7 @@ struct node_asker::impl {
   impl(const redis_options& o, tls_context_result t) : options(o), tls(std::move(t)) {}
   ~impl() {
     // The sockets' cancelled handlers still name their links: run them before the links go.
-    for (auto& [name, l] : links) l->socket->close();
+    for (auto& [name, l] : links) l->socket.close();
     io.restart();
     io.run();
   }
@@ -43,19 +47,22 @@ struct node_asker::impl {
   link& link_to(const redis_endpoint& ep, peer kind) {
     auto& slot = links[link_name(ep, kind)];
     if (slot) return *slot;
-    slot = std::make_unique<link>();
-    auto* l = slot.get();
-    l->options = options;
-    if (kind == peer::node) {  // the socket AUTHs with sentinel_*: for a node, its own
-      l->options.sentinel_user = ep.user;
-      l->options.sentinel_password = ep.password;
+    stream_config c;
+    c.endpoint = ep;
+    c.tls = options.tls;
+    c.tls_context = tls;
+    c.max_reply_size = options.max_reply_size;
+    if (kind == peer::node) {  // a node's own credentials and db; a sentinel's are options'
+      c.greeting.user = ep.user;
+      c.greeting.password = ep.password;
+      c.greeting.db = ep.db;
+    } else {
+      c.greeting.user = options.sentinel_user;
+      c.greeting.password = options.sentinel_password;
+      c.peer = "the sentinel";
     }
-    l->socket = std::make_unique<sentinel_socket>(
-        io, ep, l->options, tls.context, tls.error,
-        sentinel_socket::handlers{[l](reply& r) { l->replies.push_back(std::move(r)); },
-                                  [l](const std::string& why) { l->closed = why; }},
-        kind == peer::sentinel ? "the sentinel" : "the server");
-    return *l;
+    slot = std::make_unique<link>(io, std::move(c));
+    return *slot;
   }
 
   boost::asio::io_context io;  // run only inside ask() and the destructor
@@ -79,24 +86,19 @@ std::vector<reply> node_asker::ask(const redis_endpoint& ep, peer kind,
     return {};
   }
   auto& l = s.link_to(ep, kind);
-  std::string out;
-  std::size_t skip = 0;  // SELECT's reply, when sent
-  if (!l.socket->is_open()) {
-    l.options.connect_timeout = timeout;
-    l.socket->open();
-    if (kind == peer::node && ep.db != 0) {
-      append_command(out, {"SELECT", std::to_string(ep.db)});
-      skip = 1;
-    }
+  if (!l.socket.is_open()) {
+    l.config.connect_timeout = timeout;
+    l.socket.open(l.config);
   }
+  std::string& out = l.socket.out();
   for (const auto& c : commands) {
     append_array_header(out, c.size());
     for (const auto& arg : c) append_bulk(out, std::string_view(arg));
   }
   l.replies.clear();
   l.closed.reset();
-  l.socket->send(out);
-  const auto want = commands.size() + skip;
+  l.socket.flush();
+  const auto want = commands.size();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   s.io.restart();
   while (l.replies.size() < want && !l.closed && !s.stopped.load())
@@ -106,24 +108,17 @@ std::vector<reply> node_asker::ask(const redis_endpoint& ep, peer kind,
             : s.stopped.load()  ? endpoint_label(ep) + ": stopped"
                                 : endpoint_label(ep) + ": no answer within " +
                                      std::to_string(timeout.count()) + " ms";
-    l.socket->close();  // a late reply must not answer the next question
+    l.socket.close();  // a late reply must not answer the next question
     return {};
   }
-  if (skip && l.replies.front().is_error()) {
-    error = endpoint_label(ep) + ": SELECT " + std::to_string(ep.db) + ": " +
-            l.replies.front().str;
-    l.socket->close();
-    return {};
-  }
-  return {std::make_move_iterator(l.replies.begin() + static_cast<std::ptrdiff_t>(skip)),
-          std::make_move_iterator(l.replies.end())};
+  return std::move(l.replies);
 }
 
 void node_asker::close(const redis_endpoint& ep, peer kind) {
   // The link stays (a few hundred bytes per endpoint ever asked): its socket's cancelled
   // handlers may still be queued, and run at the next ask, finding the connection gone.
   if (const auto it = impl_->links.find(link_name(ep, kind)); it != impl_->links.end())
-    it->second->socket->close();
+    it->second->socket.close();
 }
 
 void node_asker::stop() {

@@ -1,9 +1,9 @@
 // Questions to Redis servers and sentinels from a thread that waits for the answers, each due
-// within a deadline: the raw state reader (service/redis_watch/raw_state.cpp: floodgate inspect
-// and GET /v1/inspect) and the metrics sampler (service/redis_watch/redis_sampler.cpp). A
-// connection is kept per endpoint and kind — sentinel_socket: TLS as the endpoint says, AUTH
-// with a node's own credentials or the sentinel_* ones, SELECT of a node's db — and closed
-// after any failure, so a late reply never answers the next question.
+// within a deadline: the inspection API (inspector.cpp, floodgate/inspect.hpp: floodgate inspect,
+// GET /v1/inspect and the metrics sampler). A
+// connection is kept per endpoint and kind — a stream (stream.hpp): TLS as the endpoint says,
+// AUTH with a node's own credentials or the sentinel_* ones, SELECT of a node's db — and
+// closed after any failure, so a late reply never answers the next question.
 //
 //   node_asker a{options, make_tls_context(options.tls)};
 //   std::string why;
@@ -22,14 +22,12 @@
 
 #include "floodgate/options.hpp"
 #include "redis/connection.hpp"
+#include "redis/endpoint_label.hpp"
 #include "redis/reply.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
-
-// "host:port", "[v6]:port": how errors and metrics name an endpoint.
-std::string endpoint_label(const redis_endpoint& ep);
 
 class node_asker {
  public:

@@ -11,6 +11,7 @@
 #include "redis/script_decision.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/sha256.hpp"
+#include "redis/topology.hpp"
 #include "redis/url_options.hpp"
 
 namespace floodgate::redis {
@@ -194,27 +195,25 @@ void check_prefix(const redis_options& o) {
 
 redis_backend::redis_backend(std::string_view full_url, const redis_options& options)
     : options_(options) {
-  const std::string_view url = apply_url_options(full_url, options_);
-  if (is_cluster_url(url)) {
-    auto seeds = parse_cluster_url(url);
-    check_prefix(options_);
-    if (seeds.front().tls) validate_tls_options(options_.tls);
-    cluster_ = true;
-    kind_ = "redis-cluster";
-    client_ = std::make_unique<cluster_client>(std::move(seeds), options_, all_scripts());
-    return;
-  }
-  if (is_sentinel_url(url)) {
-    auto config = parse_sentinel_url(url);
-    check_prefix(options_);
-    kind_ = "redis-sentinel";
-    client_ = std::make_unique<sentinel_client>(std::move(config), options_, all_scripts());
-    return;
-  }
-  auto endpoint = parse_redis_url(url);
+  auto target = parse_topology(full_url, options_);
   check_prefix(options_);
-  if (endpoint.tls) validate_tls_options(options_.tls);
-  client_ = std::make_unique<client>(std::move(endpoint), options_, all_scripts());
+  switch (target.what) {
+    case topology::kind::cluster:
+      if (target.tls()) validate_tls_options(options_.tls);
+      cluster_ = true;
+      kind_ = "redis-cluster";
+      client_ = std::make_unique<cluster_client>(std::move(target.nodes), options_, all_scripts());
+      return;
+    case topology::kind::sentinel:
+      kind_ = "redis-sentinel";
+      client_ =
+          std::make_unique<sentinel_client>(std::move(target.sentinel), options_, all_scripts());
+      return;
+    case topology::kind::single:
+      if (target.tls()) validate_tls_options(options_.tls);
+      client_ = std::make_unique<client>(std::move(target.nodes.front()), options_, all_scripts());
+      return;
+  }
 }
 
 redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& options)

@@ -12,8 +12,8 @@
 #include "floodgate/errors.hpp"
 #include "redis/client.hpp"
 #include "redis/connection.hpp"
+#include "redis/endpoint_label.hpp"
 #include "redis/io_worker.hpp"
-#include "redis/node.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_socket.hpp"
@@ -356,7 +356,7 @@ class sentinel_client::impl final : public io_worker_owner,
       p->ask_timer.async_wait([this, q = p.get(), generation](const error_code& ec) {
         if (ec || generation != q->ask_generation) return;
         q->ask.close();  // its late answer must not be taken for the next question's
-        note_error(host_port(q->ask.endpoint().host, q->ask.endpoint().port) +
+        note_error(endpoint_label(q->ask.endpoint().host, q->ask.endpoint().port) +
                    ": no answer within connect_timeout");
         answered(*q);
       });
@@ -385,7 +385,7 @@ class sentinel_client::impl final : public io_worker_owner,
 
   void on_answer(peer& p, reply& r) {
     if (!p.asking) return;
-    const auto where = host_port(p.ask.endpoint().host, p.ask.endpoint().port);
+    const auto where = endpoint_label(p.ask.endpoint().host, p.ask.endpoint().port);
     if (!p.epoch_read) {  // SENTINEL MASTER's reply; get-master-addr-by-name's follows
       p.epoch_read = true;
       p.epoch = read_config_epoch(r);
@@ -434,7 +434,7 @@ class sentinel_client::impl final : public io_worker_owner,
     p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
       if (ec || generation != q->sub_generation) return;
       q->sub.close();
-      on_sub_closed(*q, host_port(q->sub.endpoint().host, q->sub.endpoint().port) +
+      on_sub_closed(*q, endpoint_label(q->sub.endpoint().host, q->sub.endpoint().port) +
                             ": SUBSCRIBE not confirmed within connect_timeout");
     });
   }

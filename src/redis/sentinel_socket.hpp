@@ -1,8 +1,9 @@
-// One persistent connection to one sentinel, for the sentinel client (sentinel_client.cpp):
-// connect within connect_timeout (TLS when the endpoint says so), AUTH when the options give
-// the sentinels a password, then whatever the owner writes; every reply goes to the owner in
-// order. It never reconnects by itself and keeps no deadlines beyond connecting's: the owner
-// decides (an ask has a deadline, a subscription retries with backoff).
+// One persistent connection to one sentinel, for the sentinel client (sentinel_client.cpp): a
+// stream (stream.hpp: connect within connect_timeout, TLS when the endpoint says so, AUTH when
+// the options give the sentinels a password), then whatever the owner writes; every reply
+// goes to the owner in order. It never reconnects by itself and keeps no deadlines beyond
+// connecting's: the owner decides (an ask has a deadline, a subscription retries with
+// backoff.hpp's policy).
 //
 //   sentinel_socket s{io, endpoint, options, tls, {on_reply, on_closed}};
 //   s.open();                                    // AUTH is sent first when configured
@@ -21,11 +22,12 @@
 
 #include "floodgate/options.hpp"
 #include "redis/reply.hpp"
+#include "redis/stream.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
 
-class sentinel_socket {
+class sentinel_socket final : private stream_owner {
  public:
   struct handlers {
     std::function<void(reply&)> on_reply;               // a reply, AUTH's excepted
@@ -48,27 +50,18 @@ class sentinel_socket {
   void send(std::string_view command);
   // Closes the connection, silently.
   void close();
-  bool is_open() const noexcept { return session_ != nullptr; }
-  const redis_endpoint& endpoint() const noexcept { return endpoint_; }
+  bool is_open() const noexcept { return stream_.is_open(); }
+  const redis_endpoint& endpoint() const noexcept { return config_.endpoint; }
 
  private:
-  struct session;
-  using session_ptr = std::shared_ptr<session>;
+  void stream_ready() override {}
+  void stream_reply(reply& r) override { handlers_.on_reply(r); }
+  void stream_closed(const std::string& why, std::error_code ec) override;
 
-  void connected(const session_ptr& s);
-  void ready(const session_ptr& s);
-  void flush(const session_ptr& s);
-  void read(const session_ptr& s);
-  void fail(const session_ptr& s, std::string why);
-
-  boost::asio::io_context& io_;
-  const redis_endpoint endpoint_;
-  const redis_options& options_;
-  const std::shared_ptr<boost::asio::ssl::context> tls_;
-  const std::string tls_error_;
+  const redis_options& options_;  // read at each open(): connect_timeout may change
+  stream_config config_;
   handlers handlers_;
-  const std::string peer_;
-  session_ptr session_;
+  stream stream_;
 };
 
 }  // namespace floodgate::redis

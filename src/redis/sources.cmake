@@ -1,5 +1,6 @@
-# The Redis backend (included from src/CMakeLists.txt). connection.cpp, node.cpp, client.cpp,
-# cluster_client.cpp, sentinel_socket.cpp, sentinel_client.cpp and node_asker.cpp are the only
+# The Redis backend and the inspection API (floodgate/inspect.hpp), included from
+# src/CMakeLists.txt. stream.cpp, connection.cpp, node.cpp, client.cpp, cluster_client.cpp,
+# sentinel_socket.cpp, sentinel_client.cpp, node_asker.cpp and inspector.cpp are the only
 # sources that include Asio: keep it that way, each costs ~20 s to compile.
 target_sources(floodgate PRIVATE
   redis/sha256.cpp
@@ -7,8 +8,12 @@ target_sources(floodgate PRIVATE
   redis/resp_writer.cpp
   redis/url.cpp
   redis/url_options.cpp
+  redis/topology.cpp
   redis/key.cpp
   redis/batch.cpp
+  redis/endpoint_label.cpp
+  redis/backoff.cpp
+  redis/stream.cpp
   redis/connection.cpp
   redis/breaker.cpp
   redis/pool_health.cpp
@@ -21,12 +26,15 @@ target_sources(floodgate PRIVATE
   redis/sentinel_socket.cpp
   redis/sentinel_client.cpp
   redis/node_asker.cpp
+  redis/inspector.cpp
+  redis/inspect_text.cpp
   redis/redis_backend.cpp)
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining), and,
 # under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
-set_source_files_properties(redis/connection.cpp redis/node.cpp redis/client.cpp redis/cluster_client.cpp
-  redis/sentinel_socket.cpp redis/sentinel_client.cpp redis/node_asker.cpp
+set_source_files_properties(redis/stream.cpp redis/connection.cpp redis/node.cpp redis/client.cpp
+  redis/cluster_client.cpp redis/sentinel_socket.cpp redis/sentinel_client.cpp redis/node_asker.cpp
+  redis/inspector.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")
 # hiredis (the reply parser) and OpenSSL (rediss://) are link dependencies of the static

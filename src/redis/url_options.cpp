@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "duration.hpp"
+#include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 #include "redis/url.hpp"
 

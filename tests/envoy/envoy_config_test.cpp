@@ -159,7 +159,8 @@ TEST(envoy_config, units_are_upstreams) {
 TEST(envoy_config, bad_files_name_file_line_and_problem) {
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    colour: red\n"),
             "edge.yaml:4: descriptor: unknown field 'colour' (expected key, value, rate_limit, "
-            "descriptors, shadow_mode, detailed_metric)");
+            "descriptors, shadow_mode, detailed_metric, value_to_metric, share_threshold, "
+            "metadata, quota_mode)");
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit:\n      unit: fortnight\n"
                      "      requests_per_unit: 1\n"),
             "edge.yaml:5: descriptor 'a': rate_limit: unit must be second, minute, hour, day, "
@@ -170,9 +171,9 @@ TEST(envoy_config, bad_files_name_file_line_and_problem) {
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n  - key: a\n"),
             "edge.yaml:4: descriptor 'a': duplicate descriptor (first at line 3)");
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, "
-                     "requests_per_unit: 0}\n"),
-            "edge.yaml:4: descriptor 'a': rate_limit: requests_per_unit must be an integer from 1 "
-            "to 4294967295 (got '0')");
+                     "requests_per_unit: 4294967296}\n"),
+            "edge.yaml:4: descriptor 'a': rate_limit: requests_per_unit must be an integer from 0 "
+            "to 4294967295 (got '4294967296')");
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second}\n"),
             "edge.yaml:4: descriptor 'a': rate_limit: missing field 'requests_per_unit'");
   EXPECT_EQ(error_of("descriptors: []\n"), "edge.yaml:1: missing field 'domain'");

@@ -41,6 +41,13 @@ descriptors:
       - key: plan
         value: paid
         rate_limit: {unlimited: true}
+  - key: remote_address
+    value: 50.0.0.5
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: path
+    value: /files/*/raw
+    share_threshold: True
+    rate_limit: {unit: minute, requests_per_unit: 2}
 )";
 
 void write_file(const std::string& path, const std::string& text) {
@@ -248,6 +255,52 @@ TEST(rls_grpc, bad_requests_get_invalid_argument_with_a_message) {
   EXPECT_EQ(failure(2).at("code"), 3);
   EXPECT_EQ(failure(3).at("code"), 8) << "RESOURCE_EXHAUSTED: over the 64 KiB message cap";
   EXPECT_TRUE(failure(4).contains("code")) << json::serialize(failure(4));
+}
+
+// Issue 24: a 1,100-byte :path made the whole call INVALID_ARGUMENT, so the per-IP descriptor
+// in it went uncounted (Envoy fails open); so did a 17th descriptor. Now each is decided.
+TEST(rls_grpc, a_long_value_or_a_17th_descriptor_does_not_fail_the_call) {
+  rls_process p("");
+  json::object long_path = request_of({{"path", "x"}, {"remote_address", "203.0.113.9"}});
+  long_path["descriptors"].as_array()[0].as_object()["entries"].as_array()[0].as_object()["value"] =
+      "/" + std::string(1100, 'p');
+  json::array ds;
+  for (int i = 0; i < 20; ++i)
+    ds.push_back(json::object{
+        {"entries", json::array{json::object{{"key", "remote_address"},
+                                             {"value", "198.51.100." + std::to_string(i)}}}}});
+  json::object twenty{{"domain", "edge"}, {"descriptors", ds}};
+  const auto results = run_client(p, {check(long_path), check(twenty), check(twenty)});
+  const auto& first = response(results, 0);
+  EXPECT_EQ(first.at("overall_code"), "OK");
+  EXPECT_EQ(first.at("statuses").at(1).at("limit_remaining"), 29) << "the address is charged";
+  const auto& again = response(results, 2);
+  ASSERT_EQ(again.at("statuses").as_array().size(), 20u);
+  for (const auto& st : again.at("statuses").as_array())
+    EXPECT_EQ(st.at("limit_remaining"), 28) << json::serialize(st);
+}
+
+// Upstream's configs through grpc-js on a real Redis: the block-list idiom (a limit of 0) and a
+// wildcard in the middle of a value whose matches share one counter (share_threshold: True).
+TEST(rls_grpc, a_blocked_address_and_a_shared_wildcard_on_redis) {
+  redis_server redis;
+  rls_process p(redis.url());
+  const auto results =
+      run_client(p, {check(request_of({{"remote_address", "50.0.0.5"}, {"path", "/api"}})),
+                     check(request_of({{"path", "/files/a/raw"}})),
+                     check(request_of({{"path", "/files/b/c/raw"}})),
+                     check(request_of({{"path", "/files/d/raw"}})),
+                     check(request_of({{"path", "/files/d/raw.txt"}}))});
+  const auto& blocked = response(results, 0);
+  EXPECT_EQ(blocked.at("overall_code"), "OVER_LIMIT");
+  EXPECT_EQ(blocked.at("statuses").at(0).at("code"), "OVER_LIMIT");
+  EXPECT_EQ(blocked.at("statuses").at(0).at("current_limit").at("requests_per_unit"), 0);
+  EXPECT_EQ(blocked.at("statuses").at(1).at("limit_remaining"), 1000) << "refused: not charged";
+  EXPECT_EQ(response(results, 1).at("statuses").at(0).at("limit_remaining"), 1);
+  EXPECT_EQ(response(results, 2).at("statuses").at(0).at("limit_remaining"), 0);
+  EXPECT_EQ(response(results, 3).at("overall_code"), "OVER_LIMIT") << "one counter for all three";
+  EXPECT_TRUE(response(results, 4).at("statuses").at(0).at("current_limit").is_null())
+      << "'/files/*/raw' does not match '/files/d/raw.txt'";
 }
 
 TEST(rls_grpc, sighup_reloads_the_envoy_config_and_a_bad_one_keeps_the_old) {

@@ -357,10 +357,8 @@ TEST_P(rls_semantics, bad_requests_are_invalid_arguments) {
   invalid(req, "descriptor 0 has no entries");
   req.descriptors = {desc({{"a", "b"}}), desc({{"", "b"}})};
   invalid(req, "descriptor 1 entry 0 has an empty key");
-  req.descriptors.assign(17, desc({{"a", "b"}}));
-  invalid(req, "too many descriptors: 17 (at most 16)");
-  req.descriptors = {desc({{"a", std::string(1025, 'x')}})};
-  invalid(req, "descriptor 0 entry 0 is longer than 1024 bytes");
+  req.descriptors.assign(257, desc({{"a", "b"}}));
+  invalid(req, "too many descriptors: 257 (at most 256)");
   auto d = desc({{"a", "b"}});
   d.limit = limit_override{5, unit::unknown};
   req.descriptors = {d};
@@ -383,7 +381,139 @@ TEST_P(rls_semantics, a_reload_swaps_rules_for_later_requests) {
   EXPECT_EQ(check({desc({{"remote_address", "r"}})}).statuses[0].limit_remaining, 9u);
 }
 
+// Issue 24: a 1,100-byte value (a long :path) made the call INVALID_ARGUMENT, so the per-IP
+// descriptor beside it went uncounted (and Envoy, failing open, skipped every limit); so did a
+// 17th descriptor. Values are the attacker's: they are keyed by a digest when long, and every
+// descriptor is decided.
+TEST_P(rls_semantics, a_long_value_or_many_descriptors_never_fail_the_call) {
+  const std::string long_path = "/" + std::string(1100, 'p');
+  auto r = check({desc({{"path", long_path}}), desc({{"remote_address", "ip-long"}})});
+  EXPECT_EQ(r.overall, code::ok);
+  ASSERT_EQ(r.statuses.size(), 2u);
+  EXPECT_EQ(r.statuses[0].limit_remaining, 99u);
+  EXPECT_EQ(r.statuses[1].limit_remaining, 2u) << "the per-IP descriptor is charged";
+  // Two long values that differ only at their end count apart.
+  EXPECT_EQ(check({desc({{"path", long_path + "x"}})}).statuses[0].limit_remaining, 99u);
+  EXPECT_EQ(check({desc({{"path", long_path}})}).statuses[0].limit_remaining, 98u);
+  // More entries than the config is deep match nothing (upstream's rule), without an error.
+  std::vector<descriptor_entry> deep(40, {"user", "u"});
+  r = check({desc(deep), desc({{"remote_address", "ip-long"}})});
+  EXPECT_FALSE(r.statuses[0].current_limit.has_value());
+  EXPECT_EQ(r.statuses[1].limit_remaining, 1u);
+
+  // 40 counters: more than one check_all holds (16), all decided and charged.
+  std::vector<descriptor> many;
+  for (int i = 0; i < 40; ++i)
+    many.push_back(desc({{"remote_address", "many-" + std::to_string(i)}}));
+  r = check(many);
+  ASSERT_EQ(r.statuses.size(), 40u);
+  for (const auto& st : r.statuses) EXPECT_EQ(st.limit_remaining, 2u);
+  r = check(many);
+  for (const auto& st : r.statuses) EXPECT_EQ(st.limit_remaining, 1u);
+}
+
+// Upstream's block-list idiom (README example 3): every request over the limit, no counter.
+TEST_P(rls_semantics, a_limit_of_zero_refuses_every_request_and_charges_nothing_else) {
+  store_->set(make_config(R"(
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: remote_address
+    value: 50.0.0.5
+    rate_limit: {unit: second, requests_per_unit: 0}
+  - key: path
+    rate_limit: {unit: minute, requests_per_unit: 3}
+)"));
+  for (int round = 0; round < 2; ++round) {
+    const auto r = check({desc({{"remote_address", "50.0.0.5"}}), desc({{"path", "/a"}})});
+    EXPECT_EQ(r.overall, code::over_limit);
+    EXPECT_EQ(r.statuses[0].status, code::over_limit);
+    ASSERT_TRUE(r.statuses[0].current_limit.has_value());
+    EXPECT_EQ(r.statuses[0].current_limit->requests_per_unit, 0u);
+    EXPECT_EQ(r.statuses[0].current_limit->per, unit::second);
+    EXPECT_EQ(r.statuses[0].limit_remaining, 0u);
+    ASSERT_TRUE(r.statuses[0].duration_until_reset.has_value());
+    EXPECT_GT(*r.statuses[0].duration_until_reset, 0ms);
+    EXPECT_LE(*r.statuses[0].duration_until_reset, 1000ms) << "the end of the second";
+    EXPECT_EQ(r.statuses[1].status, code::ok);
+    EXPECT_EQ(r.statuses[1].limit_remaining, 3u) << "refused whole: the path is not charged";
+  }
+  EXPECT_EQ(check({desc({{"remote_address", "50.0.0.6"}})}).statuses[0].limit_remaining, 2u);
+  EXPECT_EQ(check({desc({{"remote_address", "50.0.0.5"}})}, 0).overall, code::over_limit);
+}
+
+TEST_P(rls_semantics, wildcards_anywhere_and_share_threshold) {
+  store_->set(make_config(R"(
+domain: edge
+descriptors:
+  - key: files
+    value: files/*/raw
+    share_threshold: true
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: files
+    value: docs/*.pdf
+    rate_limit: {unit: minute, requests_per_unit: 3}
+)"));
+  auto remaining = [&](const char* value) {
+    const auto r = check({desc({{"files", value}})});
+    return r.statuses[0].current_limit ? static_cast<int>(r.statuses[0].limit_remaining) : -1;
+  };
+  EXPECT_EQ(remaining("files/a/raw"), 2);
+  EXPECT_EQ(remaining("files/b/c/raw"), 1) << "share_threshold: one counter for the pattern";
+  EXPECT_EQ(remaining("files/b"), -1) << "no match";
+  EXPECT_EQ(remaining("docs/a.pdf"), 2);
+  EXPECT_EQ(remaining("docs/b.pdf"), 2) << "without share_threshold each value counts apart";
+  EXPECT_EQ(remaining("docs/b.txt"), -1);
+}
+
+TEST_P(rls_semantics, detailed_and_value_to_metric_name_series_by_the_request) {
+  store_->set(make_config(R"(
+domain: edge
+descriptors:
+  - key: user
+    detailed_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+  - key: route
+    value: api/*
+    value_to_metric: true
+    rate_limit: {unit: minute, requests_per_unit: 5}
+)"));
+  check({desc({{"user", "alice"}})}, 2);
+  check({desc({{"user", "bob"}})});
+  check({desc({{"route", "api/x"}})});
+  std::string out;
+  metrics_.append(out);
+  for (const char* line :
+       {"floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"user_alice\"} 2",
+        "floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"user_bob\"} 1",
+        "floodgate_envoy_total_hits_total{domain=\"edge\",rule=\"route_api/x\"} 1"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, rls_semantics, ::testing::Values("memory", "redis"));
+
+// A client chooses the values, so series named by them are bounded apart from the rules'.
+TEST(rls_metrics_bounds, series_named_by_requests_are_bounded_apart) {
+  rls_metrics m;
+  const auto named = rls_metrics::max_request_named_series;
+  for (std::size_t i = 0; i < named + 10; ++i)
+    m.record("d", "user", 1, verdict::within_limit, false, "user_" + std::to_string(i));
+  m.record("d", "user", 1, verdict::within_limit, false,
+           "user_" + std::string(rls_metrics::max_request_named_bytes, 'x'));
+  m.record("d", "path", 1, verdict::within_limit, false);
+  std::string out;
+  m.append(out);
+  std::size_t series = 0;
+  for (auto at = out.find("floodgate_envoy_total_hits_total{"); at != std::string::npos;
+       at = out.find("floodgate_envoy_total_hits_total{", at + 1))
+    ++series;
+  EXPECT_EQ(series, named + 2) << "the named ones, the rule's own and the other rule";
+  EXPECT_NE(out.find("floodgate_envoy_total_hits_total{domain=\"d\",rule=\"user\"} 11"),
+            std::string::npos);
+  EXPECT_NE(out.find("floodgate_envoy_total_hits_total{domain=\"d\",rule=\"path\"} 1"),
+            std::string::npos);
+}
 
 TEST(rls_failures, redis_down_follows_each_rules_failure_mode) {
   test::redis_server redis;

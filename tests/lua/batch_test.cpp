@@ -224,6 +224,14 @@ TEST_F(batch, an_item_on_a_foreign_key_fails_alone) {
     EXPECT_EQ(ints(got[0])[2], 4) << to_string(a);
     EXPECT_EQ(error(got[1]).rfind("WRONGTYPE", 0), 0u) << to_string(a) << ": " << error(got[1]);
     EXPECT_EQ(ints(got[2])[2], 3) << to_string(a);
+    // Nor does an item that writes nothing (a peek, a cost above the burst) read the foreign
+    // key as absent, and the foreign key is never overwritten.
+    std::vector<batch_item> idle = {{a, "f:{b}", p, "0"}, {a, "f:{b}", p, "9"}};
+    const auto not_written = answers(redis_.run(eval_batch(idle, str(start_ms))), idle);
+    ASSERT_EQ(not_written.size(), 2u) << to_string(a);
+    for (const auto& r : not_written)
+      EXPECT_EQ(error(r).rfind("WRONGTYPE", 0), 0u) << to_string(a) << ": " << error(r);
+    EXPECT_EQ(redis_.run({"TYPE", "f:{b}"}).str, "list") << to_string(a);
   }
 }
 

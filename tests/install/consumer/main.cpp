@@ -1,6 +1,7 @@
 // The README's library example, built against an installed floodgate: the sync call, then the
-// callback it waits on (docs/library.md).
+// callback it waits on (docs/library.md), and the inspection API's header and symbols.
 #include <floodgate/floodgate.hpp>
+#include <floodgate/inspect.hpp>
 
 #include <cstdio>
 #include <future>
@@ -23,5 +24,9 @@ int main() {
     answered.set_value(r.outcome);
   });
   if (answered.get_future().get() == floodgate::outcome::allowed) ++admitted;
+
+  // The inspection API is installed and links: memory:// keeps its state in the process.
+  floodgate::redis_inspector inspector{"memory://"};
+  if (inspector.names_redis() || inspector.read_state(api, "alice").readable) return 1;
   return admitted == 3 ? 0 : 1;
 }

@@ -1,5 +1,8 @@
 // Durations as people write them in config files and URLs: an integer and a unit, "500ms",
-// "60s", "5m", "1h". Used by floodgated's rules file and the Redis URL's options.
+// "60s", "5m", "1h". The Redis URL's options are read with it, and so are floodgated's rules
+// file and flags: a tool on the library reads a duration the way the library does.
+//
+//   auto window = floodgate::parse_duration("60s");   // 60000 ms; "60" or "1.5s": nullopt
 #pragma once
 
 #include <chrono>

@@ -74,9 +74,10 @@ struct redis_options {
   // Calls waiting for a connection or a reply, per connection; beyond it a call fails at once
   // with errc::not_connected instead of queueing without bound.
   std::size_t max_pending_per_connection = 65536;
-  // Redis Cluster: after this many calls in a row to one node got no answer (timeout or lost
-  // connection), calls for it fail at once with not_connected for `breaker_open_for`; then one
-  // probe goes through, and its answer closes the breaker.
+  // Every topology (the server, each Cluster node, the Sentinel primary): after this many calls
+  // in a row to one node got no answer (timeout or lost connection), calls for it fail at once
+  // with not_connected for `breaker_open_for`; then one probe goes through, and its answer
+  // closes the breaker.
   int breaker_failures = 5;
   std::chrono::milliseconds breaker_open_for = 500ms;
   // Sentinel (redis+sentinel://) only: credentials of the sentinels themselves (requirepass

@@ -1,12 +1,12 @@
 #include "redis/client.hpp"
 
-#include <atomic>
-#include <mutex>
 #include <string>
 
 #include "floodgate/errors.hpp"
 #include "redis/connection.hpp"
 #include "redis/io_worker.hpp"
+#include "redis/node.hpp"
+#include "redis/pool_health.hpp"
 
 namespace floodgate::redis {
 
@@ -35,24 +35,24 @@ void validate_options(const redis_options& o) {
   if (o.breaker_open_for.count() < 1) fail("breaker_open_for must be at least 1 ms");
 }
 
-// The pool: owns the io thread (worker_) and the connections. Calls cross from callers'
-// threads through the worker's queue; everything else is touched on the io thread alone.
-class client::impl final : public connection_owner,
+class client_call;
+
+// The pool: owns the io thread (worker_) and the one node. Calls cross from callers' threads
+// through the worker's queue; everything else is touched on the io thread alone.
+class client::impl final : public node_owner,
                            public io_worker_owner,
                            public std::enable_shared_from_this<impl> {
  public:
   impl(redis_endpoint endpoint, const redis_options& options, std::vector<const script*> scripts)
-      : config_{endpoint, options, std::move(scripts),
-                endpoint.tls ? make_tls_context(options.tls) : tls_context_result{}} {
-    connections_.reserve(options.connections);
-    for (std::size_t i = 0; i < options.connections; ++i)
-      connections_.push_back(std::make_unique<connection>(worker_.context(), config_, *this));
-  }
+      : node_(worker_.context(),
+              {endpoint, options, std::move(scripts),
+               endpoint.tls ? make_tls_context(options.tls) : tls_context_result{}},
+              *this, health_) {}
 
   void start() {
     // Before the thread exists, so nothing else touches them yet: calls submitted from now on
     // find every connection already connecting.
-    for (auto& c : connections_) c->start();
+    node_.start();
     // The thread keeps the pool alive, so it can outlive a client destroyed on this thread.
     worker_.start(shared_from_this());
   }
@@ -62,94 +62,93 @@ class client::impl final : public connection_owner,
   void shutdown() { worker_.shutdown(); }
 
   bool healthy() const noexcept {
-    return ready_.load(std::memory_order_relaxed) > 0 && !lasting_.load(std::memory_order_relaxed);
+    return node_.ready() > 0 && health_.breakers_closed() && !health_.lasting();
   }
 
-  void readiness_changed(connection&, bool ready) override {
-    ready_.fetch_add(ready ? 1 : -1, std::memory_order_relaxed);
-  }
+  std::string last_error() const { return health_.last_error(); }
 
-  void problem(const std::string& why, bool lasting) override {
-    std::lock_guard lock(error_mutex_);
-    last_error_ = why;
-    has_error_.store(true, std::memory_order_relaxed);
-    if (lasting) lasting_.store(true, std::memory_order_relaxed);
-  }
+  backend_stats stats() const noexcept { return health_.stats(); }
 
-  void call_succeeded() noexcept override {
-    if (!lasting_.load(std::memory_order_relaxed) && !has_error_.load(std::memory_order_relaxed))
-      return;  // the common case: one relaxed load per answer
-    std::lock_guard lock(error_mutex_);
-    last_error_.clear();
-    lasting_.store(false, std::memory_order_relaxed);
-    has_error_.store(false, std::memory_order_relaxed);
-  }
+  void readiness_changed(node&, bool) override {}
 
-  std::string last_error() const {
-    std::lock_guard lock(error_mutex_);
-    return last_error_;
-  }
-
-  void redispatch(std::vector<request_ptr> requests) override {
+  void redispatch(node&, std::vector<request_ptr> requests) override {
     for (auto& r : requests) dispatch(std::move(r));
-    flush_all();
+    flush();
   }
 
-  void script_reloaded() noexcept override {
-    script_reloads_.fetch_add(1, std::memory_order_relaxed);
-  }
-
-  backend_stats stats() const noexcept {
-    backend_stats s;
-    s.script_reloads = script_reloads_.load(std::memory_order_relaxed);
-    return s;
-  }
-
-  void dispatch_batch(std::vector<request_ptr>& batch) override {
-    for (auto& r : batch) dispatch(std::move(r));
-    flush_all();
-  }
+  // Each call is wrapped here, on the io thread, so its outcome reaches the node's breaker.
+  void dispatch_batch(std::vector<request_ptr>& batch) override;
 
   void tear_down(std::vector<request_ptr>& out) override {
-    for (auto& c : connections_) c->stop(out);
-    ready_.store(0, std::memory_order_relaxed);
+    torn_down_ = true;
+    node_.stop(out);
   }
+
+  void finished(client_call& c, std::error_code ec);
 
  private:
-  // To the ready connection holding the fewest calls; failing that, to one that is
-  // connecting (it may be ready before the call's deadline); failing that, not_connected now.
-  void dispatch(request_ptr r) {
-    connection* best = nullptr;
-    bool best_ready = false;
-    for (auto& c : connections_) {
-      const auto state = c->current_state();
-      if (state != connection::state::ready && state != connection::state::connecting) continue;
-      if (c->pending() >= config_.options.max_pending_per_connection) continue;
-      const bool ready = state == connection::state::ready;
-      if (best == nullptr || (ready && !best_ready) ||
-          (ready == best_ready && c->pending() < best->pending())) {
-        best = c.get();
-        best_ready = ready;
-      }
-    }
-    if (best == nullptr) return r->complete(errc::not_connected, nullptr);
-    best->enqueue(std::move(r));
-  }
+  // To the node's least loaded connection, unless its breaker is open; else not_connected now.
+  void dispatch(request_ptr r);
+  void flush();
 
-  void flush_all() {
-    for (auto& c : connections_) c->flush();
-  }
-
-  const connection_config config_;  // before the connections, which refer to it
-  io_worker worker_{*this};         // before the connections: its io_context outlives them
-  std::vector<std::unique_ptr<connection>> connections_;
-  std::atomic<int> ready_{0};
-  mutable std::mutex error_mutex_;
-  std::string last_error_;               // guarded by error_mutex_
-  std::atomic<bool> lasting_{false};     // calls fail for a reason that will not heal itself
-  std::atomic<bool> has_error_{false};   // last_error_ is not empty
-  std::atomic<std::uint64_t> script_reloads_{0};
+  pool_health health_;       // before the node, which reports to it
+  io_worker worker_{*this};  // before the node: its io_context outlives the connections
+  node node_;
+  bool torn_down_ = false;
 };
+
+// A call on its way through the node: its outcome is told to the breaker, then the caller.
+class client_call final : public request {
+ public:
+  client_call(request_ptr inner, client::impl& owner) : inner_(std::move(inner)), owner_(owner) {
+    take_call(*inner_);
+  }
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    if (sent) owner_.finished(*this, ec);
+    inner_->complete(ec, r);
+  }
+  void complete_part(const decision& d) noexcept override {
+    if (sent) owner_.finished(*this, {});
+    inner_->complete_part(d);
+  }
+
+  bool sent = false;   // admitted by the breaker and enqueued
+  bool probe = false;  // the half-open breaker's probe
+
+ private:
+  request_ptr inner_;
+  client::impl& owner_;
+};
+
+void client::impl::dispatch_batch(std::vector<request_ptr>& batch) {
+  for (auto& r : batch) dispatch(std::make_unique<client_call>(std::move(r), *this));
+  flush();
+}
+
+void client::impl::dispatch(request_ptr r) {
+  auto& c = static_cast<client_call&>(*r);
+  if (c.sent) {  // given back unsent by a connection: admitted again
+    node_.not_sent(c.probe);
+    c.sent = c.probe = false;
+  }
+  connection* to = node_.admit(c.probe) ? node_.pick() : nullptr;
+  if (to == nullptr) {
+    node_.not_sent(c.probe);
+    c.probe = false;
+    return r->complete(errc::not_connected, nullptr);
+  }
+  c.sent = true;
+  to->enqueue(std::move(r));
+}
+
+void client::impl::flush() {
+  node_.flush();
+}
+
+void client::impl::finished(client_call& c, std::error_code ec) {
+  if (!torn_down_) node_.finished(ec, c.probe);
+}
 
 client::client(redis_endpoint endpoint, const redis_options& options,
                std::vector<const script*> scripts_to_load) {

@@ -1,6 +1,7 @@
 // A client for one Redis server: a few connections, pipelined, driven by one background
-// thread. Requests from any thread are queued to the least loaded ready connection; each
-// connection coalesces everything queued into one write and matches replies in order.
+// thread (the server is a node, node.hpp, as each of a Cluster's is). Requests from any thread
+// are queued to the least loaded ready connection; each connection coalesces everything queued
+// into one write and matches replies in order.
 //
 //   client c{parse_redis_url(url), options, {&script_for(algorithm::gcra)}};
 //   auto r = std::make_unique<my_request>(...);   // command, deadline, complete()
@@ -18,6 +19,11 @@
 // - Lost connections are re-established at once, then with capped, jittered exponential
 //   backoff while attempts fail; while every connection is backing off, requests fail fast
 //   with not_connected instead of waiting for their deadlines.
+// - A circuit breaker (breaker.hpp): after breaker_failures calls in a row got no answer,
+//   calls fail at once with not_connected for breaker_open_for, then one probe goes through.
+// - last_error() tells the latest problem with the node's address and the server's words;
+//   healthy() is false while none is ready, the breaker is open, or a call failed for a
+//   lasting reason (NOPERM), until a call is answered again.
 //
 // Threading: submit() and healthy() may be called from any thread. Completions run on the
 // client's thread (or inline in submit() once shutting down), never under its locks, and
@@ -49,8 +55,9 @@ class client final : public transport {
 
   void submit(std::unique_ptr<request> r) override;
 
-  // True while at least one connection is ready and calls do not fail for a lasting reason
-  // (NOPERM, ...: connection_owner::problem); the next answered call clears that.
+  // True while at least one connection is ready, the breaker is closed and calls do not fail
+  // for a lasting reason (NOPERM, ...: connection_owner::problem); the next answered call
+  // clears that.
   bool healthy() const noexcept override;
   std::string last_error() const override;
   backend_stats stats() const noexcept override;

@@ -6,11 +6,15 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
+#include <set>
 
 #include "floodgate/errors.hpp"
 #include "redis/cluster_protocol.hpp"
 #include "redis/connection.hpp"
+#include "redis/endpoint_label.hpp"
 #include "redis/io_worker.hpp"
+#include "redis/node.hpp"
+#include "redis/pool_health.hpp"
 #include "redis/resp_writer.hpp"
 
 namespace floodgate::redis {
@@ -31,18 +35,6 @@ constexpr auto tryagain_backoff = 5ms;
 // A node retired from the map is kept (stopped, no socket) this long before it is freed, so
 // callbacks of operations cancelled on its connections have long run.
 constexpr auto retired_grace = 60s;
-
-struct node {
-  connection_config config;
-  std::vector<std::unique_ptr<connection>> connections;
-  int ready = 0;
-  bool master = false;  // owns slots in the current map
-  // Circuit breaker.
-  enum class breaker { closed, open, half_open } state = breaker::closed;
-  int consecutive_failures = 0;
-  steady::time_point open_until{};
-  bool probe_in_flight = false;
-};
 
 }  // namespace
 
@@ -102,7 +94,7 @@ class slots_call final : public request {
   node* asked_;
 };
 
-class cluster_client::impl final : public connection_owner,
+class cluster_client::impl final : public node_owner,
                                    public io_worker_owner,
                                    public std::enable_shared_from_this<impl> {
  public:
@@ -119,9 +111,7 @@ class cluster_client::impl final : public connection_owner,
   }
 
   void start() {
-    for (node* n : seeds_)
-      for (auto& c : n->connections)
-        if (c->current_state() == connection::state::idle) c->start();
+    for (node* n : seeds_) n->start();
     started_ = true;
     worker_.start(shared_from_this());
     asio::post(worker_.context(), [this] {
@@ -134,15 +124,17 @@ class cluster_client::impl final : public connection_owner,
 
   void shutdown() { worker_.shutdown(); }
 
-  bool healthy() const noexcept { return healthy_.load(std::memory_order_relaxed); }
+  // Every slot's master reachable, and no node failing for a reason that will not heal.
+  bool healthy() const noexcept {
+    return healthy_.load(std::memory_order_relaxed) && !health_.lasting();
+  }
+
+  std::string last_error() const { return health_.last_error(); }
 
   backend_stats stats() const noexcept {
-    backend_stats s;
+    auto s = health_.stats();
     s.redirections = redirections_.load(std::memory_order_relaxed);
     s.failovers_seen = failovers_seen_.load(std::memory_order_relaxed);
-    s.breaker_opens = breaker_opens_.load(std::memory_order_relaxed);
-    s.breakers_open = breakers_open_.load(std::memory_order_relaxed);
-    s.script_reloads = script_reloads_.load(std::memory_order_relaxed);
     s.nodes_retired = nodes_retired_.load(std::memory_order_relaxed);
     s.nodes_known = nodes_known_.load(std::memory_order_relaxed);
     return s;
@@ -161,27 +153,23 @@ class cluster_client::impl final : public connection_owner,
     torn_down_ = true;
     for (auto& c : deferred_) out.push_back(std::move(c));
     deferred_.clear();
-    for (auto& [name, n] : nodes_)
-      for (auto& c : n->connections) c->stop(out);
+    for (auto& [name, n] : nodes_) n->stop(out);
     refresh_timer_.cancel();
     deferred_timer_.cancel();
     tick_timer_.cancel();
     healthy_.store(false, std::memory_order_relaxed);
   }
 
-  // --- connection_owner ------------------------------------------------------------------
+  // --- node_owner ------------------------------------------------------------------------
 
-  void readiness_changed(connection& c, bool ready) override {
-    for (auto& [name, n] : nodes_)
-      for (auto& own : n->connections)
-        if (own.get() == &c) n->ready += ready ? 1 : -1;
+  void readiness_changed(node&, bool ready) override {
     if (!ready) request_refresh();  // the node may be failing over
     update_health();
   }
 
   // Calls a connection gave back unsent (it lost its socket, or never got one). A CLUSTER
   // SLOTS of a refresh is not a routed call: it fails, and the refresh is asked again.
-  void redispatch(std::vector<request_ptr> requests) override {
+  void redispatch(node&, std::vector<request_ptr> requests) override {
     for (auto& r : requests) {
       if (dynamic_cast<cluster_call*>(r.get()) == nullptr) {
         r->complete(errc::not_connected, nullptr);
@@ -192,22 +180,28 @@ class cluster_client::impl final : public connection_owner,
     flush_dirty();
   }
 
-  void script_reloaded() noexcept override {
-    script_reloads_.fetch_add(1, std::memory_order_relaxed);
+  void breaker_changed(node&, breaker::change) override { update_health(); }
+
+  // Followed or retried here (on_call_complete); one that runs out of redirections fails the
+  // call with the reply all the same.
+  bool routing_reply(std::string_view error) const noexcept override {
+    for (std::string_view code : {"MOVED ", "ASK ", "TRYAGAIN "})
+      if (error.starts_with(code)) return true;
+    return false;
   }
 
   // --- completions (io thread) -------------------------------------------------------------
 
   void on_call_complete(cluster_call& c, std::error_code ec, reply* r) noexcept {
     if (torn_down_) return c.finish(ec, r);
-    if (c.sent_to) note_outcome(*c.sent_to, ec, c.probe);
+    if (c.sent_to) c.sent_to->finished(ec, c.probe);
     if (r != nullptr && r->is_error()) {
       const auto code = r->error_code();
       if ((code == "MOVED" || code == "ASK") && c.redirects < max_redirects) {
         if (auto to = parse_redirect(r->str)) {
           redirections_.fetch_add(1, std::memory_order_relaxed);
           const std::string& host =
-              to->host.empty() && c.sent_to ? c.sent_to->config.endpoint.host : to->host;
+              to->host.empty() && c.sent_to ? c.sent_to->config().endpoint.host : to->host;
           node* n = node_for(host, to->port);
           auto again = c.take();
           ++again->redirects;
@@ -241,7 +235,7 @@ class cluster_client::impl final : public connection_owner,
 
   // A check decided in a batch: an answer from its node.
   void on_part_complete(cluster_call& c, const decision& d) noexcept {
-    if (!torn_down_ && c.sent_to) note_outcome(*c.sent_to, {}, c.probe);
+    if (!torn_down_ && c.sent_to) c.sent_to->finished({}, c.probe);
     c.finish_part(d);
   }
 
@@ -253,18 +247,18 @@ class cluster_client::impl final : public connection_owner,
     if (!ranges) return request_refresh();
     std::array<node*, cluster_slots> next{};
     for (const auto& range : *ranges) {
-      node* n = node_for(range.host.empty() ? asked->config.endpoint.host : range.host, range.port);
+      node* n =
+          node_for(range.host.empty() ? asked->config().endpoint.host : range.host, range.port);
       for (int s = range.first; s <= range.last; ++s) next[static_cast<std::size_t>(s)] = n;
     }
     std::map<node*, bool> owns;
     for (node* n : next)
       if (n) owns[n] = true;
-    for (auto& [name, n] : nodes_) {
-      const bool now_master = owns.count(n.get()) > 0;
-      // A node that held slots and holds none now: its replica took over (or it was drained).
-      if (n->master && !now_master) failovers_seen_.fetch_add(1, std::memory_order_relaxed);
-      n->master = now_master;
-    }
+    // A node that held slots and holds none now: its replica took over (or it was drained).
+    for (node* n : masters_)
+      if (owns.count(n) == 0) failovers_seen_.fetch_add(1, std::memory_order_relaxed);
+    masters_.clear();
+    for (const auto& [n, yes] : owns) masters_.insert(n);
     slots_ = next;
     map_complete_ = std::all_of(next.begin(), next.end(), [](node* n) { return n != nullptr; });
     retire_departed(owns);
@@ -275,23 +269,15 @@ class cluster_client::impl final : public connection_owner,
   // --- nodes -------------------------------------------------------------------------------
 
   node* node_for(const std::string& host, std::uint16_t port) {
-    const auto name = host + ":" + std::to_string(port);
-    auto& slot = nodes_[name];
+    auto& slot = nodes_[endpoint_label(host, port)];
     if (!slot) {
-      slot = std::make_unique<node>();
-      slot->config.endpoint = credentials_;
-      slot->config.endpoint.host = host;
-      slot->config.endpoint.port = port;
-      slot->config.endpoint.db = 0;
-      slot->config.options = options_;
-      slot->config.scripts = scripts_;
-      slot->config.tls = tls_;
-      for (std::size_t i = 0; i < options_.connections; ++i)
-        slot->connections.push_back(
-            std::make_unique<connection>(worker_.context(), slot->config, *this));
+      connection_config config{credentials_, options_, scripts_, tls_};
+      config.endpoint.host = host;
+      config.endpoint.port = port;
+      config.endpoint.db = 0;
+      slot = std::make_unique<node>(worker_.context(), std::move(config), *this, health_);
       // Seeds start in start(), before the thread; nodes found later start right away.
-      if (started_)
-        for (auto& c : slot->connections) c->start();
+      if (started_) slot->start();
     }
     return slot.get();
   }
@@ -305,21 +291,15 @@ class cluster_client::impl final : public connection_owner,
     for (auto it = nodes_.begin(); it != nodes_.end();) {
       node* n = it->second.get();
       const bool seed = std::find(seeds_.begin(), seeds_.end(), n) != seeds_.end();
-      const bool busy = std::any_of(n->connections.begin(), n->connections.end(),
-                                    [](const auto& c) { return c->pending() > 0; });
-      if (seed || masters.count(n) > 0 || busy) {
+      if (seed || masters.count(n) > 0 || n->busy()) {
         ++it;
         continue;
       }
       std::vector<request_ptr> none;
-      for (auto& c : n->connections) c->stop(none);
+      n->stop(none);  // takes its problem and open breaker out of the pool's health
       for (auto& c : deferred_)
         if (c->target == n) c->target = nullptr;  // routed by the map instead
-      std::erase_if(dirty_, [n](connection* c) {
-        return std::any_of(n->connections.begin(), n->connections.end(),
-                           [c](const auto& own) { return own.get() == c; });
-      });
-      if (n->state != node::breaker::closed) breakers_open_.fetch_sub(1, std::memory_order_relaxed);
+      std::erase_if(dirty_, [n](connection* c) { return n->owns(c); });
       retired_.push_back({now + retired_grace, std::move(it->second)});
       it = nodes_.erase(it);
       nodes_retired_.fetch_add(1, std::memory_order_relaxed);
@@ -327,88 +307,35 @@ class cluster_client::impl final : public connection_owner,
     std::erase_if(retired_, [now](const auto& r) { return r.first <= now; });
   }
 
-  // The ready connection of `n` holding the fewest calls; failing that, a connecting one.
-  connection* pick(node& n) {
-    connection* best = nullptr;
-    bool best_ready = false;
-    for (auto& c : n.connections) {
-      const auto state = c->current_state();
-      if (state != connection::state::ready && state != connection::state::connecting) continue;
-      if (c->pending() >= options_.max_pending_per_connection) continue;
-      const bool ready = state == connection::state::ready;
-      if (best == nullptr || (ready && !best_ready) ||
-          (ready == best_ready && c->pending() < best->pending())) {
-        best = c.get();
-        best_ready = ready;
-      }
-    }
-    return best;
-  }
-
   // Before the map is known, or for a slot it lacks: any node with a usable connection (it
   // answers MOVED for slots it does not serve).
   node* any_node() {
     node* fallback = nullptr;
     for (auto& [name, n] : nodes_) {
-      if (n->ready > 0) return n.get();
-      if (!fallback && pick(*n)) fallback = n.get();
+      if (n->ready() > 0) return n.get();
+      if (!fallback && n->pick()) fallback = n.get();
     }
     return fallback;
-  }
-
-  // --- circuit breaker ---------------------------------------------------------------------
-
-  bool breaker_allows(node& n, cluster_call& c) {
-    if (n.state == node::breaker::closed) return true;
-    if (n.state == node::breaker::open) {
-      if (steady::now() < n.open_until) return false;
-      n.state = node::breaker::half_open;
-      n.probe_in_flight = false;
-    }
-    if (n.probe_in_flight) return false;
-    n.probe_in_flight = true;
-    c.probe = true;
-    return true;
-  }
-
-  // Only "no answer" counts against a node: an error reply is an answer.
-  void note_outcome(node& n, std::error_code ec, bool probe) {
-    const bool failed = ec == errc::timeout || ec == errc::not_connected;
-    if (!failed) {
-      n.consecutive_failures = 0;
-      if (n.state != node::breaker::closed) {
-        n.state = node::breaker::closed;
-        breakers_open_.fetch_sub(1, std::memory_order_relaxed);
-        update_health();
-      }
-      if (probe) n.probe_in_flight = false;
-      return;
-    }
-    if (probe || (n.state == node::breaker::closed &&
-                  ++n.consecutive_failures >= options_.breaker_failures)) {
-      if (n.state == node::breaker::closed) {
-        breakers_open_.fetch_add(1, std::memory_order_relaxed);
-        breaker_opens_.fetch_add(1, std::memory_order_relaxed);
-      }
-      n.state = node::breaker::open;
-      n.open_until = steady::now() + options_.breaker_open_for;
-      n.probe_in_flight = false;
-      update_health();
-    }
   }
 
   // --- routing -----------------------------------------------------------------------------
 
   void route(request_ptr r) {
     auto& c = static_cast<cluster_call&>(*r);
+    if (c.sent_to) {  // given back unsent by a connection: admitted again
+      c.sent_to->not_sent(c.probe);
+      c.sent_to = nullptr;
+      c.probe = false;
+    }
     if (c.deadline <= steady::now()) return c.finish(errc::timeout, nullptr);
     node* n = c.target;
     if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
     if (!n) n = any_node();
     if (!n) return c.finish(errc::not_connected, nullptr);
-    connection* to = breaker_allows(*n, c) ? pick(*n) : nullptr;
+    connection* to = n->admit(c.probe) ? n->pick() : nullptr;
     if (to == nullptr) {
-      if (c.probe) n->probe_in_flight = false;
+      n->not_sent(c.probe);
+      c.probe = false;
       request_refresh();  // a failover may have given the slot to a reachable node
       return c.finish(errc::not_connected, nullptr);
     }
@@ -471,15 +398,15 @@ class cluster_client::impl final : public connection_owner,
     // us its view.
     std::vector<node*> candidates;
     for (auto& [name, n] : nodes_)
-      if (n->ready > 0) candidates.push_back(n.get());
+      if (n->ready() > 0) candidates.push_back(n.get());
     last_refresh_ = steady::now();
     if (candidates.empty()) {
       for (auto& [name, n] : nodes_)
-        if (pick(*n)) candidates.push_back(n.get());
+        if (n->pick()) candidates.push_back(n.get());
       if (candidates.empty()) return request_refresh();
     }
     node* n = candidates[refresh_cursor_++ % candidates.size()];
-    connection* c = pick(*n);
+    connection* c = n->pick();
     if (c == nullptr) return request_refresh();
     auto call = std::make_unique<slots_call>(this, n);
     append_command(call->command, {"CLUSTER", "SLOTS"});
@@ -504,8 +431,8 @@ class cluster_client::impl final : public connection_owner,
   void update_health() {
     nodes_known_.store(nodes_.size(), std::memory_order_relaxed);
     bool ok = map_complete_;
-    for (auto& [name, n] : nodes_)
-      if (n->master && (n->ready == 0 || n->state != node::breaker::closed)) ok = false;
+    for (node* n : masters_)
+      if (n->ready() == 0 || !n->breaker_closed()) ok = false;
     healthy_.store(ok, std::memory_order_relaxed);
   }
 
@@ -513,8 +440,10 @@ class cluster_client::impl final : public connection_owner,
   const std::vector<const script*> scripts_;
   redis_endpoint credentials_;  // user, password (and TLS) for every node
   tls_context_result tls_;      // shared by every node's connections
+  pool_health health_;          // before the nodes, which report to it
   io_worker worker_{*this};     // before the nodes and timers: its io_context outlives them
-  std::map<std::string, std::unique_ptr<node>> nodes_;  // "host:port"
+  std::map<std::string, std::unique_ptr<node>> nodes_;  // by endpoint_label()
+  std::set<node*> masters_;                             // the nodes owning slots in the current map
   // Nodes retired from nodes_, stopped, freed after their grace time.
   std::vector<std::pair<steady::time_point, std::unique_ptr<node>>> retired_;
   std::vector<node*> seeds_;
@@ -536,8 +465,8 @@ class cluster_client::impl final : public connection_owner,
   bool started_ = false;  // nodes made from now on start connecting at once
 
   std::atomic<bool> healthy_{false};
-  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, breaker_opens_{0},
-      script_reloads_{0}, breakers_open_{0}, nodes_retired_{0}, nodes_known_{0};
+  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, nodes_retired_{0},
+      nodes_known_{0};
 };
 
 void cluster_call::complete(std::error_code ec, reply* r) noexcept {
@@ -570,6 +499,10 @@ void cluster_client::submit(std::unique_ptr<request> r) {
 
 bool cluster_client::healthy() const noexcept {
   return impl_->healthy();
+}
+
+std::string cluster_client::last_error() const {
+  return impl_->last_error();
 }
 
 backend_stats cluster_client::stats() const noexcept {

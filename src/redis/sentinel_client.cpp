@@ -12,6 +12,7 @@
 #include "floodgate/errors.hpp"
 #include "redis/client.hpp"
 #include "redis/connection.hpp"
+#include "redis/endpoint_label.hpp"
 #include "redis/io_worker.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
@@ -211,13 +212,19 @@ class sentinel_client::impl final : public io_worker_owner,
                                        : sentinel_error_);
   }
 
+  // The primaries' clients' counters, summed over every client so far (a counter must not
+  // start again after a switch); the breaker gauge is the current primary's.
   backend_stats stats() const noexcept {
-    backend_stats s;
+    std::lock_guard lock(mutex_);
+    backend_stats s = closed_stats_;
+    for (const auto& [at, c] : retired_) add(s, c->stats());
+    if (current_) {
+      const auto now = current_->stats();
+      add(s, now);
+      s.breakers_open = now.breakers_open;
+    }
     s.redirections = resent_.load(std::memory_order_relaxed);
     s.failovers_seen = switches_.load(std::memory_order_relaxed);
-    std::lock_guard lock(mutex_);
-    // The current primary's client only: the count starts again after a switch.
-    if (current_) s.script_reloads = current_->stats().script_reloads;
     return s;
   }
 
@@ -349,7 +356,7 @@ class sentinel_client::impl final : public io_worker_owner,
       p->ask_timer.async_wait([this, q = p.get(), generation](const error_code& ec) {
         if (ec || generation != q->ask_generation) return;
         q->ask.close();  // its late answer must not be taken for the next question's
-        note_error(q->ask.endpoint().host + ":" + std::to_string(q->ask.endpoint().port) +
+        note_error(endpoint_label(q->ask.endpoint().host, q->ask.endpoint().port) +
                    ": no answer within connect_timeout");
         answered(*q);
       });
@@ -378,7 +385,7 @@ class sentinel_client::impl final : public io_worker_owner,
 
   void on_answer(peer& p, reply& r) {
     if (!p.asking) return;
-    const auto where = p.ask.endpoint().host + ":" + std::to_string(p.ask.endpoint().port);
+    const auto where = endpoint_label(p.ask.endpoint().host, p.ask.endpoint().port);
     if (!p.epoch_read) {  // SENTINEL MASTER's reply; get-master-addr-by-name's follows
       p.epoch_read = true;
       p.epoch = read_config_epoch(r);
@@ -427,7 +434,7 @@ class sentinel_client::impl final : public io_worker_owner,
     p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
       if (ec || generation != q->sub_generation) return;
       q->sub.close();
-      on_sub_closed(*q, q->sub.endpoint().host + ":" + std::to_string(q->sub.endpoint().port) +
+      on_sub_closed(*q, endpoint_label(q->sub.endpoint().host, q->sub.endpoint().port) +
                             ": SUBSCRIBE not confirmed within connect_timeout");
     });
   }
@@ -526,6 +533,7 @@ class sentinel_client::impl final : public io_worker_owner,
       {
         std::lock_guard lock(mutex_);
         while (!retired_.empty() && retired_.front().first <= steady::now()) {
+          add(closed_stats_, retired_.front().second->stats());
           closing.push_back(std::move(retired_.front().second));
           retired_.pop_front();
         }
@@ -533,6 +541,11 @@ class sentinel_client::impl final : public io_worker_owner,
       closing.clear();
       arm_retire();
     });
+  }
+
+  static void add(backend_stats& to, const backend_stats& from) noexcept {
+    to.script_reloads += from.script_reloads;
+    to.breaker_opens += from.breaker_opens;
   }
 
   // --- parked calls -----------------------------------------------------------------------
@@ -593,6 +606,7 @@ class sentinel_client::impl final : public io_worker_owner,
   std::uint64_t epoch_ = 0;                                                     // guarded by mutex_
   std::string sentinel_error_;                                                  // guarded by mutex_
   std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired_;  // mutex_
+  backend_stats closed_stats_;  // guarded by mutex_: of the clients retired and closed
   std::atomic<std::uint64_t> resent_{0}, switches_{0};
   // The epoch_ of the last primary that answered READONLY (~0: none yet).
   std::atomic<std::uint64_t> refused_epoch_{~std::uint64_t{0}};

@@ -19,6 +19,9 @@
 // write), so that call is parked and re-sent once to the new primary; a parked call answers
 // errc::timeout at its own deadline if none is named by then.
 //
+// Health, errors, the breaker and the script and breaker counters are the primary client's
+// (node.hpp); the counters are summed over every primary's client so far.
+//
 // The constructor waits for the first answer, or for every sentinel to fail, connect_timeout
 // at most; until a primary is known, calls fail with not_connected. Threading and completion:
 // as client.hpp (a parked call may complete on the sentinel client's thread).

@@ -1,5 +1,7 @@
-// What the Redis backend sends its calls through: one server (client.hpp) or a Redis Cluster
-// (cluster_client.hpp). Both complete every request exactly once, as client.hpp describes.
+// What the Redis backend sends its calls through: one server (client.hpp), a Redis Cluster
+// (cluster_client.hpp) or a primary found through Sentinel (sentinel_client.hpp). Each
+// completes every request exactly once, as client.hpp describes, and reports health, errors
+// and stats the same way (node.hpp).
 #pragma once
 
 #include <memory>
@@ -17,7 +19,8 @@ class transport {
   virtual void submit(std::unique_ptr<request> r) = 0;
   // True while calls can be served (a cluster: every slot's master is reachable).
   virtual bool healthy() const noexcept = 0;
-  // Counters for metrics; a single server has none of the cluster's.
+  // Counters for metrics: script reloads and breakers everywhere; redirections, failovers and
+  // nodes where the topology has them.
   virtual backend_stats stats() const noexcept { return {}; }
   // As backend::last_error.
   virtual std::string last_error() const { return {}; }

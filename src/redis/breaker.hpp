@@ -1,0 +1,51 @@
+// A node's circuit breaker: after `failures` calls in a row got no answer (timeout or lost
+// connection), calls for the node fail at once for `open_for`; then one probe goes through,
+// and its answer closes the breaker (no answer opens it again). An error reply is an answer.
+// Every topology's node has one (node.hpp).
+//
+//   bool probe = false;
+//   if (!b.allows(now, probe)) return fail(errc::not_connected);
+//   ... send; when it completes:
+//   switch (ec == errc::timeout || ec == errc::not_connected ? b.no_answer(probe, now)
+//                                                            : b.answered(probe)) { ... }
+//
+// Not thread-safe: its node's io thread only.
+#pragma once
+
+#include <chrono>
+
+#include "redis/request.hpp"
+
+namespace floodgate::redis {
+
+class breaker {
+ public:
+  using clock = request::clock;
+  enum class change { none, opened, closed };
+
+  breaker(int failures, std::chrono::milliseconds open_for) noexcept
+      : failures_(failures), open_for_(open_for) {}
+
+  // Whether a call may go now; sets `probe` when it is the half-open breaker's one probe.
+  bool allows(clock::time_point now, bool& probe) noexcept;
+  // The probe allowed was not sent after all (no connection took it): another may go.
+  void probe_not_sent() noexcept { probe_in_flight_ = false; }
+  // A call sent through it was answered.
+  change answered(bool probe) noexcept;
+  // A call sent through it got no answer.
+  change no_answer(bool probe, clock::time_point now) noexcept;
+
+  bool closed() const noexcept { return state_ == state::closed; }
+
+ private:
+  enum class state { closed, open, half_open };
+
+  const int failures_;
+  const std::chrono::milliseconds open_for_;
+  state state_ = state::closed;
+  int consecutive_failures_ = 0;
+  clock::time_point open_until_{};
+  bool probe_in_flight_ = false;
+};
+
+}  // namespace floodgate::redis

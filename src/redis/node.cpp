@@ -1,0 +1,138 @@
+#include "redis/node.hpp"
+
+#include <utility>
+
+#include "floodgate/errors.hpp"
+#include "redis/endpoint_label.hpp"
+
+namespace floodgate::redis {
+
+node::node(boost::asio::io_context& io, connection_config config, node_owner& owner,
+           pool_health& health)
+    : config_(std::move(config)),
+      name_(endpoint_label(config_.endpoint)),
+      owner_(owner),
+      health_(health),
+      breaker_(config_.options.breaker_failures, config_.options.breaker_open_for) {
+  connections_.reserve(config_.options.connections);
+  for (std::size_t i = 0; i < config_.options.connections; ++i)
+    connections_.push_back(std::make_unique<connection>(io, config_, *this));
+}
+
+void node::start() {
+  for (auto& c : connections_)
+    if (c->current_state() == connection::state::idle) c->start();
+}
+
+void node::stop(std::vector<request_ptr>& out) {
+  for (auto& c : connections_) c->stop(out);
+  ready_.store(0, std::memory_order_relaxed);
+  if (has_problem_) clear_problem();
+  if (!stopped_ && !breaker_.closed())
+    health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
+  stopped_ = true;
+}
+
+connection* node::pick() {
+  connection* best = nullptr;
+  bool best_ready = false;
+  for (auto& c : connections_) {
+    const auto state = c->current_state();
+    if (state != connection::state::ready && state != connection::state::connecting) continue;
+    if (c->pending() >= config_.options.max_pending_per_connection) continue;
+    const bool ready = state == connection::state::ready;
+    if (best == nullptr || (ready && !best_ready) ||
+        (ready == best_ready && c->pending() < best->pending())) {
+      best = c.get();
+      best_ready = ready;
+    }
+  }
+  return best;
+}
+
+void node::flush() {
+  for (auto& c : connections_) c->flush();
+}
+
+bool node::admit(bool& probe) {
+  return breaker_.allows(request::clock::now(), probe);
+}
+
+void node::not_sent(bool probe) noexcept {
+  if (probe) breaker_.probe_not_sent();
+}
+
+void node::finished(std::error_code ec, bool probe) {
+  if (stopped_) return;  // calls handed back by stop(): the node's gauges are settled
+  if (!ec && std::exchange(answered_, false)) clear_problem();
+  const bool no_answer = ec == errc::timeout || ec == errc::not_connected;
+  const auto change =
+      no_answer ? breaker_.no_answer(probe, request::clock::now()) : breaker_.answered(probe);
+  if (change == breaker::change::none) return;
+  if (change == breaker::change::opened) {
+    health_.breaker_opens.fetch_add(1, std::memory_order_relaxed);
+    health_.breakers_open.fetch_add(1, std::memory_order_relaxed);
+    // The node said nothing: the breaker is what the operator is told.
+    problem("circuit breaker open: " + std::to_string(config_.options.breaker_failures) +
+                " calls in a row got no answer; calls fail at once for " +
+                std::to_string(config_.options.breaker_open_for.count()) + " ms, then one probe",
+            false);
+  } else {
+    health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
+  }
+  owner_.breaker_changed(*this, change);
+}
+
+bool node::busy() const noexcept {
+  for (const auto& c : connections_)
+    if (c->pending() > 0) return true;
+  return false;
+}
+
+bool node::owns(const connection* c) const noexcept {
+  for (const auto& own : connections_)
+    if (own.get() == c) return true;
+  return false;
+}
+
+void node::readiness_changed(connection&, bool ready) {
+  ready_.fetch_add(ready ? 1 : -1, std::memory_order_relaxed);
+  // Connecting works again; a node no call is routed to (a replica among the seeds) would
+  // otherwise keep telling its old connect failure. What is lasting waits for an answer.
+  if (ready && has_problem_ && !problem_lasting_) clear_problem();
+  owner_.readiness_changed(*this, ready);
+}
+
+void node::redispatch(std::vector<request_ptr> requests) {
+  owner_.redispatch(*this, std::move(requests));
+}
+
+void node::script_reloaded() noexcept {
+  health_.script_reloads.fetch_add(1, std::memory_order_relaxed);
+}
+
+void node::problem(const std::string& why, bool lasting) {
+  constexpr std::string_view call = "call: ";
+  if (stopped_ ||
+      (why.starts_with(call) && owner_.routing_reply(std::string_view(why).substr(call.size()))))
+    return;
+  // A failed connect already names the node; a call's error ("call: NOPERM ...") does not.
+  const bool named = why.starts_with(name_ + ": ");
+  health_.set_problem(this, named ? why : name_ + ": " + why, lasting);
+  problem_lasting_ = problem_lasting_ || lasting;  // as pool_health keeps it
+  has_problem_ = true;
+  answered_ = false;
+}
+
+void node::clear_problem() {
+  has_problem_ = problem_lasting_ = answered_ = false;
+  health_.clear_problem(this);
+}
+
+// Only a call the client routed clears the problem (finished()): an ACL that refuses the
+// scripts still lets a Cluster's own CLUSTER SLOTS be answered.
+void node::call_succeeded() noexcept {
+  if (has_problem_) answered_ = true;
+}
+
+}  // namespace floodgate::redis

@@ -1,0 +1,107 @@
+// One Redis server as every client sees it (client.hpp: the one server; cluster_client.hpp:
+// each node; sentinel_client.hpp: the primary, through client): its pipelined connections,
+// the least-loaded pick among them, its circuit breaker (breaker.hpp), and its problems in
+// the server's words (pool_health.hpp), so health, errors and stats read the same on every
+// topology.
+//
+//   node n{io, config, *this, health_};   // *this: the client's node_owner
+//   n.start();
+//   bool probe = false;
+//   connection* c = n.admit(probe) ? n.pick() : nullptr;   // null: fail not_connected
+//   ... when the call completes: n.finished(ec, probe);
+//
+// Internal and Asio-based like connection.hpp; everything runs on the client's io thread,
+// but ready() and breaker state are also read elsewhere through pool_health.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "redis/breaker.hpp"
+#include "redis/connection.hpp"
+#include "redis/pool_health.hpp"
+
+namespace floodgate::redis {
+
+class node;
+
+// The client's side of its nodes. Io thread.
+class node_owner {
+ public:
+  // One of the node's connections became ready or stopped being ready.
+  virtual void readiness_changed(node& n, bool ready) = 0;
+  // Calls a connection of the node gave back unsent (connection_owner::redispatch).
+  virtual void redispatch(node& n, std::vector<request_ptr> requests) = 0;
+  // The node's breaker opened or closed.
+  virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
+  // Whether an error reply (connection_owner::problem's "call: ..." text) is the topology
+  // routing the call (a Cluster's MOVED), not a problem to report.
+  virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
+
+ protected:
+  ~node_owner() = default;
+};
+
+class node final : public connection_owner {
+ public:
+  node(boost::asio::io_context& io, connection_config config, node_owner& owner,
+       pool_health& health);
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  // Starts the connections not started yet.
+  void start();
+  // Stops every connection, handing back what they hold, and takes the node out of the
+  // pool's health: its problem and its open breaker. Once.
+  void stop(std::vector<request_ptr>& out);
+
+  // The ready connection holding the fewest calls; failing that, a connecting one (it may be
+  // ready before the call's deadline); failing that, null.
+  connection* pick();
+  // Starts a write on every connection of what it has queued.
+  void flush();
+  // Whether the breaker lets a call go now (`probe`: it is the half-open breaker's probe).
+  bool admit(bool& probe);
+  // The admitted call was not sent after all.
+  void not_sent(bool probe) noexcept;
+  // An admitted call completed: timeout and not_connected are "no answer" to the breaker; an
+  // answer without error clears the node's problem.
+  void finished(std::error_code ec, bool probe);
+
+  int ready() const noexcept { return ready_.load(std::memory_order_relaxed); }
+  bool breaker_closed() const noexcept { return breaker_.closed(); }
+  // Some connection holds calls.
+  bool busy() const noexcept;
+  bool owns(const connection* c) const noexcept;
+  const connection_config& config() const noexcept { return config_; }
+  const std::string& name() const noexcept { return name_; }
+
+  // connection_owner
+  void readiness_changed(connection& c, bool ready) override;
+  void redispatch(std::vector<request_ptr> requests) override;
+  void script_reloaded() noexcept override;
+  void problem(const std::string& why, bool lasting) override;
+  void call_succeeded() noexcept override;
+
+ private:
+  const connection_config config_;  // before the connections, which refer to it
+  const std::string name_;
+  node_owner& owner_;
+  pool_health& health_;
+  std::vector<std::unique_ptr<connection>> connections_;
+  std::atomic<int> ready_{0};
+  breaker breaker_;
+  void clear_problem();
+
+  bool has_problem_ = false;  // health_ holds one for this node
+  bool problem_lasting_ = false;
+  bool answered_ = false;  // since it, a reply that was no error: the next finished() clears
+  bool stopped_ = false;
+};
+
+}  // namespace floodgate::redis

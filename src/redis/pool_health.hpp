@@ -1,0 +1,53 @@
+// What a client's nodes (node.hpp) report, gathered for the whole client: why they fail, in
+// the server's words (backend::last_error), whether some failure will not heal by itself
+// (readiness), and the counters every topology shares (backend_stats).
+//
+//   pool_health h;
+//   h.set_problem(&n, "127.0.0.1:6379: call: NOPERM ...", true);   // io thread
+//   h.last_error();                                                 // any thread
+//   h.clear_problem(&n);                                            // n answered a call
+//
+// Each node keeps its own latest problem until it answers a call (or leaves the pool), so a
+// node that answers cannot hide another one's NOPERM; last_error() is the newest of them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "floodgate/backend.hpp"
+
+namespace floodgate::redis {
+
+class pool_health {
+ public:
+  // Io thread. A lasting problem stays lasting until cleared, whatever is set after it.
+  void set_problem(const void* node, std::string why, bool lasting);
+  void clear_problem(const void* node);
+
+  // Any thread.
+  std::string last_error() const;
+  bool lasting() const noexcept { return lasting_.load(std::memory_order_relaxed) > 0; }
+  bool breakers_closed() const noexcept {
+    return breakers_open.load(std::memory_order_relaxed) == 0;
+  }
+  // script_reloads, breaker_opens and breakers_open filled in.
+  backend_stats stats() const noexcept;
+
+  std::atomic<std::uint64_t> script_reloads{0}, breaker_opens{0}, breakers_open{0};
+
+ private:
+  struct problem {
+    const void* node;
+    std::string why;
+    bool lasting;
+  };
+
+  mutable std::mutex mutex_;
+  std::vector<problem> problems_;  // guarded by mutex_; oldest first, one per node
+  std::atomic<int> lasting_{0};    // problems_ that are lasting
+};
+
+}  // namespace floodgate::redis

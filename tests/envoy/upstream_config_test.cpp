@@ -8,25 +8,14 @@
 #include <chrono>
 
 #include "envoy_config.hpp"
+#include "envoy_config_parse.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service::envoy {
 namespace {
 
-envoy_config parse(const std::string& text) {
-  std::map<std::string, domain_config, std::less<>> domains;
-  parse_envoy_domain(text, "edge.yaml", domains);
-  return envoy_config(std::move(domains));
-}
-
-std::string error_of(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const config_error& e) {
-    return e.what();
-  }
-  return "(loaded)";
-}
+using config_text::error_of;
+using config_text::parse;
 
 std::shared_ptr<const envoy_config> upstream_configs() {
   return load_envoy_config({FLOODGATE_SOURCE_DIR "/tests/envoy/upstream_configs"});

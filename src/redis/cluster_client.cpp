@@ -25,7 +25,6 @@ using steady = request::clock;
 
 namespace {
 
-constexpr int max_redirects = 5;
 constexpr auto refresh_min_interval = 100ms;
 constexpr auto unhealthy_refresh_interval = 500ms;
 // The map is read this often even when all is well: nodes leave it (a demoted master, a
@@ -197,7 +196,7 @@ class cluster_client::impl final : public node_owner,
     if (c.sent_to) c.sent_to->finished(ec, c.probe);
     if (r != nullptr && r->is_error()) {
       const auto code = r->error_code();
-      if ((code == "MOVED" || code == "ASK") && c.redirects < max_redirects) {
+      if ((code == "MOVED" || code == "ASK") && c.redirects < max_cluster_redirects) {
         if (auto to = parse_redirect(r->str)) {
           redirections_.fetch_add(1, std::memory_order_relaxed);
           const std::string& host =
@@ -215,7 +214,7 @@ class cluster_client::impl final : public node_owner,
           return defer(std::move(again), steady::now());
         }
       }
-      if ((code == "TRYAGAIN" || code == "CLUSTERDOWN") && c.redirects < max_redirects) {
+      if ((code == "TRYAGAIN" || code == "CLUSTERDOWN") && c.redirects < max_cluster_redirects) {
         // TRYAGAIN: a multi-key call met a slot half migrated; CLUSTERDOWN: a failover is
         // under way. Both go away by themselves: retry shortly while the deadline allows.
         if (code == "CLUSTERDOWN") request_refresh();

@@ -104,29 +104,15 @@ check_result local_mode_result(detail::local_mode& lm, const check_item& item,
 }
 
 // A one-item check in the shape its caller asked for: check() and a one-item check_all()
-// take one path (limiter::check_one), and each result is built once from what decided it (the
-// backend's reply, a remembered denial, local mode), never converted from the other shape.
+// take one path (limiter::check_one). The backend's reply, the hot path, is read straight into
+// either shape; the rare answers (refused, a remembered denial, local mode) are made as a
+// check_result and given check_all's shape by from().
 template <class Result>
 struct shape;
 
 template <>
 struct shape<check_result> {
-  static check_result invalid(std::error_code ec) {
-    check_result r;
-    r.error = ec;
-    return r;
-  }
-  static check_result remembered(const decision& d) {
-    check_result r;
-    r.outcome = outcome::over_limit;
-    r.decision = d;
-    r.local = true;
-    return r;
-  }
-  static check_result local_mode(detail::local_mode& lm, const check_item& item,
-                                 std::error_code why) {
-    return local_mode_result(lm, item, why);
-  }
+  static check_result from(check_result r) { return r; }
   static check_result reply(backend_reply& reply, const decision& on_failure) {
     return single_result(reply, on_failure);
   }
@@ -135,21 +121,14 @@ struct shape<check_result> {
 
 template <>
 struct shape<multi_check_result> {
-  static multi_check_result invalid(std::error_code ec) {
-    multi_check_result r;
-    r.error = ec;
-    return r;
-  }
-  static multi_check_result remembered(const decision& d) {
-    multi_check_result r;
-    r.outcome = outcome::over_limit;
-    r.decisions.push_back(d);
-    r.local = true;
-    return r;
-  }
-  static multi_check_result local_mode(detail::local_mode& lm, const check_item& item,
-                                       std::error_code why) {
-    return local_mode_result(lm, std::span(&item, 1), why);
+  static multi_check_result from(const check_result& r) {
+    multi_check_result m;
+    m.outcome = r.outcome;
+    m.error = r.error;
+    m.local = r.local;
+    m.local_mode = r.local_mode;
+    if (r.outcome != outcome::invalid_request) m.decisions.push_back(r.decision);
+    return m;
   }
   // The reply's one decision is moved, not copied into a second vector.
   static multi_check_result reply(backend_reply& reply, const decision& on_failure) {
@@ -346,19 +325,25 @@ void limiter::async_check(std::string_view key, const policy& p, std::int64_t co
 template <class Result>
 void limiter::check_one(const check_item& item, std::function<void(Result)> handler) {
   using answer = shape<Result>;
-  if (auto ec = validate(item)) return handler(answer::invalid(ec));
+  if (auto ec = validate(item)) {
+    check_result refused;
+    refused.error = ec;
+    return handler(answer::from(refused));
+  }
   const policy& p = *item.policy;
   bool probing = false;
   if (local_mode_ && p.on_failure() == failure_mode::local) {
     const auto route = local_mode_->route_now();
     probing = route == detail::local_mode::route::probe;
     if (route == detail::local_mode::route::local)
-      return handler(answer::local_mode(*local_mode_, item, local_mode_->last_failure()));
+      return handler(
+          answer::from(local_mode_result(*local_mode_, item, local_mode_->last_failure())));
     handler = [lm = local_mode_, route, key = std::string(item.key), p, cost = item.cost,
                handler = std::move(handler)](Result r) {
       if (r.outcome == outcome::backend_error) {
         lm->failed(route, r.error);
-        return handler(answer::local_mode(*lm, check_item{key, &p, cost}, r.error));
+        return handler(
+            answer::from(local_mode_result(*lm, check_item{key, &p, cost}, r.error)));
       }
       if (r.outcome != outcome::invalid_request) lm->answered(route);
       handler(std::move(r));
@@ -371,8 +356,13 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
       deny_cache_ && item.cost > 0 && p.local_denials() == local_denials::on && !probing;
   const std::int64_t sent = remember ? steady_now() : 0;
   if (remember) {
-    if (auto d = deny_cache_->find(item.key, p, item.cost, sent))
-      return handler(answer::remembered(*d));
+    if (auto d = deny_cache_->find(item.key, p, item.cost, sent)) {
+      check_result remembered;
+      remembered.outcome = outcome::over_limit;
+      remembered.decision = *d;
+      remembered.local = true;
+      return handler(answer::from(remembered));
+    }
   }
   auto pending =
       std::make_shared<pending_call<Result, decision>>(std::move(handler), failure_decision(p));

@@ -45,8 +45,7 @@ stream_config stream_config_for(const connection_config& c) {
 
 connection::connection(boost::asio::io_context& io, const connection_config& config,
                        connection_owner& owner)
-    : io_(io),
-      config_(config),
+    : config_(config),
       owner_(owner),
       stream_config_(stream_config_for(config)),
       stream_(io, *this),

@@ -151,7 +151,6 @@ class connection final : private stream_owner {
   void arm_deadline(request::clock::time_point t);
   void on_deadline();
 
-  boost::asio::io_context& io_;
   const connection_config& config_;
   connection_owner& owner_;
 

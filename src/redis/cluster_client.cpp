@@ -214,14 +214,15 @@ class cluster_client::impl final : public node_owner,
           return defer(std::move(again), steady::now());
         }
       }
-      if ((code == "TRYAGAIN" || code == "CLUSTERDOWN") && c.redirects < max_cluster_redirects) {
+      if (code == "TRYAGAIN" || code == "CLUSTERDOWN") {
         // TRYAGAIN: a multi-key call met a slot half migrated; CLUSTERDOWN: a failover is
-        // under way. Both go away by themselves: retry shortly while the deadline allows.
+        // under way. Both go away by themselves, after as long as the migration or failover
+        // takes: retry with backoff while the deadline allows (not a hop count, which a slow
+        // migration outlasts).
         if (code == "CLUSTERDOWN") request_refresh();
         const auto at = steady::now() + tryagain_backoff * (1 << std::min(c.tryagains, 4));
         if (at < c.deadline) {
           auto again = c.take();
-          ++again->redirects;
           ++again->tryagains;
           again->noscript_replies = 0;
           return defer(std::move(again), at);

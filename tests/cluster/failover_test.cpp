@@ -68,6 +68,37 @@ TEST(cluster_failover, resharding_a_hot_slot_under_load_keeps_the_limit) {
             << " redirections followed, slowest answer " << ld.max_us / 1000 << " ms\n";
 }
 
+// An all-or-nothing check whose two keys a migration has split is answered TRYAGAIN until the
+// second key follows. A slow migration (many keys, a busy machine) can take longer than a few
+// retries: the check waits for it as long as its deadline allows, and does not fail early.
+TEST(cluster_failover, a_check_split_by_a_slow_migration_waits_within_its_deadline) {
+  redis_cluster c;
+  const auto from = c.masters()[0], to = c.masters()[1];
+  const auto key = key_on(c, from, "split");
+  const int slot = redis::key_slot(key);
+  const auto prefix = unique_prefix("split");
+  limiter l{c.url(), options_for(prefix, 3s)};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"a", algorithm::fixed_window, 10, 1h}, q{"b", algorithm::fixed_window, 10, 1h};
+  ASSERT_EQ(l.check_all({{key, &p, 1}, {key, &q, 1}}).outcome, outcome::allowed);
+  c.begin_migration(slot, from, to);
+  c.migrate_keys(from, to, {prefix + "a:fw:{" + key + "}"});
+  const auto split_for = 600ms;
+  std::thread mover([&] {
+    std::this_thread::sleep_for(split_for);
+    c.migrate_keys(from, to, {prefix + "b:fw:{" + key + "}"});
+    c.end_migration(slot, from, to);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = l.check_all({{key, &p, 1}, {key, &q, 1}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  mover.join();
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_GE(took, split_for - 50ms) << "answered before the keys were together again";
+  EXPECT_EQ(l.check(key, p, 0).decision.remaining, 8);
+  EXPECT_EQ(l.check(key, q, 0).decision.remaining, 8);
+}
+
 TEST(cluster_failover, ask_is_followed_per_call_and_moved_updates_the_map) {
   redis_cluster c;
   const auto from = c.masters()[0], to = c.masters()[1];

@@ -31,7 +31,9 @@ TEST(cluster_failover, resharding_a_hot_slot_under_load_keeps_the_limit) {
   // source answers ASK for keys already moved.
   for (int i = 0; i < 40; ++i)
     c.command(from, {"SET", "{" + key + "}pad" + std::to_string(i), "x"});
-  limiter l{c.url(), options_for(unique_prefix("reshard"), 1s)};
+  // The deadline outlasts the whole migration (42 keys, one MIGRATE and 5 ms each, slower on a
+  // busy machine): a check_all whose keys it splits waits on TRYAGAIN until they are together.
+  limiter l{c.url(), options_for(unique_prefix("reshard"), 3s)};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"hot", algorithm::token_bucket, 6000, 1h};
   // Also all-or-nothing checks of two policies on the same caller key: their two keys can

@@ -57,31 +57,69 @@ endforeach()
 set(delimiter "floodgate_lua")
 set(entries "")
 
-# Appends one `script` initializer for `name` with source `text` to `entries`.
-function(add_script name text)
+# Records script `name`: `text` is what SCRIPT LOAD / EVALSHA run (the parts it needs, then
+# `entry`); `entry` alone becomes the body of the library function of the same name.
+set(script_names "")
+function(add_script name text entry)
   string(FIND "${text}" ")${delimiter}\"" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "embed_lua.cmake: script '${name}' contains ')${delimiter}\"'")
   endif()
-  string(SHA1 sha1 "${text}")
-  set(entries "${entries}    {\"${name}\"sv, R\"${delimiter}(${text})${delimiter}\"sv,\n     \"${sha1}\"sv},\n"
-      PARENT_SCOPE)
+  set(script_names ${script_names} ${name} PARENT_SCOPE)
+  set(text_${name} "${text}" PARENT_SCOPE)
+  set(entry_${name} "${entry}" PARENT_SCOPE)
 endfunction()
 
 foreach(algo IN LISTS FLOODGATE_LUA_ALGORITHMS)
-  add_script(${algo} "#!lua\n${part_prelude}\n${part_${algo}}\nlocal algorithm = '${algo}'\n${part_single}")
+  set(entry "local algorithm = '${algo}'\n${part_single}")
+  add_script(${algo} "#!lua\n${part_prelude}\n${part_${algo}}\n${entry}" "${entry}")
 endforeach()
 set(all_algorithms "")
 foreach(algo IN LISTS FLOODGATE_LUA_ALGORITHMS)
   string(APPEND all_algorithms "\n${part_${algo}}")
 endforeach()
-add_script(multi "#!lua\n${part_prelude}${all_algorithms}\n${part_multi}")
-add_script(batch "#!lua\n${part_prelude}${all_algorithms}\n${part_batch}")
+add_script(multi "#!lua\n${part_prelude}${all_algorithms}\n${part_multi}" "${part_multi}")
+add_script(batch "#!lua\n${part_prelude}${all_algorithms}\n${part_batch}" "${part_batch}")
 add_script(multi_block
-           "#!lua\n${part_prelude}${all_algorithms}\n${part_penalty}\n${part_multi_block}")
-add_script(refund "#!lua\n${part_prelude}${all_algorithms}\n${part_refund}")
-add_script(acquire "#!lua\n${part_prelude}\n${part_acquire}")
-add_script(release "#!lua\n${part_prelude}\n${part_release}")
+           "#!lua\n${part_prelude}${all_algorithms}\n${part_penalty}\n${part_multi_block}"
+           "${part_multi_block}")
+add_script(refund "#!lua\n${part_prelude}${all_algorithms}\n${part_refund}" "${part_refund}")
+add_script(acquire "#!lua\n${part_prelude}\n${part_acquire}" "${part_acquire}")
+add_script(release "#!lua\n${part_prelude}\n${part_release}" "${part_release}")
+
+# The same scripts as one function library (FUNCTION LOAD once, FCALL by name): the prelude, the
+# algorithms and the penalty run once, when the library loads, where a script runs its whole
+# text, defining every helper again, on every call. Named by a hash of every script, so two
+# floodgate versions sharing a Redis load two libraries side by side (function names are
+# global to a server: each carries the library's name too).
+#
+# A library's top level sees no globals (`string` is nil while it loads): the prelude's
+# string-function locals are bound by each function on its first call instead.
+set(all_texts "")
+foreach(name IN LISTS script_names)
+  string(APPEND all_texts "${text_${name}}")
+endforeach()
+string(SHA1 library_hash "${all_texts}")
+string(SUBSTRING "${library_hash}" 0 12 library_hash)
+set(library_name "floodgate_${library_hash}")
+set(string_locals "local find, format, sub, byte = string.find, string.format, string.sub, string.byte")
+string(FIND "${part_prelude}" "${string_locals}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "embed_lua.cmake: prelude.lua no longer has the line\n  ${string_locals}\n"
+                      "which the function library binds lazily: update this file")
+endif()
+string(REPLACE "${string_locals}" "local find, format, sub, byte" library_prelude "${part_prelude}")
+set(library "#!lua name=${library_name}\n${library_prelude}${all_algorithms}\n${part_penalty}\n")
+set(entries "")
+foreach(name IN LISTS script_names)
+  set(function_name "${library_name}_${name}")
+  string(APPEND library "redis.register_function('${function_name}', function(KEYS, ARGV)\n"
+         "if not find then find, format, sub, byte = string.find, string.format, string.sub, "
+         "string.byte end\n${entry_${name}}\nend)\n")
+  string(SHA1 sha1 "${text_${name}}")
+  string(APPEND entries "    {\"${name}\"sv, R\"${delimiter}(${text_${name}})${delimiter}\"sv,\n"
+         "     \"${sha1}\"sv, \"${function_name}\"sv},\n")
+endforeach()
 
 set(cases "")
 set(index 0)
@@ -104,6 +142,8 @@ using namespace std::string_view_literals;
 constexpr script scripts[] = {
 ${entries}};
 
+constexpr function_library library{\"${library_name}\"sv, R\"${delimiter}(${library})${delimiter}\"sv};
+
 }  // namespace
 
 const script& script_for(algorithm a) noexcept {
@@ -118,6 +158,7 @@ const script& multi_block_script() noexcept { return scripts[${index} + 2]; }
 const script& refund_script() noexcept { return scripts[${index} + 3]; }
 const script& acquire_script() noexcept { return scripts[${index} + 4]; }
 const script& release_script() noexcept { return scripts[${index} + 5]; }
+const function_library& script_library() noexcept { return library; }
 
 }  // namespace floodgate::redis
 ")

@@ -6,8 +6,9 @@
 namespace floodgate::service {
 namespace {
 
-constexpr std::string_view script_commands[] = {"evalsha", "eval",        "evalsha_ro",
-                                                "eval_ro", "script|load", "script"};
+constexpr std::string_view script_commands[] = {
+    "fcall", "fcall_ro", "function|load", "evalsha", "eval", "evalsha_ro", "eval_ro",
+    "script|load", "script"};
 
 std::uint64_t to_u64(std::string_view v) {
   std::uint64_t n = 0;

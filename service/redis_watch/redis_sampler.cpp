@@ -204,7 +204,7 @@ void redis_sampler::render(std::string& out) const {
   family("floodgate_redis_expired_keys_total", counter, "Keys Redis expired (their TTL ran out).",
          field(&redis_info::expired_keys));
   family("floodgate_redis_script_calls_total", counter,
-         "Calls of the commands floodgate's scripts run as (evalsha, script|load, ...), every "
+         "Calls of the commands floodgate's scripts run as (fcall, evalsha, function|load, ...), every "
          "client's (INFO commandstats).",
          sampled([](prometheus_family& f, std::string_view node, const redis_info& i) {
            for (const auto& c : i.commands)

@@ -32,10 +32,9 @@ bool can_share(const request& first, const request& r) noexcept;
 std::size_t batch_item_size(const request& r) noexcept;
 
 // Appends one call of `batch` (the batch script, lua/batch.lua: the caller's, so a connection
-// need not know it) deciding `items` (batchable, sharing by can_share): EVALSHA, or EVAL with
-// the script's source when `as_eval` (after NOSCRIPT twice).
+// need not know it) deciding `items` (batchable, sharing by can_share), sent as `form`.
 void append_batch(std::string& out, const script& batch, std::span<const request_ptr> items,
-                  bool as_eval);
+                  script_call form);
 
 // Completes every item with its part of the batch's reply `r` (two integers when allowed,
 // three when denied, or its own error: lua/batch.lua), read into its decision

@@ -36,6 +36,7 @@ stream_config stream_config_for(const connection_config& c) {
   out.greeting.db = c.endpoint.db;
   out.greeting.check_version = true;
   for (const script* s : c.scripts) out.greeting.scripts.push_back(s->source);
+  if (c.library != nullptr && c.options.use_functions) out.greeting.library = c.library->source;
   out.connect_timeout = c.options.connect_timeout;
   out.max_reply_size = c.options.max_reply_size;
   return out;
@@ -71,6 +72,7 @@ void connection::connect() {
 
 void connection::stream_ready() {
   state_ = state::ready;
+  functions_ = stream_.functions_loaded();
   backoff_.reset();
   owner_.readiness_changed(*this, true);
   flush();
@@ -99,6 +101,7 @@ void connection::connect_failed(std::string why) {
   stream_.close();
   loads_.clear();
   loading_.clear();
+  load_library_ = library_loading_ = functions_ = false;
   state_ = state::backoff;
   schedule_reconnect();
   // Nothing will be written here for a while: let another connection take them, or fail
@@ -132,6 +135,7 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
   writes_in_flight_ = 0;
   loads_.clear();
   loading_.clear();
+  load_library_ = library_loading_ = functions_ = false;
   std::vector<request_ptr> waiting;
   for (auto* q : {&retries_, &unsent_})
     for (auto& r : *q) waiting.push_back(std::move(r));
@@ -179,23 +183,36 @@ void connection::enqueue(request_ptr r) {
   unsent_.push_back(std::move(r));
 }
 
-void connection::append_call(std::string& out, const request& r) {
-  if (r.script != nullptr && r.noscript_replies >= 2) {
-    // The script was flushed again between our SCRIPT LOAD and the retry: EVAL carries the
-    // source itself, so this attempt cannot meet NOSCRIPT.
-    append_array_header(out, r.argument_count);
-    append_bulk(out, "EVAL");
-    append_bulk(out, r.script->source);
-    out.append(r.command, r.body_offset);
+// A call goes as FCALL while the library is loaded and it has not met a missing function or
+// script; after one such reply as EVALSHA (the script was loaded since); after a second as
+// EVAL: the script was flushed again between our SCRIPT LOAD and the retry, and EVAL carries
+// the source itself, so this attempt cannot meet NOSCRIPT.
+script_call connection::form_for(std::uint8_t not_run) const noexcept {
+  if (not_run >= 2) return script_call::eval;
+  return functions_ && not_run == 0 ? script_call::fcall : script_call::evalsha;
+}
+
+// The request's command is EVALSHA's: FCALL and EVAL differ in their first two arguments.
+void connection::append_call(std::string& out, const request& r, script_call form) {
+  if (r.script == nullptr || form == script_call::evalsha) {
+    out.append(r.command);
     return;
   }
-  out.append(r.command);
+  append_array_header(out, r.argument_count);
+  if (form == script_call::fcall) {
+    append_bulk(out, "FCALL");
+    append_bulk(out, r.script->function);
+  } else {
+    append_bulk(out, "EVAL");
+    append_bulk(out, r.script->source);
+  }
+  out.append(r.command, r.body_offset);
 }
 
 void connection::flush() {
   if (state_ != state::ready || stream_.writing()) return;
   if (writes_in_flight_ >= config_.options.max_writes_in_flight) return;
-  if (loads_.empty() &&
+  if (loads_.empty() && !load_library_ &&
       (in_flight_calls_ >= max_in_flight_calls || (retries_.empty() && unsent_.empty())))
     return;
   // Replies owed to calls that timed out count too: a server this far behind gets no more.
@@ -208,6 +225,12 @@ void connection::flush() {
     loading_.push_back(s);
   }
   loads_.clear();
+  if (load_library_) {
+    append_command(out, {"FUNCTION", "LOAD", config_.library->source});
+    in_flight_.push_back({in_flight::kind::load, nullptr, nullptr, now});
+    load_library_ = false;
+    library_loading_ = true;
+  }
   // A call that cannot be answered before its deadline (by the recent round-trip time) is
   // not sent: it fails with timeout now, where in flight it would time out too and cost the
   // connection, with every other call on it. Under overload this keeps the pipe alive.
@@ -238,8 +261,10 @@ void connection::flush() {
         append_command(out, {"ASKING"});
         in_flight_.push_back({in_flight::kind::asking, nullptr, nullptr, now});
       }
-      append_call(out, *r);
+      const auto form = form_for(r->noscript_replies);
+      append_call(out, *r, form);
       in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
+      in_flight_.back().form = form;
     }
   }
   for (auto& b : open) send_batch(out, b, now);
@@ -283,16 +308,20 @@ void connection::add_to_batch(std::string& out, std::vector<open_batch>& open, r
 void connection::send_batch(std::string& out, open_batch& b, request::clock::time_point now) {
   if (b.items.empty()) return;
   if (b.items.size() == 1) {
-    append_call(out, *b.items.front());
+    const auto form = form_for(b.items.front()->noscript_replies);
+    append_call(out, *b.items.front(), form);
     in_flight_.push_back({in_flight::kind::call, std::move(b.items.front()), nullptr, now});
+    in_flight_.back().form = form;
     b.items.clear();
     return;
   }
-  // EVAL once an item met NOSCRIPT twice (see append_call).
-  const bool as_eval = std::any_of(b.items.begin(), b.items.end(),
-                                   [](const request_ptr& r) { return r->noscript_replies >= 2; });
-  append_batch(out, *config_.batch, b.items, as_eval);
+  // As its item that met the most missing scripts would go alone (form_for).
+  std::uint8_t not_run = 0;
+  for (const auto& r : b.items) not_run = std::max(not_run, r->noscript_replies);
+  const auto form = form_for(not_run);
+  append_batch(out, *config_.batch, b.items, form);
   in_flight f{in_flight::kind::batch, nullptr, nullptr, now};
+  f.form = form;
   f.batch = std::move(b.items);
   in_flight_.push_back(std::move(f));
   b.items.clear();
@@ -307,6 +336,11 @@ void connection::stream_reply(reply& r) {
     case in_flight::kind::asking:  // +OK; an error shows up on the call that follows
       return;
     case in_flight::kind::load:
+      if (f.loaded == nullptr) {  // FUNCTION LOAD: calls go as FCALL again once it is back
+        library_loading_ = false;
+        functions_ = library_loaded(r);
+        return;
+      }
       // An error here shows up again as NOSCRIPT on the retry, which then falls back to EVAL.
       if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
         loading_.erase(it);
@@ -318,7 +352,7 @@ void connection::stream_reply(reply& r) {
       round_trip_ += (sample - round_trip_) / 8;
       if (!f.call) return;  // timed out already: its reply is dropped here, in its place
       --in_flight_calls_;
-      return on_call_reply(std::move(f.call), r);
+      return on_call_reply(std::move(f.call), r, f.form);
     }
     case in_flight::kind::batch: {
       const auto sample = request::clock::now() - f.written;
@@ -328,15 +362,36 @@ void connection::stream_reply(reply& r) {
           f.batch.begin(), f.batch.end(), [](const request_ptr& item) { return item != nullptr; }));
       if (live == 0) return;
       in_flight_calls_ -= live;
-      return on_batch_reply(std::move(f.batch), r);
+      return on_batch_reply(std::move(f.batch), r, f.form);
     }
   }
 }
 
-void connection::on_call_reply(request_ptr call, reply& r) {
+bool connection::function_missing(const reply& r) {
+  const bool flushed = r.str == "ERR Function not found";
+  if (!flushed && !(r.str.starts_with("NOPERM") && r.str.find("'fcall'") != std::string::npos))
+    return false;
+  if (functions_) {
+    functions_ = false;
+    if (flushed && !library_loading_) {
+      load_library_ = true;
+      owner_.script_reloaded();
+    }
+  }
+  return true;
+}
+
+void connection::on_call_reply(request_ptr call, reply& r, script_call form) {
   if (!r.is_error()) {
     owner_.call_succeeded();
     return call->complete({}, &r);
+  }
+  // A missing function did not run either: sent again as EVALSHA.
+  if (form == script_call::fcall && function_missing(r)) {
+    call->noscript_replies = 1;
+    if (call->deadline <= request::clock::now()) return call->complete(errc::timeout, nullptr);
+    retries_.push_back(std::move(call));
+    return;
   }
   // NOSCRIPT means the script did not run, so sending the call again cannot count it twice.
   if (call->script != nullptr && call->noscript_replies < 2 && r.error_code() == "NOSCRIPT") {
@@ -357,8 +412,9 @@ void connection::on_call_reply(request_ptr call, reply& r) {
   call->complete(error_for(r), &r);
 }
 
-void connection::on_batch_reply(std::vector<request_ptr> items, reply& r) {
-  if (!r.is_error() || r.error_code() != "NOSCRIPT") {
+void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script_call form) {
+  const bool missing_function = form == script_call::fcall && r.is_error() && function_missing(r);
+  if (!missing_function && (!r.is_error() || r.error_code() != "NOSCRIPT")) {
     // An item's error (its key of another type, or one the ACL forbids) is told like a call's.
     const reply* failed = r.is_error() ? &r : nullptr;
     if (!failed && r.kind == reply::type::array)
@@ -373,7 +429,7 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r) {
   // The batch script did not run: as for one call (on_call_reply), load it and send the
   // items again; they may form other batches, and go as EVAL after a second NOSCRIPT.
   const script* s = config_.batch;
-  if (std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
+  if (!missing_function && std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
       std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
     loads_.push_back(s);
     owner_.script_reloaded();

@@ -35,6 +35,9 @@ struct connection_config {
   // together go as one call of it; null sends every call alone. The pool's choice; the default
   // is there until client.cpp and cluster_client.cpp say it themselves.
   const script* batch = &batch_script();
+  // The scripts as one function library: loaded by the greeting and called by FCALL, unless
+  // options.use_functions is false or the server refuses it (then EVALSHA). Null: EVALSHA.
+  const function_library* library = &script_library();
 };
 
 class connection;
@@ -47,7 +50,7 @@ class connection_owner {
   // Requests the connection held but never wrote, when it lost its socket: to be placed on
   // another connection (or this one, reconnecting), or failed.
   virtual void redispatch(std::vector<request_ptr> requests) = 0;
-  // A script met NOSCRIPT and is being loaded again (for metrics).
+  // A script met NOSCRIPT, or a function was missing, and is being loaded again (for metrics).
   virtual void script_reloaded() noexcept {}
   // Why connecting failed (the server's own words for a refused handshake: WRONGPASS, a bad
   // db index, a Redis too old), or why a call failed in a way that will not heal by itself
@@ -113,7 +116,8 @@ class connection final : private stream_owner {
 
     kind what;
     request_ptr call;                // kind::call
-    const script* loaded = nullptr;  // kind::load
+    const script* loaded = nullptr;  // kind::load: SCRIPT LOAD of it; null: FUNCTION LOAD
+    script_call form = script_call::evalsha;  // kind::call and kind::batch: as sent
     request::clock::time_point written{};
     std::vector<request_ptr> batch;  // kind::batch: its items, in order
     bool ends_write = false;         // the last reply of a write of flush()
@@ -137,9 +141,16 @@ class connection final : private stream_owner {
   void stream_written() override;
   void stream_closed(const std::string& why, std::error_code ec) override;
 
-  void on_call_reply(request_ptr call, reply& r);
-  void on_batch_reply(std::vector<request_ptr> items, reply& r);
-  void append_call(std::string& out, const request& r);
+  void on_call_reply(request_ptr call, reply& r, script_call form);
+  void on_batch_reply(std::vector<request_ptr> items, reply& r, script_call form);
+  // How a call whose script met `not_run` replies so far goes out now.
+  script_call form_for(std::uint8_t not_run) const noexcept;
+  // Appends `r` as `form` (the same for a request without a script: its command).
+  void append_call(std::string& out, const request& r, script_call form);
+  // Whether `r`, the reply to an FCALL, says the function did not run: it is missing (the
+  // library was flushed: loaded again) or FCALL is denied to us. Either way this connection
+  // sends EVALSHA until the library is back.
+  bool function_missing(const reply& r);
   // Adds batchable `r` to an open batch it can share, or opens one (sending the oldest when
   // too many are open).
   void add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
@@ -160,6 +171,9 @@ class connection final : private stream_owner {
 
   std::vector<const script*> loads_;    // SCRIPT LOADs to send before the next calls
   std::vector<const script*> loading_;  // SCRIPT LOADs in flight
+  bool functions_ = false;              // the library is loaded: calls go as FCALL
+  bool load_library_ = false;           // FUNCTION LOAD to send before the next calls
+  bool library_loading_ = false;        // FUNCTION LOAD in flight
   std::deque<request_ptr> retries_;     // calls to send again (after NOSCRIPT)
   std::deque<request_ptr> unsent_;      // calls not written yet
   std::deque<in_flight> in_flight_;     // written, awaiting replies, in order

@@ -43,7 +43,7 @@ class request {
   std::size_t body_offset = 0;
   // Past it, the call fails with errc::timeout (and a connection it is in flight on is dropped).
   clock::time_point deadline;
-  // NOSCRIPT replies seen so far.
+  // Replies saying the script did not run (NOSCRIPT, a missing function) so far.
   std::uint8_t noscript_replies = 0;
   // Cluster: send ASKING right before the command, on the same connection (an ASK redirect:
   // the slot is being imported by that node, which serves it only to callers that ask).

@@ -1,5 +1,6 @@
 // The Lua scripts, embedded at build time from lua/ (see cmake/embed_lua.cmake), with their
-// SHA1 computed at build time too, so EVALSHA can be sent before any SCRIPT LOAD.
+// SHA1 computed at build time too, so EVALSHA can be sent before any SCRIPT LOAD; and the same
+// scripts as one function library, called by FCALL where the server lets us load it.
 //
 // Calling convention (docs/algorithms.md, "Redis representation"):
 //   per-algorithm: KEYS[1] = state key; ARGV = {limit, window_ms, burst, cost, now_ms}
@@ -11,6 +12,7 @@
 //   allowed (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never).
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "floodgate/policy.hpp"
@@ -21,6 +23,18 @@ struct script {
   std::string_view name;    // "gcra", ..., "multi"
   std::string_view source;  // the exact text sent with SCRIPT LOAD
   std::string_view sha1;    // 40 lowercase hex digits of source
+  std::string_view function;  // its name in script_library(): FCALL <function> numkeys ...
+};
+
+// How a call of a script is sent: FCALL by the function's name (its helpers were defined
+// once, when the library loaded), EVALSHA (the whole script runs, helpers and all, on every
+// call), or EVAL with the source (after the script cache was flushed twice under the call).
+// FCALL and EVALSHA take the same arguments after the name.
+enum class script_call : std::uint8_t { fcall, evalsha, eval };
+
+struct function_library {
+  std::string_view name;    // "floodgate_" and 12 hex digits of a hash of every script
+  std::string_view source;  // the exact text sent with FUNCTION LOAD
 };
 
 const script& script_for(algorithm a) noexcept;
@@ -41,5 +55,7 @@ const script& refund_script() noexcept;
 // release ARGV = {lease id, lease_ms (0: release, else renew), now_ms} → 1 or 0.
 const script& acquire_script() noexcept;
 const script& release_script() noexcept;
+// Every script above as one library of functions (script::function).
+const function_library& script_library() noexcept;
 
 }  // namespace floodgate::redis

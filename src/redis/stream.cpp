@@ -92,7 +92,11 @@ struct stream::session {
   // empty name is HELLO's (check_version).
   std::vector<std::string> due;
   std::size_t answered = 0;  // of `due`
+  std::size_t function_load = no_function_load;  // FUNCTION LOAD's place in `due`
   bool ready = false;
+  bool functions = false;       // the library is loaded (by us or by anyone before)
+  std::string functions_refused;  // else the server's words for why not
+  static constexpr std::size_t no_function_load = static_cast<std::size_t>(-1);
 };
 
 stream::stream(asio::io_context& io, stream_owner& owner) : io_(io), owner_(owner) {}
@@ -103,6 +107,14 @@ stream::~stream() {
 
 bool stream::is_ready() const noexcept {
   return session_ && session_->ready;
+}
+
+bool stream::functions_loaded() const noexcept {
+  return session_ && session_->functions;
+}
+
+std::string stream::functions_refused() const {
+  return session_ ? session_->functions_refused : std::string();
 }
 
 std::string& stream::out() noexcept {
@@ -190,8 +202,8 @@ void stream::connected(const session_ptr& s) {
 }
 
 // The greeting goes in one write, with whatever the owner queued behind it: AUTH, SELECT,
-// HELLO, then SCRIPT LOADs, so a ready connection does not meet NOSCRIPT unless the scripts are
-// flushed later.
+// HELLO, FUNCTION LOAD, then SCRIPT LOADs, so a ready connection does not meet NOSCRIPT (or a
+// missing function) unless the scripts are flushed later.
 void stream::greet(const session_ptr& s) {
   const auto& g = config_.greeting;
   std::string hello;
@@ -210,6 +222,11 @@ void stream::greet(const session_ptr& s) {
     // HELLO without a version answers the server's version in the current protocol (RESP2).
     append_command(hello, {"HELLO"});
     s->due.emplace_back();
+  }
+  if (!g.library.empty()) {
+    append_command(hello, {"FUNCTION", "LOAD", g.library});
+    s->function_load = s->due.size();
+    s->due.emplace_back("FUNCTION LOAD");
   }
   for (const auto source : g.scripts) {
     append_command(hello, {"SCRIPT", "LOAD", source});
@@ -252,6 +269,14 @@ void stream::write(const session_ptr& s) {
 }
 
 bool stream::greeting_reply(const session_ptr& s, reply& r) {
+  if (s->answered == s->function_load) {
+    // Not fatal: without the library, calls go as EVALSHA (an ACL without FUNCTION or FCALL,
+    // a replica, a proxy). A library of that name is this one: the name is its text's hash.
+    s->functions = library_loaded(r);
+    if (!s->functions) s->functions_refused = r.str;
+    if (++s->answered == s->due.size()) ready(s);
+    return s == session_;
+  }
   const std::string& what = s->due[s->answered++];
   std::string why = what.empty()   ? check_version(r)
                     : r.is_error() ? what + ": " + r.str
@@ -262,6 +287,11 @@ bool stream::greeting_reply(const session_ptr& s, reply& r) {
   }
   if (s->answered == s->due.size()) ready(s);
   return s == session_;
+}
+
+bool library_loaded(const reply& r) noexcept {
+  if (!r.is_error()) return r.kind == reply::type::string || r.kind == reply::type::status;
+  return r.str.starts_with("ERR Library '") && r.str.ends_with("' already exists");
 }
 
 void stream::read(const session_ptr& s) {

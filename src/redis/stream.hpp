@@ -1,6 +1,6 @@
 // One connection to a Redis server or a sentinel, the way every socket of the Redis layer makes
 // it: resolve the host (unless it is an address), connect, TLS with SNI and verification for
-// rediss://, then the greeting (AUTH, SELECT, HELLO's version check, SCRIPT LOADs), all
+// rediss://, then the greeting (AUTH, SELECT, HELLO's version check, FUNCTION LOAD, SCRIPT LOADs), all
 // within connect_timeout; then whatever the owner writes, and every reply read into the RESP
 // reader and handed to the owner in order.
 //
@@ -53,6 +53,9 @@ struct stream_greeting {
   std::int64_t db = 0;                   // SELECT it when not 0
   bool check_version = false;            // HELLO, refusing a Redis older than 7.0
   std::vector<std::string_view> scripts;  // SCRIPT LOAD each (the text outlives the stream)
+  // FUNCTION LOAD it, unless empty (the text outlives the stream). Its error does not fail
+  // the stream: see stream::functions_loaded().
+  std::string_view library;
 };
 
 struct stream_config {
@@ -98,6 +101,10 @@ class stream {
   bool is_open() const noexcept { return session_ != nullptr; }
   // Open, and the greeting answered.
   bool is_ready() const noexcept;
+  // Once ready: whether the greeting's library is loaded on the server (FUNCTION LOAD answered
+  // its name, or that a library of that name exists); if not, the server's reply.
+  bool functions_loaded() const noexcept;
+  std::string functions_refused() const;
 
   // The bytes to write next: append encoded commands here (only while open), then flush().
   std::string& out() noexcept;
@@ -133,6 +140,10 @@ class stream {
 // verifying, the certificate must name it (its DNS names, or its IP addresses for an address).
 void name_tls_peer(boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>& tls,
                    const std::string& name, bool verify);
+
+// Whether FUNCTION LOAD's reply `r` means the library is there: loaded now, or a library of
+// the same name already was.
+bool library_loaded(const reply& r) noexcept;
 
 // HELLO's reply judged: empty when the server will do (Redis >= 7.0, or a user the ACL denies
 // HELLO), else why not.

@@ -12,7 +12,7 @@ namespace floodgate::redis {
 namespace {
 
 constexpr std::string_view known =
-    "timeout, connect_timeout, connections, key_prefix, batch, writes_in_flight, "
+    "timeout, connect_timeout, connections, key_prefix, batch, writes_in_flight, functions, "
     "breaker_failures, breaker_open_for, "
     "tls_ca_file, tls_cert_file, tls_key_file, tls_server_name, tls_verify, sentinel_user, "
     "sentinel_password";
@@ -114,6 +114,10 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
       options.tls.key_file = value;
     } else if (name == "tls_server_name") {
       options.tls.server_name = value;
+    } else if (name == "functions") {
+      if (value != "yes" && value != "no")
+        fail("functions must be yes or no (got '" + std::string(value) + "')");
+      options.use_functions = value == "yes";
     } else if (name == "tls_verify") {
       if (value != "yes" && value != "no")
         fail("tls_verify must be yes or no (got '" + std::string(value) + "')");

@@ -151,9 +151,11 @@ class health : public ::testing::TestWithParam<topology> {
   }
 
   // A user allowed everything, then `extra` (e.g. "-evalsha"), on every node.
-  std::string make_user(const std::string& stem, const std::string& extra = "+@all") {
+  std::string make_user(const std::string& stem, const std::vector<std::string>& extra = {}) {
     const auto user = unique_user(stem);
-    redis_->on_every_node({"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", extra});
+    std::vector<std::string> acl = {"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all"};
+    acl.insert(acl.end(), extra.begin(), extra.end());
+    redis_->on_every_node(acl);
     return user;
   }
 
@@ -196,11 +198,11 @@ TEST_P(health, a_wrong_password_is_told_in_the_servers_words) {
   expect_failure_modes(l, "k", errc::not_connected);
 }
 
-// A user that may connect but not run the scripts: every call fails with NOPERM, which will
-// not heal by itself, so the backend is not ready (floodgated: /readyz 503 and a log line in
+// A user that may connect but not run the scripts (neither FCALL nor EVALSHA: each FCALL
+// refused goes again as EVALSHA): every call fails with NOPERM, which will not heal by itself, so the backend is not ready (floodgated: /readyz 503 and a log line in
 // the server's words) until the ACL is fixed.
 TEST_P(health, a_noperm_user_is_not_ready_until_the_acl_is_fixed) {
-  const auto user = make_user("np", "-evalsha");
+  const auto user = make_user("np", {"-evalsha", "-fcall"});
   limiter l{redis_->url(user + ":pw@"), options()};
   ASSERT_TRUE(wait_for([&] { return l.get_backend().healthy(); }, 10s)) << "it connects";
   expect_failure_modes(l, "k", errc::server_error);
@@ -304,13 +306,15 @@ TEST_P(health, a_restarted_node_is_served_again) {
       << l.get_backend().last_error();
 }
 
-// SCRIPT FLUSH on the node: the next call meets NOSCRIPT, the script is loaded again and the
-// call answered, invisibly but for the script_reloads counter.
+// FUNCTION FLUSH and SCRIPT FLUSH on the node: the next call meets a missing function (then
+// NOSCRIPT), the library and the script are loaded again and the call answered, invisibly but
+// for the script_reloads counter.
 TEST_P(health, a_flushed_script_cache_is_reloaded_and_counted) {
   limiter l{redis_->url(""), options()};
   const std::string key = "flush";
   ASSERT_TRUE(wait_for([&] { return l.check(key, p).outcome == outcome::allowed; }, 10s));
   const auto before = l.get_backend().stats().script_reloads;
+  ASSERT_EQ(redis_->node_for(key).command({"FUNCTION", "FLUSH"}).str, "OK");
   ASSERT_EQ(redis_->node_for(key).command({"SCRIPT", "FLUSH"}).str, "OK");
   const auto r = l.check(key, p);
   EXPECT_EQ(r.outcome, outcome::allowed) << r.error.message();

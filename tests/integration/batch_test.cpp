@@ -18,7 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-long long evalsha_calls(const redis_server& redis) { return command_stat(redis, "evalsha"); }
 
 void pause(const redis_server& redis, std::chrono::milliseconds for_how_long) {
   ASSERT_EQ(redis.command({"CLIENT", "PAUSE", std::to_string(for_how_long.count())}).str, "OK");
@@ -57,7 +56,7 @@ TEST(batch, queued_checks_share_calls_and_decide_as_one_by_one) {
     checks.push_back({static_cast<std::size_t>(i * 7 % 5), "k" + std::to_string(i * 13 % 3),
                       (i * 11) % 9 == 0 ? 0 : 1 + i % 2});
 
-  const long long calls_before = evalsha_calls(redis);
+  const long long calls_before = script_calls(redis);
   pause(redis, 300ms);
   std::vector<outcome_record> got(checks.size());
   completion_counter counter(static_cast<int>(checks.size()));
@@ -79,7 +78,7 @@ TEST(batch, queued_checks_share_calls_and_decide_as_one_by_one) {
   }
   EXPECT_GT(allowed, 100);
   EXPECT_GT(denied, 100);
-  const long long calls = evalsha_calls(redis) - calls_before;
+  const long long calls = script_calls(redis) - calls_before;
   EXPECT_LE(calls, 20) << "600 checks took " << calls << " calls";
 }
 
@@ -94,7 +93,7 @@ TEST(batch, one_key_from_many_threads_is_exact) {
   for (algorithm a : {algorithm::sliding_log, algorithm::fixed_window, algorithm::token_bucket,
                       algorithm::gcra}) {
     const policy p{"hot", a, 250, 1h};
-    const long long calls_before = evalsha_calls(redis);
+    const long long calls_before = script_calls(redis);
     pause(redis, 100ms);
     std::atomic<int> admitted{0}, errors{0};
     std::vector<std::thread> threads;
@@ -109,20 +108,24 @@ TEST(batch, one_key_from_many_threads_is_exact) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(errors.load(), 0) << to_string(a);
     EXPECT_EQ(admitted.load(), 250) << to_string(a);
-    EXPECT_LT(evalsha_calls(redis) - calls_before, 640) << to_string(a);
+    EXPECT_LT(script_calls(redis) - calls_before, 640) << to_string(a);
   }
 }
 
 // The scripts flushed before a paused burst: the lone first call and the batches behind it
 // all meet NOSCRIPT, are reloaded (each script once) and decided once, none twice.
-TEST(batch, noscript_mid_batch_reloads_and_never_double_counts) {
-  redis_server redis;
+// 200 checks of a limit of 150 queued while Redis is paused after `flush`: the first goes
+// alone (fixed_window's own script or function), the rest in batches; all meet the flush.
+// Returns the reloads counted.
+std::uint64_t burst_after(redis_server& redis, bool use_functions,
+                          const std::vector<std::string>& flush) {
   backend_options o = redis_options_for(unique_prefix("noscript"), fixed_clock());
   o.redis.connections = 1;
+  o.redis.use_functions = use_functions;
   limiter l{redis.url(), o};
-  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  EXPECT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"p", algorithm::fixed_window, 150, 1h};
-  ASSERT_EQ(redis.command({"SCRIPT", "FLUSH"}).str, "OK");
+  EXPECT_EQ(redis.command(flush).str, "OK");
   pause(redis, 200ms);
   std::atomic<int> admitted{0}, denied{0}, errors{0};
   completion_counter counter(200);
@@ -135,14 +138,25 @@ TEST(batch, noscript_mid_batch_reloads_and_never_double_counts) {
     });
     if (i == 0) std::this_thread::sleep_for(20ms);  // written alone, as fixed_window's script
   }
-  ASSERT_TRUE(counter.wait(10s));
+  EXPECT_TRUE(counter.wait(10s));
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(admitted.load(), 150);
   EXPECT_EQ(denied.load(), 50);
-  const auto reloads = l.get_backend().stats().script_reloads;
+  return l.get_backend().stats().script_reloads;
+}
+
+TEST(batch, noscript_mid_batch_reloads_and_never_double_counts) {
+  redis_server redis;
   // fixed_window's script (the lone call) and the batch script, each once however many calls
   // met NOSCRIPT.
-  EXPECT_EQ(reloads, 2u);
+  EXPECT_EQ(burst_after(redis, false, {"SCRIPT", "FLUSH"}), 2u);
+}
+
+TEST(batch, a_function_flush_mid_batch_reloads_the_library_once_and_never_double_counts) {
+  redis_server redis;
+  EXPECT_EQ(burst_after(redis, true, {"FUNCTION", "FLUSH"}), 1u);
+  EXPECT_GT(command_stat(redis, "fcall", "failed_calls"), 0) << "the flush was met";
+  EXPECT_GT(command_stat(redis, "evalsha", "calls"), 0) << "and answered as EVALSHA";
 }
 
 // A check as the Redis backend encodes it (lone EVALSHA with its batch parts), with a

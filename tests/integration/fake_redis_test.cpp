@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "integration_support.hpp"
+#include "redis/scripts.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -16,9 +17,17 @@ using namespace std::string_literals;
 const policy p{"p", algorithm::gcra, 10, 1s};
 const std::string good_reply = "*5\r\n:1\r\n:10\r\n:9\r\n:100\r\n:0\r\n";
 
+bool is_function_load(const fake_redis::command& c) {
+  return c.size() == 3 && c[0] == "FUNCTION" && c[1] == "LOAD";
+}
+
+// FUNCTION LOAD as a server that has no functions answers it: calls go as EVALSHA.
+const std::string no_functions = "-ERR unknown command 'FUNCTION'\r\n";
+
 // A fake that handles the handshake and answers every script call with `reply`.
 fake_redis::responder answering(std::string reply) {
   return [reply](const fake_redis::command& c) {
+    if (is_function_load(c)) return no_functions;
     return fake_redis::is_script_load(c) ? fake_redis::sha_reply(c) : reply;
   };
 }
@@ -100,6 +109,7 @@ TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
   // carries the source itself.
   fake_redis fake([](const fake_redis::command& c) -> std::string {
     if (fake_redis::is_script_load(c)) return fake_redis::sha_reply(c);
+    if (is_function_load(c)) return no_functions;
     if (c[0] == "EVALSHA") return "-NOSCRIPT No matching script. Please use EVAL.\r\n";
     return good_reply;
   });
@@ -109,10 +119,12 @@ TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
   ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
   std::vector<std::string> calls;
   const auto all = fake.commands();
-  // After the handshake's HELLO and its SCRIPT LOAD of every script.
-  std::size_t first = 1;
+  // After the handshake's HELLO, FUNCTION LOAD (refused) and SCRIPT LOAD of every script.
+  ASSERT_GE(all.size(), 2u);
+  EXPECT_TRUE(is_function_load(all[1]));
+  std::size_t first = 2;
   while (first < all.size() && fake_redis::is_script_load(all[first])) ++first;
-  EXPECT_EQ(first, 12u) << "HELLO and eleven SCRIPT LOADs";
+  EXPECT_EQ(first, 13u) << "HELLO, FUNCTION LOAD and eleven SCRIPT LOADs";
   for (std::size_t i = first; i < all.size(); ++i)
     calls.push_back(fake_redis::is_script_load(all[i]) ? "SCRIPT LOAD" : all[i][0]);
   EXPECT_EQ(calls, (std::vector<std::string>{"EVALSHA", "SCRIPT LOAD", "EVALSHA", "EVAL"}));
@@ -122,6 +134,42 @@ TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
   ASSERT_EQ(eval.size(), evalsha.size());
   EXPECT_TRUE(eval[1].starts_with("#!lua"));
   EXPECT_EQ(std::vector<std::string>(eval.begin() + 2, eval.end()),
+            std::vector<std::string>(evalsha.begin() + 2, evalsha.end()));
+}
+
+// A server that loaded the library, then lost it (FUNCTION FLUSH): the FCALL did not run, so
+// it goes again as EVALSHA at once, while the library is loaded again; the next call is FCALL.
+TEST(fake_redis, a_missing_function_is_retried_as_evalsha_and_the_library_reloaded) {
+  const auto& lib = redis::script_library();
+  const std::string lib_reply =
+      "$" + std::to_string(lib.name.size()) + "\r\n" + std::string(lib.name) + "\r\n";
+  std::atomic<int> fcalls{0};
+  fake_redis fake([&](const fake_redis::command& c) -> std::string {
+    if (fake_redis::is_script_load(c)) return fake_redis::sha_reply(c);
+    if (is_function_load(c)) return lib_reply;
+    if (c[0] == "FCALL" && fcalls++ == 0) return "-ERR Function not found\r\n";
+    return good_reply;
+  });
+  backend_options o = patient();
+  o.redis.connections = 1;
+  o.redis.max_batch_items = 1;
+  limiter l{fake.url(), o};
+  for (int i = 0; i < 2; ++i) {
+    const auto r = l.check("k", p);
+    ASSERT_EQ(r.outcome, outcome::allowed) << i << ": " << r.error.message();
+  }
+  std::vector<std::string> calls;
+  const auto all = fake.commands();
+  for (std::size_t i = 2; i < all.size(); ++i)
+    if (!fake_redis::is_script_load(all[i]))
+      calls.push_back(is_function_load(all[i]) ? "FUNCTION LOAD" : all[i][0]);
+  EXPECT_EQ(calls, (std::vector<std::string>{"FCALL", "FUNCTION LOAD", "EVALSHA", "FCALL"}));
+  EXPECT_EQ(l.get_backend().stats().script_reloads, 1u);
+  // FCALL names the function and carries EVALSHA's arguments after it.
+  const auto& fcall = all.back();
+  const auto& evalsha = all[all.size() - 2];
+  EXPECT_EQ(fcall[1], redis::script_for(algorithm::gcra).function);
+  EXPECT_EQ(std::vector<std::string>(fcall.begin() + 2, fcall.end()),
             std::vector<std::string>(evalsha.begin() + 2, evalsha.end()));
 }
 

@@ -81,7 +81,7 @@ TEST(inspect_api, asks_the_node_info_and_time) {
   const auto all = r.info(nodes.nodes[0]);
   EXPECT_EQ(all.error, "");
   EXPECT_NE(all.text.find("redis_version:"), std::string::npos);
-  EXPECT_NE(all.text.find("cmdstat_evalsha:calls="), std::string::npos) << all.text;
+  EXPECT_NE(all.text.find("cmdstat_fcall:calls="), std::string::npos) << all.text;
   const auto server = r.info(nodes.nodes[0], "server");
   EXPECT_NE(server.text.find("redis_version:"), std::string::npos);
   EXPECT_EQ(server.text.find("cmdstat_"), std::string::npos);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "fake_redis.hpp"
+#include "info_text.hpp"
 #include "integration_support.hpp"
 
 namespace floodgate::test {
@@ -58,9 +59,12 @@ TEST(misconfigured_redis, the_servers_own_words_are_told) {
 
 // An ACL user that may connect but not run the scripts: every call fails with NOPERM. Ready
 // would be a lie (before: /readyz said 200 while every check failed). Fixing the ACL heals it.
+// The user may load the library but not FCALL it: the call goes on as EVALSHA, which is
+// refused too, and that is the error told.
 TEST(misconfigured_redis, noperm_on_evalsha_is_not_ready_until_fixed) {
   redis_server redis;
-  redis.command({"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "+@all", "-evalsha"});
+  redis.command(
+      {"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "+@all", "-evalsha", "-fcall"});
   limiter l{"redis://noscripts:pw@127.0.0.1:" + std::to_string(redis.port()), short_deadline()};
   ASSERT_TRUE(wait_healthy(l.get_backend())) << "it connects: the handshake is allowed";
   const auto r = l.check("k", p);
@@ -80,13 +84,14 @@ TEST(misconfigured_redis, noperm_on_evalsha_is_not_ready_until_fixed) {
 // the version check (HELLO).
 // The user docs/operations.md documents, and the one it documented before fixed_window used
 // INCRBY (the scripts then fall back to SET ... KEEPTTL): each runs every algorithm.
-void runs_every_algorithm_as(const std::vector<std::string>& commands) {
+// Returns the FCALLs Redis ran.
+long long runs_every_algorithm_as(const std::vector<std::string>& commands) {
   redis_server redis;
   std::vector<std::string> acl = {"ACL",          "SETUSER",       "floodgate", "on",
                                   ">s3cret",      "~floodgate:*",  "resetchannels", "-@all"};
   acl.insert(acl.end(), commands.begin(), commands.end());
   const auto set = redis.command(acl);
-  ASSERT_EQ(set.str, "OK");
+  EXPECT_EQ(set.str, "OK");
   backend_options o;
   o.redis.timeout = 2s;
   limiter l{"redis://floodgate:s3cret@127.0.0.1:" + std::to_string(redis.port()), o};
@@ -104,6 +109,7 @@ void runs_every_algorithm_as(const std::vector<std::string>& commands) {
   }
   EXPECT_TRUE(l.get_backend().healthy());
   EXPECT_EQ(l.get_backend().last_error(), "");
+  return command_stat(redis, "fcall");
 }
 
 const std::vector<std::string> acl_before_incrby = {
@@ -113,12 +119,39 @@ const std::vector<std::string> acl_before_incrby = {
 
 TEST(misconfigured_redis, the_documented_acl_user_runs_every_algorithm) {
   auto commands = acl_before_incrby;
-  commands.push_back("+incrby");
-  runs_every_algorithm_as(commands);
+  for (const char* c : {"+incrby", "+fcall", "+function|load"}) commands.push_back(c);
+  EXPECT_GT(runs_every_algorithm_as(commands), 0) << "as functions";
 }
 
-TEST(misconfigured_redis, a_user_without_incrby_runs_every_algorithm) {
-  runs_every_algorithm_as(acl_before_incrby);
+// The user documented before the scripts ran as functions: they run as EVALSHA, and nothing
+// about the refused FUNCTION LOAD is an error.
+TEST(misconfigured_redis, a_user_without_incrby_or_functions_runs_every_algorithm) {
+  EXPECT_EQ(runs_every_algorithm_as(acl_before_incrby), 0) << "as EVALSHA";
+}
+
+// A user that may load the library but not call it: the first FCALL is refused, the call goes
+// again as EVALSHA, and the connection stays on EVALSHA; nothing fails or counts twice.
+TEST(misconfigured_redis, a_user_denied_fcall_alone_falls_back_to_evalsha) {
+  redis_server redis;
+  redis.command({"ACL", "SETUSER", "nofcall", "on", ">pw", "~*", "+@all", "-fcall"});
+  auto o = short_deadline();
+  o.redis.connections = 1;
+  limiter l{"redis://nofcall:pw@127.0.0.1:" + std::to_string(redis.port()), o};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy q{"q", algorithm::fixed_window, 5, 1h};
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto r = l.check("k", q);
+    ASSERT_NE(r.outcome, outcome::backend_error) << i << ": " << r.error.message();
+    admitted += r.outcome == outcome::allowed;
+  }
+  EXPECT_EQ(admitted, 5);
+  EXPECT_EQ(command_stat(redis, "fcall", "rejected_calls") +
+                command_stat(redis, "fcall", "failed_calls"),
+            1)
+      << "refused once, then not tried again on that connection";
+  EXPECT_TRUE(l.get_backend().healthy());
+  EXPECT_EQ(l.get_backend().last_error(), "");
 }
 
 // A transient error (a key of another type) is told but leaves the backend ready.

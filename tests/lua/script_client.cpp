@@ -2,6 +2,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "redis/scripts.hpp"
@@ -90,13 +91,47 @@ script_client::script_client(std::uint16_t port) {
       throw std::runtime_error("script_client: SCRIPT LOAD of '" + std::string(s->name) +
                                "' gave '" + r.str + "', embedded SHA1 is " + std::string(s->sha1));
   }
+  if (const char* v = std::getenv("FLOODGATE_LUA_FCALL"); v != nullptr && *v == '1') {
+    const auto& lib = redis::script_library();
+    const reply r = run({"FUNCTION", "LOAD", "REPLACE", std::string(lib.source)});
+    if (r.kind != reply::string || r.str != lib.name)
+      throw std::runtime_error("script_client: FUNCTION LOAD gave '" + r.str + "'");
+    fcall_ = true;
+  }
 }
+
+namespace {
+
+// The script whose SHA1 is `sha1`, or null.
+const redis::script* script_with_sha(std::string_view sha1) {
+  for (const auto* s :
+       {&redis::multi_script(), &redis::multi_block_script(), &redis::batch_script(),
+        &redis::refund_script(), &redis::acquire_script(), &redis::release_script(),
+        &redis::script_for(algorithm::sliding_log), &redis::script_for(algorithm::sliding_window),
+        &redis::script_for(algorithm::fixed_window), &redis::script_for(algorithm::token_bucket),
+        &redis::script_for(algorithm::gcra)})
+    if (s->sha1 == sha1) return s;
+  return nullptr;
+}
+
+}  // namespace
 
 script_client::~script_client() {
   if (context_) redisFree(context_);
 }
 
 void script_client::append(const std::vector<std::string>& args) {
+  if (fcall_ && args.size() >= 2 && args[0] == "EVALSHA") {
+    if (const auto* s = script_with_sha(args[1])) {
+      auto as_function = args;
+      as_function[0] = "FCALL";
+      as_function[1] = std::string(s->function);
+      fcall_ = false;  // (append once, without recursing into this branch)
+      append(as_function);
+      fcall_ = true;
+      return;
+    }
+  }
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const auto& a : args) {

@@ -3,6 +3,7 @@
 //
 //   redis_server server;
 //   script_client redis{server.port()};          // loads every script, checks its SHA1
+//                                                // (and the library: FLOODGATE_LUA_FCALL)
 //   auto r = redis.run(redis.eval(algorithm::gcra, "k", {10, 1000, 10}, 1, now));
 //   model_key m{algorithm::gcra};
 //   auto expected = as_ints(m.decide(now, p, 1));
@@ -74,6 +75,10 @@ class script_client {
 
  private:
   redisContext* context_ = nullptr;
+  // FLOODGATE_LUA_FCALL=1 (ctest runs every Lua test both ways): the library is loaded too,
+  // and each EVALSHA of one of floodgate's scripts goes as FCALL of its function instead, so
+  // every test here holds for the scripts as functions as well.
+  bool fcall_ = false;
 };
 
 // One key as the C++ step functions see it, plus what its last write told Redis.

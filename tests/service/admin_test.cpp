@@ -65,19 +65,19 @@ TEST(admin, per_rule_metrics_after_known_traffic) {
       value_of(text, R"(floodgate_backend_latency_by_algorithm_seconds_count{algorithm="gcra"})"),
       0);
 
-  // Redis's own view: sampled at start and every 5 s, so the evalsha calls appear within one
+  // Redis's own view: sampled at start and every 5 s, so the fcall calls appear within one
   // interval (15 s allows for a loaded machine).
   const std::string node = "node=\"127.0.0.1:" + std::to_string(redis.port()) + "\"";
-  double evalsha = -1;
+  double fcall = -1;
   std::string sampled;
   for (auto deadline = std::chrono::steady_clock::now() + 15s;
-       std::chrono::steady_clock::now() < deadline && evalsha < calls;
+       std::chrono::steady_clock::now() < deadline && fcall < calls;
        std::this_thread::sleep_for(200ms)) {
     sampled = http_request_once(admin, "GET", "/metrics").body;
-    evalsha =
-        value_of(sampled, "floodgate_redis_script_calls_total{" + node + R"(,command="evalsha"})");
+    fcall =
+        value_of(sampled, "floodgate_redis_script_calls_total{" + node + R"(,command="fcall"})");
   }
-  EXPECT_GE(evalsha, calls) << sampled;
+  EXPECT_GE(fcall, calls) << sampled;
   EXPECT_EQ(value_of(sampled, "floodgate_redis_up{" + node + "}"), 1);
   EXPECT_GT(value_of(sampled, "floodgate_redis_memory_used_bytes{" + node + "}"), 0);
   EXPECT_GE(value_of(sampled, "floodgate_redis_cpu_seconds_total{" + node + R"(,mode="user"})"), 0);

@@ -67,7 +67,8 @@ bool wait_log(const floodgated_process& fg, std::string_view text,
 // an error" at most, and /readyz 200 with an ACL user without EVALSHA).
 TEST(redis, a_misconfigured_redis_is_logged_in_its_own_words_and_not_ready) {
   redis_server redis;
-  redis.command({"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "+@all", "-evalsha"});
+  redis.command(
+      {"ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "+@all", "-evalsha", "-fcall"});
   const std::string rules = "rules:\n  - {name: api, algorithm: gcra, limit: 10, window: 1s}\n";
   const std::string host = "@127.0.0.1:" + std::to_string(redis.port());
   {
@@ -282,7 +283,7 @@ TEST(redis, repeated_denials_are_answered_locally_and_counted) {
   for (int i = 0; i < 10; ++i)
     statuses.push_back(c.request("POST", "/v1/check", check_body("tight", "k")).status);
   EXPECT_EQ(statuses, (std::vector<int>{200, 200, 429, 429, 429, 429, 429, 429, 429, 429}));
-  const long long calls = command_stat(redis, "evalsha");
+  const long long calls = script_calls(redis);
   const auto metrics = http_request_once(fg->port(), "GET", "/metrics").body;
   const auto local_found = metric_value(metrics, "floodgate_local_denials_total");
   ASSERT_TRUE(local_found) << metrics;

@@ -52,7 +52,7 @@ void check_some(const floodgated_process& fg, int n) {
 }
 
 // The node's INFO and TIME arrive (every 1 s here; 10 s allows a loaded machine), and the
-// evalsha count includes the checks just made through the same TLS Redis.
+// fcall count includes the checks just made through the same TLS Redis.
 void expect_sampled(const floodgated_process& fg, std::uint16_t port) {
   const auto n = node(port);
   auto text = wait_metric(
@@ -60,9 +60,9 @@ void expect_sampled(const floodgated_process& fg, std::uint16_t port) {
   ASSERT_EQ(metric_value(text, "floodgate_redis_up{" + n + "}"), 1) << text << fg.log();
   check_some(fg, 5);
   text = wait_metric(
-      fg, "floodgate_redis_script_calls_total{" + n + R"(,command="evalsha"})",
+      fg, "floodgate_redis_script_calls_total{" + n + R"(,command="fcall"})",
       [](double v) { return v >= 5; }, 10s);
-  EXPECT_GE(metric_value(text, "floodgate_redis_script_calls_total{" + n + R"(,command="evalsha"})")
+  EXPECT_GE(metric_value(text, "floodgate_redis_script_calls_total{" + n + R"(,command="fcall"})")
                 .value_or(-1),
             5)
       << text;

@@ -47,4 +47,13 @@ inline long long command_stat(const redis_server& redis, std::string_view comman
   return info_number(info, field, "cmdstat_" + std::string(command)).value_or(0);
 }
 
+// Script calls Redis ran (or refused), however they were sent: FCALL, EVALSHA or EVAL.
+inline long long script_calls(const redis_server& redis) {
+  const auto info = redis.command({"INFO", "commandstats"}).str;
+  long long n = 0;
+  for (std::string_view c : {"fcall", "fcall_ro", "evalsha", "evalsha_ro", "eval", "eval_ro"})
+    n += info_number(info, "calls", "cmdstat_" + std::string(c)).value_or(0);
+  return n;
+}
+
 }  // namespace floodgate::test

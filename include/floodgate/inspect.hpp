@@ -112,5 +112,8 @@ std::string printable(std::string_view s);
 // The exact Lua text floodgate loads (SCRIPT LOAD) to decide for `a`: to load the very same
 // script elsewhere (floodgate-bench --print-script, then redis-benchmark).
 std::string_view script_source(algorithm a);
+// The same scripts as the function library floodgate loads (FUNCTION LOAD) and calls by FCALL:
+// its first line names it, `#!lua name=<name>`; the function for `a` is `<name>_<a>`.
+std::string_view script_library_source();
 
 }  // namespace floodgate

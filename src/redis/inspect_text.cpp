@@ -24,4 +24,8 @@ std::string_view script_source(algorithm a) {
   return redis::script_for(a).source;
 }
 
+std::string_view script_library_source() {
+  return redis::script_library().source;
+}
+
 }  // namespace floodgate

@@ -120,6 +120,20 @@ TEST_F(bench_smoke, print_script_gives_the_exact_script_floodgate_loads) {
   }
 }
 
+// bench/compare's ceiling calls floodgate's function <library>_<algorithm> from this text.
+TEST_F(bench_smoke, print_library_gives_the_library_floodgate_loads) {
+  const auto r = run_bench({"--print-library"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto& lib = redis::script_library();
+  EXPECT_EQ(r.out, lib.source);
+  EXPECT_EQ(redis_->command({"FUNCTION", "LOAD", "REPLACE", r.out}).str, lib.name);
+  const auto decided = redis_->command({"FCALL", std::string(lib.name) + "_gcra", "1",
+                                        "smoke:gc:{k}", "10", "1000", "10", "1", ""});
+  ASSERT_EQ(decided.elements.size(), 5u) << decided.str;
+  EXPECT_EQ(decided.elements[0].integer, 1);
+  EXPECT_EQ(decided.elements[2].integer, 9);
+}
+
 TEST_F(bench_smoke, bad_flags_exit_2_with_a_message) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {},

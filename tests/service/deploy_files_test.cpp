@@ -113,16 +113,16 @@ TEST(deploy_files, every_metric_in_the_dashboard_and_the_alerts_is_exported) {
   for (int i = 0; i < 5; ++i) c.request("POST", "/v1/check", R"({"rule":"api","key":"k"})");
   // The sampler's families, all of them once a sample has seen the checks' script calls
   // (samples at start, then every second; 10 s allows a loaded machine).
-  const std::string evalsha =
+  const std::string fcall =
       "floodgate_redis_script_calls_total{node=\"127.0.0.1:" + std::to_string(redis.port()) +
-      "\",command=\"evalsha\"}";
+      "\",command=\"fcall\"}";
   std::string text;
   for (auto until = std::chrono::steady_clock::now() + 10s;
        std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(100ms)) {
     text = http_request_once(fg.port(), "GET", "/metrics").body;
-    if (metric_value(text, evalsha).value_or(0) >= 1) break;
+    if (metric_value(text, fcall).value_or(0) >= 1) break;
   }
-  ASSERT_GE(metric_value(text, evalsha).value_or(0), 1) << text;
+  ASSERT_GE(metric_value(text, fcall).value_or(0), 1) << text;
   const auto have = exported(text);
   for (const auto& n : in_dashboard)
     EXPECT_TRUE(have.contains(n)) << "the dashboard's " << n << " is not on /metrics";

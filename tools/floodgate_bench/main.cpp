@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (opts.print_script) return print_script(*opts.print_script);
+  if (opts.print_library) return print_library();
 
   try {
     const auto policy = opts.make_policy();

@@ -258,6 +258,10 @@ bench_options parse_options(int argc, const char* const* argv) {
       o.progress = false;
       continue;
     }
+    if (arg == "--print-library") {
+      o.print_library = true;
+      continue;
+    }
     auto it = with_value.find(arg);
     if (it == with_value.end())
       throw usage_error("unknown argument '" + std::string(argv[i]) + "' (see --help)");
@@ -267,7 +271,7 @@ bench_options parse_options(int argc, const char* const* argv) {
     }
     it->second(*inline_value);
   }
-  if (o.help || o.print_script) return o;
+  if (o.help || o.print_script || o.print_library) return o;
 
   if (int{redis_url.has_value()} + int{http_url.has_value()} + int{grpc_address.has_value()} > 1)
     throw usage_error("give one target: --redis URL, --http URL or --grpc HOST:PORT");
@@ -431,6 +435,8 @@ Output:
   --no-progress          no progress bar (it is shown only when stdout is a terminal)
   --clock-tolerance D    clock difference allowed between this host and Redis (default 1ms)
   --print-script ALGO    print the Lua script floodgate runs for ALGO, and exit
+  --print-library        print the function library floodgate loads (FUNCTION LOAD; its
+                         functions are <name>_<algorithm>, <name>_batch, ...), and exit
   -h, --help
 
 over_admitted counts the admitted cost that the algorithm's definition (docs/algorithms.md)

@@ -39,6 +39,7 @@ enum class target_kind {
 struct bench_options {
   bool help = false;
   std::optional<algorithm> print_script;  // --print-script ALGO: print the Lua source and exit
+  bool print_library = false;  // --print-library: print the function library's source and exit
 
   target_kind target = target_kind::library;
   std::string url;             // --redis, --http or --grpc (HOST:PORT)

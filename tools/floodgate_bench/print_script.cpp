@@ -6,9 +6,20 @@
 
 namespace floodgate::bench {
 
-int print_script(algorithm a) {
-  const auto source = script_source(a);
+namespace {
+
+int print(std::string_view source) {
   return std::fwrite(source.data(), 1, source.size(), stdout) == source.size() ? 0 : 1;
+}
+
+}  // namespace
+
+int print_script(algorithm a) {
+  return print(script_source(a));
+}
+
+int print_library() {
+  return print(script_library_source());
 }
 
 }  // namespace floodgate::bench

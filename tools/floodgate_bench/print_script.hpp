@@ -8,5 +8,7 @@
 namespace floodgate::bench {
 
 int print_script(algorithm a);
+// --print-library: the same for the function library (`redis-cli -x FUNCTION LOAD`).
+int print_library();
 
 }  // namespace floodgate::bench

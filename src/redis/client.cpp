@@ -35,8 +35,6 @@ void validate_options(const redis_options& o) {
   if (o.breaker_open_for.count() < 1) fail("breaker_open_for must be at least 1 ms");
 }
 
-class client_call;
-
 // The pool: owns the io thread (worker_) and the one node. Calls cross from callers' threads
 // through the worker's queue; everything else is touched on the io thread alone.
 class client::impl final : public node_owner,
@@ -76,15 +74,9 @@ class client::impl final : public node_owner,
     flush();
   }
 
-  // Each call is wrapped here, on the io thread, so its outcome reaches the node's breaker.
   void dispatch_batch(std::vector<request_ptr>& batch) override;
 
-  void tear_down(std::vector<request_ptr>& out) override {
-    torn_down_ = true;
-    node_.stop(out);
-  }
-
-  void finished(client_call& c, std::error_code ec);
+  void tear_down(std::vector<request_ptr>& out) override { node_.stop(out); }
 
  private:
   // To the node's least loaded connection, unless its breaker is open; else not_connected now.
@@ -94,60 +86,34 @@ class client::impl final : public node_owner,
   pool_health health_;       // before the node, which reports to it
   io_worker worker_{*this};  // before the node: its io_context outlives the connections
   node node_;
-  bool torn_down_ = false;
-};
-
-// A call on its way through the node: its outcome is told to the breaker, then the caller.
-class client_call final : public request {
- public:
-  client_call(request_ptr inner, client::impl& owner) : inner_(std::move(inner)), owner_(owner) {
-    take_call(*inner_);
-  }
-
-  void complete(std::error_code ec, reply* r) noexcept override {
-    if (sent) owner_.finished(*this, ec);
-    inner_->complete(ec, r);
-  }
-  void complete_part(const decision& d) noexcept override {
-    if (sent) owner_.finished(*this, {});
-    inner_->complete_part(d);
-  }
-
-  bool sent = false;   // admitted by the breaker and enqueued
-  bool probe = false;  // the half-open breaker's probe
-
- private:
-  request_ptr inner_;
-  client::impl& owner_;
 };
 
 void client::impl::dispatch_batch(std::vector<request_ptr>& batch) {
-  for (auto& r : batch) dispatch(std::make_unique<client_call>(std::move(r), *this));
+  for (auto& r : batch) dispatch(std::move(r));
   flush();
 }
 
+// The node observes each call it admits (request::observer), so its outcome reaches the
+// breaker before the caller.
 void client::impl::dispatch(request_ptr r) {
-  auto& c = static_cast<client_call&>(*r);
-  if (c.sent) {  // given back unsent by a connection: admitted again
-    node_.not_sent(c.probe);
-    c.sent = c.probe = false;
+  if (r->observer != nullptr) {  // given back unsent by a connection: admitted again
+    node_.not_sent(r->probe);
+    r->observer = nullptr;
+    r->probe = false;
   }
-  connection* to = node_.admit(c.probe) ? node_.pick() : nullptr;
+  bool probe = false;
+  connection* to = node_.admit(probe) ? node_.pick() : nullptr;
   if (to == nullptr) {
-    node_.not_sent(c.probe);
-    c.probe = false;
+    node_.not_sent(probe);
     return r->complete(errc::not_connected, nullptr);
   }
-  c.sent = true;
+  r->observer = &node_;
+  r->probe = probe;
   to->enqueue(std::move(r));
 }
 
 void client::impl::flush() {
   node_.flush();
-}
-
-void client::impl::finished(client_call& c, std::error_code ec) {
-  if (!torn_down_) node_.finished(ec, c.probe);
 }
 
 client::client(redis_endpoint endpoint, const redis_options& options,

@@ -47,7 +47,7 @@ class node_owner {
   ~node_owner() = default;
 };
 
-class node final : public connection_owner {
+class node final : public connection_owner, public call_observer {
  public:
   node(boost::asio::io_context& io, connection_config config, node_owner& owner,
        pool_health& health);
@@ -87,6 +87,11 @@ class node final : public connection_owner {
   void script_reloaded() noexcept override;
   void problem(const std::string& why, bool lasting) override;
   void call_succeeded() noexcept override;
+
+  // call_observer: finished(ec, r.probe) for a call admitted here.
+  void call_finished(const request& r, std::error_code ec) noexcept override {
+    finished(ec, r.probe);
+  }
 
  private:
   const connection_config config_;  // before the connections, which refer to it

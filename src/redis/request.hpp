@@ -15,6 +15,20 @@
 
 namespace floodgate::redis {
 
+class request;
+
+// Who hears of a call's outcome before its caller does: the node it was admitted to (its
+// circuit breaker and health, node.hpp). Io thread.
+class call_observer {
+ public:
+  // `r` completed with `ec` (empty for an answer, as complete() gets it; a batch item's
+  // decision is an answer).
+  virtual void call_finished(const request& r, std::error_code ec) noexcept = 0;
+
+ protected:
+  ~call_observer() = default;
+};
+
 class request {
  public:
   using clock = std::chrono::steady_clock;
@@ -31,6 +45,18 @@ class request {
   // (see `part`): its decision, as read from the batch's reply. Only batchable requests are
   // batched; the default (for any other) fails it with errc::protocol_error.
   virtual void complete_part(const decision& d) noexcept;
+
+  // How whoever holds the request completes it: `observer` first, then complete() or
+  // complete_part(). (complete() is what a request implements; finish() what connections
+  // call, so a node learns every outcome without wrapping each call in another request.)
+  void finish(std::error_code ec, reply* r) noexcept {
+    if (observer != nullptr) observer->call_finished(*this, ec);
+    complete(ec, r);
+  }
+  void finish_part(const decision& d) noexcept {
+    if (observer != nullptr) observer->call_finished(*this, {});
+    complete_part(d);
+  }
 
   // The command, RESP-encoded.
   std::string command;
@@ -50,6 +76,10 @@ class request {
   bool asking = false;
   // Cluster: the hash slot of the command's keys; -1 when it has none.
   std::int32_t slot = -1;
+  // Set while the request is admitted to a node and on its way (client.cpp): told the
+  // outcome by finish(). `probe`: it is that node's half-open breaker's probe.
+  call_observer* observer = nullptr;
+  bool probe = false;
 
   // A single check may share one call of the batch script with other checks queued on the
   // same connection (connection::flush). Its `command` is then the lone call

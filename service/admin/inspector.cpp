@@ -42,7 +42,7 @@ void inspector::submit(key_request r, done_fn done) {
       return;
     }
   }
-  done(error_response(503, "too many key requests at once; try again"));
+  done(admin_error(503, "too many key requests at once; try again"));
 }
 
 void inspector::stop() {
@@ -55,7 +55,7 @@ void inspector::stop() {
   }
   wake_.notify_one();
   if (worker_.joinable()) worker_.join();
-  for (auto& [request, done] : left) done(error_response(503, "shutting down"));
+  for (auto& [request, done] : left) done(admin_error(503, "shutting down"));
 }
 
 http_response inspector::run(const key_request& r) const {
@@ -63,7 +63,7 @@ http_response inspector::run(const key_request& r) const {
   const auto& p = rule.policy;
   if (r.what == key_request::action::reset) {
     if (const auto ec = limiter_->reset(r.key, p))
-      return error_response(503, "backend: " + ec.message());
+      return admin_error(503, "backend: " + ec.message());
     json::object o;
     o["rule"] = rule.name();
     o["key"] = valid_utf8(r.key);
@@ -73,7 +73,7 @@ http_response inspector::run(const key_request& r) const {
   // The peek first: it is what a check would see; the raw read after it may be a moment later.
   const auto peek = limiter_->check(r.key, p, 0);
   if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
-    return error_response(peek.outcome == outcome::backend_error ? 503 : 400,
+    return admin_error(peek.outcome == outcome::backend_error ? 503 : 400,
                           "backend: " + peek.error.message());
   json::object o;
   o["rule"] = rule.name();

@@ -176,7 +176,8 @@ admin_result route(const http_request& req, const admin_sources& sources) {
                                    "' is not a name of this admin listener: use its IP address "
                                    "or localhost, or start floodgated with --admin-host NAME");
   const std::string_view target = req.target;
-  if (target == "*") return req.method == "OPTIONS" ? render_server_options() : render_star_misused();
+  if (target == "*")
+    return req.method == "OPTIONS" ? render_server_options() : render_star_misused();
   const auto path = target.substr(0, target.find('?'));
   if (path == "/v1/reset") {
     if (req.method != "POST") {

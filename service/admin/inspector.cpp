@@ -74,7 +74,7 @@ http_response inspector::run(const key_request& r) const {
   const auto peek = limiter_->check(r.key, p, 0);
   if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
     return admin_error(peek.outcome == outcome::backend_error ? 503 : 400,
-                          "backend: " + peek.error.message());
+                       "backend: " + peek.error.message());
   json::object o;
   o["rule"] = rule.name();
   o["algorithm"] = std::string(to_string(p.algo()));

@@ -30,9 +30,9 @@ std::optional<http_response> check_framing(unsigned version, std::size_t host_fi
 // speak; another major version is 505. `head` is the buffered request from its first byte.
 struct refused_version {
   enum class verdict {
-    malformed,        // not "HTTP/d.d" at the line's end: stays a 400
-    serve_as_1_1,     // HTTP/1.2 .. HTTP/1.9: head[minor_at] is the digit to read as '1'
-    not_supported,    // HTTP/0.x, HTTP/2.0 .. HTTP/9.9 in HTTP/1 syntax: 505
+    malformed,      // not "HTTP/d.d" at the line's end: stays a 400
+    serve_as_1_1,   // HTTP/1.2 .. HTTP/1.9: head[minor_at] is the digit to read as '1'
+    not_supported,  // HTTP/0.x, HTTP/2.0 .. HTTP/9.9 in HTTP/1 syntax: 505
   };
   verdict what = verdict::malformed;
   std::size_t minor_at = 0;

@@ -371,7 +371,8 @@ std::vector<check_item> check_plan::check_items() const {
 route_result route(const http_request& req, std::shared_ptr<const config> rules,
                    const request_limits& limits) {
   const std::string_view target = req.target;
-  if (target == "*") return req.method == "OPTIONS" ? render_server_options() : render_star_misused();
+  if (target == "*")
+    return req.method == "OPTIONS" ? render_server_options() : render_star_misused();
   const auto path = target.substr(0, target.find('?'));
 
   if (path == "/v1/check") {

@@ -423,8 +423,9 @@ class session : public std::enable_shared_from_this<session> {
         return read_header();
       }
       if (v.what == refused_version::verdict::not_supported)
-        return respond(error_response(505, "HTTP version not supported: this server speaks "
-                                           "HTTP/1.1 (and 1.0)"),
+        return respond(error_response(505,
+                                      "HTTP version not supported: this server speaks "
+                                      "HTTP/1.1 (and 1.0)"),
                        true);
     }
     if (ec == http::error::header_limit)

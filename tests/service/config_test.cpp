@@ -465,10 +465,10 @@ TEST(config, finding_a_rule_or_group_costs_the_same_wherever_it_is_in_the_file) 
   const auto g_last = time_of([&] { sink = cfg.find_group(last_group); });
   EXPECT_NE(sink, nullptr);
   // 10x the first's time, plus 1 ms for a scheduler's hiccup on a loaded machine.
-  EXPECT_LT(t_last, 10 * t_first + 1ms) << "first " << t_first.count() << " ns, last "
-                                        << t_last.count() << " ns";
-  EXPECT_LT(g_last, 10 * g_first + 1ms) << "first " << g_first.count() << " ns, last "
-                                        << g_last.count() << " ns";
+  EXPECT_LT(t_last, 10 * t_first + 1ms)
+      << "first " << t_first.count() << " ns, last " << t_last.count() << " ns";
+  EXPECT_LT(g_last, 10 * g_first + 1ms)
+      << "first " << g_first.count() << " ns, last " << g_last.count() << " ns";
 }
 
 }  // namespace

@@ -104,8 +104,7 @@ TEST(http_semantics, head_on_auth_peeks_and_consumes_nothing) {
   EXPECT_EQ(head("/v1/auth/both").status, 403) << "a group: refused if any rule would be";
   EXPECT_EQ(c.request("GET", "/v1/auth/api").status, 403);
   // The group's other rule was not charged by its HEADs: 2 GETs of "api" only.
-  const auto day =
-      c.request("POST", "/v1/check", R"({"rule":"day","key":"127.0.0.1","cost":0})");
+  const auto day = c.request("POST", "/v1/check", R"({"rule":"day","key":"127.0.0.1","cost":0})");
   EXPECT_NE(day.body.find("\"remaining\":100"), std::string::npos) << day.body;
 }
 

@@ -45,20 +45,25 @@ void inspector::submit(key_request r, done_fn done) {
   done(admin_error(503, "too many key requests at once; try again"));
 }
 
-void inspector::stop() {
+void inspector::cancel() {
   std::deque<std::pair<key_request, done_fn>> left;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
     left.swap(queue_);
+    if (reading_) reading_->stop();
   }
   wake_.notify_one();
-  if (worker_.joinable()) worker_.join();
   for (auto& [request, done] : left) done(admin_error(503, "shutting down"));
 }
 
-http_response inspector::run(const key_request& r) const {
+void inspector::stop() {
+  cancel();
+  if (worker_.joinable()) worker_.join();
+}
+
+http_response inspector::run(const key_request& r) {
   const auto& rule = *r.rule;
   const auto& p = rule.policy;
   if (r.what == key_request::action::reset) {
@@ -88,7 +93,19 @@ http_response inspector::run(const key_request& r) const {
   o["local"] = peek.local;            // answered in this process
   o["local_mode"] = peek.local_mode;  // ... because the backend is unreachable (failure_mode)
   o["backend"] = std::string(limiter_->get_backend().kind());
-  const auto raw = read_raw_state(url_, p, r.key, raw_timeout_);
+  // Registered while it reads, so that cancel() can cut it short; one begun after cancel()
+  // stops at once.
+  redis_inspector reader(url_, raw_timeout_);
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) reader.stop();
+    reading_ = &reader;
+  }
+  const auto raw = reader.read_state(p, r.key);
+  {
+    std::lock_guard lock(mutex_);
+    reading_ = nullptr;
+  }
   if (!raw.readable) {
     o["raw"] = nullptr;
     o["raw_note"] = raw.why_not;

@@ -901,6 +901,7 @@ void server::impl::begin_drain() {
   admin_retry_timer.cancel();
   for (auto& s : open) s->drain();
   open.clear();  // the last reference may be ours: session_closed then ends the drain
+  if (options.on_drain) options.on_drain();
 
   drain_timer.expires_after(options.drain_timeout);
   drain_timer.async_wait([this](beast::error_code wec) {

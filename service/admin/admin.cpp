@@ -167,12 +167,17 @@ bool admin_host_allowed(std::optional<std::string_view> host,
   return same("localhost") || std::any_of(names.begin(), names.end(), same);
 }
 
-admin_result route_admin(const http_request& req, const admin_sources& sources) {
+namespace {
+
+// route_admin, before the answer is locked down.
+admin_result route(const http_request& req, const admin_sources& sources) {
   if (!admin_host_allowed(req.header("Host"), sources.host_names))
     return error_response(403, "Host '" + std::string(req.header("Host")->substr(0, 64)) +
                                    "' is not a name of this admin listener: use its IP address "
                                    "or localhost, or start floodgated with --admin-host NAME");
   const std::string_view target = req.target;
+  if (target == "*")
+    return req.method == "OPTIONS" ? render_server_options() : render_star_misused();
   const auto path = target.substr(0, target.find('?'));
   if (path == "/v1/reset") {
     if (req.method != "POST") {
@@ -199,6 +204,14 @@ admin_result route_admin(const http_request& req, const admin_sources& sources) 
   if (path == "/ui") return render_ui();
   const auto b = sources.backend ? sources.backend() : backend_state{};
   return render_ready(b.healthy, b.kind);
+}
+
+}  // namespace
+
+admin_result route_admin(const http_request& req, const admin_sources& sources) {
+  auto routed = route(req, sources);
+  if (auto* res = std::get_if<http_response>(&routed)) lock_down(*res);
+  return routed;
 }
 
 }  // namespace floodgate::service

@@ -11,10 +11,12 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "api/http_message.hpp"
+#include "api/render.hpp"
 #include "config/config_store.hpp"
 #include "redis_watch/clock_skew.hpp"
 #include "telemetry/metrics.hpp"
@@ -43,13 +45,29 @@ struct admin_sources {
   std::vector<std::string> host_names = {};
 };
 
+// Every admin answer carries callers' keys and is read by a browser (/ui): never cached, and
+// never sniffed into HTML or script (nosniff: a key may be markup).
+inline void lock_down(http_response& res) {
+  for (const auto& [name, value] : res.headers)
+    if (name == "X-Content-Type-Options") return;
+  res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+}
+
 // A 200 with serialized JSON `body`, as every admin answer is: never cached (callers' keys).
 inline http_response admin_json(std::string body) {
   http_response res;
   res.headers.emplace_back("Content-Type", "application/json");
   res.headers.emplace_back("Cache-Control", "no-store");  // callers' keys
+  lock_down(res);
   res.body = std::move(body);
   res.body += '\n';
+  return res;
+}
+
+// {"error": message}, locked down as every admin answer.
+inline http_response admin_error(int status, std::string_view message) {
+  auto res = error_response(status, message);
+  lock_down(res);
   return res;
 }
 

@@ -42,28 +42,33 @@ void inspector::submit(key_request r, done_fn done) {
       return;
     }
   }
-  done(error_response(503, "too many key requests at once; try again"));
+  done(admin_error(503, "too many key requests at once; try again"));
 }
 
-void inspector::stop() {
+void inspector::cancel() {
   std::deque<std::pair<key_request, done_fn>> left;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
     left.swap(queue_);
+    if (reading_) reading_->stop();
   }
   wake_.notify_one();
-  if (worker_.joinable()) worker_.join();
-  for (auto& [request, done] : left) done(error_response(503, "shutting down"));
+  for (auto& [request, done] : left) done(admin_error(503, "shutting down"));
 }
 
-http_response inspector::run(const key_request& r) const {
+void inspector::stop() {
+  cancel();
+  if (worker_.joinable()) worker_.join();
+}
+
+http_response inspector::run(const key_request& r) {
   const auto& rule = *r.rule;
   const auto& p = rule.policy;
   if (r.what == key_request::action::reset) {
     if (const auto ec = limiter_->reset(r.key, p))
-      return error_response(503, "backend: " + ec.message());
+      return admin_error(503, "backend: " + ec.message());
     json::object o;
     o["rule"] = rule.name();
     o["key"] = valid_utf8(r.key);
@@ -73,8 +78,8 @@ http_response inspector::run(const key_request& r) const {
   // The peek first: it is what a check would see; the raw read after it may be a moment later.
   const auto peek = limiter_->check(r.key, p, 0);
   if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
-    return error_response(peek.outcome == outcome::backend_error ? 503 : 400,
-                          "backend: " + peek.error.message());
+    return admin_error(peek.outcome == outcome::backend_error ? 503 : 400,
+                       "backend: " + peek.error.message());
   json::object o;
   o["rule"] = rule.name();
   o["algorithm"] = std::string(to_string(p.algo()));
@@ -88,7 +93,19 @@ http_response inspector::run(const key_request& r) const {
   o["local"] = peek.local;            // answered in this process
   o["local_mode"] = peek.local_mode;  // ... because the backend is unreachable (failure_mode)
   o["backend"] = std::string(limiter_->get_backend().kind());
-  const auto raw = read_raw_state(url_, p, r.key, raw_timeout_);
+  // Registered while it reads, so that cancel() can cut it short; one begun after cancel()
+  // stops at once.
+  redis_inspector reader(url_, raw_timeout_);
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) reader.stop();
+    reading_ = &reader;
+  }
+  const auto raw = reader.read_state(p, r.key);
+  {
+    std::lock_guard lock(mutex_);
+    reading_ = nullptr;
+  }
   if (!raw.readable) {
     o["raw"] = nullptr;
     o["raw_note"] = raw.why_not;

@@ -4,14 +4,17 @@
 //
 //   inspector keys(limiter, "redis://127.0.0.1:6379");
 //   keys.submit(std::move(request), [](http_response res) { /* any thread */ });
-//   keys.stop();   // before the server's executors go: answers what waits with a 503
+//   keys.cancel(); // at SIGTERM's drain: answers what waits with a 503, cuts the raw read short
+//   keys.stop();   // before the server's executors go: cancel(), then joins the worker
 //
 // One worker thread and at most `max_waiting` requests queued: beyond it a 503 at once, so a
 // person (or a script) hammering the endpoint can neither pile up threads nor work. Each
 // request takes at most the backend's timeout for the peek plus `raw_timeout` per question of
 // the raw read (floodgate/inspect.hpp: connect and answer each within it; TYPE, the value,
 // ZCARD, PTTL on the key's node; for Cluster each command on at most seeds + 5 nodes, for
-// Sentinel one question per sentinel before).
+// Sentinel one question per sentinel before). A drain does not wait for them: cancel() ends
+// the raw read in progress at once (its answer says so), so shutdown waits at most for the
+// running request's peek (the backend's timeout).
 //
 // The answer of an inspect:
 //   {"rule", "algorithm", "limit", "window_ms", "capacity", "shadow", "key",
@@ -33,6 +36,7 @@
 #include <thread>
 
 #include "admin/admin.hpp"
+#include "floodgate/inspect.hpp"
 #include "floodgate/limiter.hpp"
 
 namespace floodgate::service {
@@ -49,13 +53,16 @@ class inspector {
 
   // Runs `r` on the worker; `done` is called once, on the worker (or here, when refused).
   void submit(key_request r, done_fn done);
-  // Finishes the request running, answers the waiting ones with a 503, joins the worker.
+  // Any thread, returns at once: answers the waiting requests and every later one with a 503,
+  // and cuts the running one's raw read short (redis_inspector::stop).
+  void cancel();
+  // cancel(), then joins the worker (the running request answered).
   void stop();
 
-  // One request, on the caller's thread (the worker's body; tests may call it).
-  http_response run(const key_request& r) const;
-
  private:
+  // One request, on the worker.
+  http_response run(const key_request& r);
+
   std::shared_ptr<limiter> limiter_;
   std::string url_;
   std::size_t max_waiting_;
@@ -64,6 +71,7 @@ class inspector {
   std::condition_variable wake_;
   std::deque<std::pair<key_request, done_fn>> queue_;  // under mutex_
   bool stopping_ = false;                              // under mutex_
+  redis_inspector* reading_ = nullptr;                 // the raw read in progress, under mutex_
   std::thread worker_;
 };
 

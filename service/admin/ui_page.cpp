@@ -52,6 +52,17 @@ function row(cells) {
   return tr;
 }
 function num(v, cls) { return el("td", v, "num" + (cls ? " " + cls : "")); }
+// A hot key's count with its error bound (space-saving): exact when the error is 0, else the
+// range [count - error, count], so a decoy that took a counter late does not look hotter than
+// a key counted from the start.
+function count(e) {
+  if (!e) return num("");
+  const td = num(e.error > 0 ? (e.count - e.error) + "–" + e.count : e.count, "count");
+  td.dataset.count = e.count;
+  td.dataset.error = e.error;
+  td.title = e.error > 0 ? "at least " + (e.count - e.error) + ", at most " + e.count : "exact";
+  return td;
+}
 function total(d) { let n = 0; for (const k in d) if (k !== "invalid") n += d[k]; return n; }
 function denied(d) { let n = 0; for (const k of DENIED) n += d[k] || 0; return n; }
 function pct(part, whole) { return whole > 0 ? (100 * part / whole).toFixed(1) + " %" : "–"; }
@@ -116,11 +127,14 @@ async function showTop(s) {
                            el("th", "most checked"), el("th", "count", "num")]));
     for (let i = 0; i < Math.max(t.denied.length, t.checked.length); ++i) {
       const d = t.denied[i], c = t.checked[i];
-      table.appendChild(row([el("td", d ? d.key : "", "key denied-key"), num(d ? d.count : ""),
-                             el("td", c ? c.key : "", "key checked-key"), num(c ? c.count : "")]));
+      table.appendChild(row([el("td", d ? d.key : "", "key denied-key"), count(d),
+                             el("td", c ? c.key : "", "key checked-key"), count(c)]));
     }
     if (!t.checked.length) table.appendChild(row([el("td", "no checks yet", "muted")]));
     parts.push(table);
+    if (t.checked.some(e => e.error > 0) || t.denied.some(e => e.error > 0))
+      parts.push(el("p", "a–b: seen at least a and at most b times (a key that took over " +
+                         "another's counter starts from that count)", "muted range-note"));
   }
   box.replaceChildren(...parts);
 }

@@ -97,7 +97,11 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
   if (is_shadow(plan)) return render_shadow(plan, result);
 
   const bool failed = result.outcome == outcome::backend_error;
-  const bool allowed = result.allowed();
+  // A peek (HEAD /v1/auth) is always allowed by the backend: it answers whether a GET of cost 1
+  // would be admitted now, i.e. every rule has 1 left. When it would not, it cannot say when.
+  bool allowed = result.allowed();
+  if (plan.peek && !failed)
+    for (const auto& d : result.decisions) allowed = allowed && d.remaining >= 1;
   // Fail-open admissions, and every local-mode answer (limit ÷ N in this process).
   const bool degraded = (failed && allowed) || result.local_mode;
 
@@ -151,7 +155,7 @@ http_response render(const check_plan& plan, const multi_check_result& result) {
   res.headers.reserve(res.headers.size() + 3);
   res.headers.emplace_back("RateLimit-Policy", std::move(policies));
   if (!failed) res.headers.emplace_back("RateLimit", std::move(counters));
-  if (!allowed && !failed)
+  if (!allowed && !failed && !plan.peek)
     res.headers.emplace_back("Retry-After", std::to_string(ceil_seconds(retry_after)));
   return res;
 }
@@ -193,6 +197,16 @@ http_response render_lease(const check_plan& plan, const lease_result& result) {
   json::object body;
   body[plan.kind == check_plan::style::renew ? "renewed" : "released"] = result.done;
   return json_response(200, body);
+}
+
+http_response render_server_options() {
+  http_response res;
+  res.headers.emplace_back("Allow", "GET, HEAD, POST, OPTIONS");
+  return res;
+}
+
+http_response render_star_misused() {
+  return error_response(400, "the target '*' is only for OPTIONS (RFC 9112 3.2.4)");
 }
 
 http_response render_health() {

@@ -26,6 +26,12 @@ http_response render_lease(const check_plan& plan, const lease_result& result);
 // refused with an error reply (BUSY, OOM, an error): it did not run.
 bool outcome_unknown(std::error_code e) noexcept;
 
+// "OPTIONS *" (RFC 9110 9.3.7): the methods this server takes, in Allow; no content
+// (Content-Length: 0). Both listeners answer it.
+http_response render_server_options();
+// A request-target of "*" with another method: 400 (RFC 9112 3.2.4: for OPTIONS only).
+http_response render_star_misused();
+
 http_response render_health();
 http_response render_ready(bool backend_healthy, std::string_view backend_kind);
 http_response render_metrics(std::string text);

@@ -47,6 +47,21 @@ std::optional<http_response> check_framing(
   return std::nullopt;
 }
 
+refused_version reread_version(std::string_view head) {
+  const auto end = head.find("\r\n");
+  if (end == std::string_view::npos) return {};
+  const auto line = head.substr(0, end);
+  const auto space = line.rfind(' ');
+  if (space == std::string_view::npos) return {};
+  const auto v = line.substr(space + 1);
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (v.size() != 8 || !v.starts_with("HTTP/") || !digit(v[5]) || v[6] != '.' || !digit(v[7]))
+    return {};
+  if (v[5] != '1') return {refused_version::verdict::not_supported, 0};
+  if (v[7] < '2') return {};  // 1.0 and 1.1 were not refused for their version
+  return {refused_version::verdict::serve_as_1_1, space + 1 + 7};
+}
+
 std::optional<absolute_target> from_absolute_form(std::string_view target) {
   std::string_view rest;
   for (std::string_view scheme : {"http://", "https://"})

@@ -3,6 +3,7 @@
 // where the next request starts is unknown.
 //
 //   if (auto refusal = check_framing(11, host_lines, te_lines)) respond(*refusal, close);
+//   if (reread_version(bytes).what == refused_version::verdict::serve_as_1_1) ...
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,20 @@ namespace floodgate::service {
 //   501 chunked after another coding (gzip, chunked): a coding we do not decode (RFC 9112 6.1).
 std::optional<http_response> check_framing(unsigned version, std::size_t host_fields,
                                            const std::vector<std::string_view>& transfer_encodings);
+
+// A request line whose version the parser refused (it takes 1.0 and 1.1 only), read again.
+// RFC 9110 2.5: a 1.x of a minor version we do not know is served as 1.1, the highest we
+// speak; another major version is 505. `head` is the buffered request from its first byte.
+struct refused_version {
+  enum class verdict {
+    malformed,      // not "HTTP/d.d" at the line's end: stays a 400
+    serve_as_1_1,   // HTTP/1.2 .. HTTP/1.9: head[minor_at] is the digit to read as '1'
+    not_supported,  // HTTP/0.x, HTTP/2.0 .. HTTP/9.9 in HTTP/1 syntax: 505
+  };
+  verdict what = verdict::malformed;
+  std::size_t minor_at = 0;
+};
+refused_version reread_version(std::string_view head);
 
 // An absolute-form target (RFC 9112 3.2.2: "http://host:port/path?query", scheme in any case;
 // a server MUST accept it) as the origin-form the handler routes ("/path?query", "/" for an

@@ -334,6 +334,8 @@ route_result parse_auth(const http_request& req, std::string_view name,
                         std::shared_ptr<const config> rules, const request_limits& limits) {
   check_plan plan;
   plan.kind = check_plan::style::auth;
+  plan.peek = req.method == "HEAD";
+  const std::int64_t cost = plan.peek ? 0 : 1;
   // The nginx path: a rule costs no container beyond the plan's own.
   auto add = [&](const rule& r) -> std::optional<http_response> {
     if (r.concurrency)
@@ -341,7 +343,7 @@ route_result parse_auth(const http_request& req, std::string_view name,
                          " is a concurrency limit: use /v1/acquire and /v1/release");
     auto key = key_from_source(req, r, *rules, limits);
     if (auto* res = std::get_if<http_response>(&key)) return std::move(*res);
-    plan.items.push_back({&r, std::move(std::get<std::string>(key)), 1});
+    plan.items.push_back({&r, std::move(std::get<std::string>(key)), cost});
     return std::nullopt;
   };
   if (const rule* r = rules->find(name)) {
@@ -369,6 +371,8 @@ std::vector<check_item> check_plan::check_items() const {
 route_result route(const http_request& req, std::shared_ptr<const config> rules,
                    const request_limits& limits) {
   const std::string_view target = req.target;
+  if (target == "*")
+    return req.method == "OPTIONS" ? render_server_options() : render_star_misused();
   const auto path = target.substr(0, target.find('?'));
 
   if (path == "/v1/check") {

@@ -17,6 +17,8 @@
 //   POST /v1/release      {"rule","key","lease"} → 200 {"released": bool}
 //   POST /v1/renew        {"rule","key","lease"} → 200 {"renewed": bool}
 //   GET  /v1/auth/{name}  a rule or group; keys from the rules' sources → 204 / 403 (nginx)
+//   HEAD /v1/auth/{name}  the same as a peek: would a GET be admitted now? Consumes nothing
+//   OPTIONS *             the server's methods (Allow)
 //   GET  /healthz, /readyz, /metrics
 #pragma once
 
@@ -64,6 +66,9 @@ struct check_plan {
   std::vector<item> items;
   std::string lease;            // release and renew: the lease id
   std::string idempotency_key;  // refund: its Idempotency-Key header, or empty
+  // auth: a HEAD, checked at cost 0 (RFC 9110 9.3.2: HEAD is safe): answers whether a GET
+  // would be admitted now, consumes nothing, and is not counted as a decision.
+  bool peek = false;
 
   // The items as the limiter takes them; valid while this plan lives.
   std::vector<check_item> check_items() const;

@@ -73,6 +73,7 @@ class parser {
       ++index;
       rule r = parse_rule(node, index);
       claim_name(r.name(), "rule '" + r.name() + "'", line(node));
+      rule_at_.emplace(r.name(), rules.size());
       rules.push_back(std::move(r));
     }
 
@@ -290,9 +291,9 @@ class parser {
     for (const auto& entry : list) {
       const int at = line(entry);
       const auto name = string_field(what, "each of its rules", {entry, at});
-      std::size_t i = 0;
-      while (i < rules.size() && rules[i].name() != name) ++i;
-      if (i == rules.size()) fail(at, what + ": no rule named '" + name + "'");
+      const auto found = rule_at_.find(name);
+      if (found == rule_at_.end()) fail(at, what + ": no rule named '" + name + "'");
+      const std::size_t i = found->second;
       for (auto seen : g.rules)
         if (seen == i) fail(at, what + ": rule '" + name + "' is listed twice");
       const rule& r = rules[i];
@@ -381,6 +382,8 @@ class parser {
   std::string file_;
   placement where_;
   std::map<std::string, int, std::less<>> first_line_;  // rule and group names
+  // Rule name -> position: a group's entries are found without a walk of the list.
+  std::map<std::string, std::size_t, std::less<>> rule_at_;
 };
 
 }  // namespace
@@ -399,16 +402,25 @@ bool key_source::same_as(const key_source& other) const noexcept {
          });
 }
 
+config::config(std::vector<rule> rules, std::vector<group> groups,
+               std::vector<cidr> trusted_proxies)
+    : rules_(std::move(rules)),
+      groups_(std::move(groups)),
+      trusted_proxies_(std::move(trusted_proxies)) {
+  rule_index_.reserve(rules_.size());
+  for (std::size_t i = 0; i < rules_.size(); ++i) rule_index_.emplace(rules_[i].name(), i);
+  group_index_.reserve(groups_.size());
+  for (std::size_t i = 0; i < groups_.size(); ++i) group_index_.emplace(groups_[i].name, i);
+}
+
 const rule* config::find(std::string_view name) const noexcept {
-  for (const auto& r : rules_)
-    if (r.name() == name) return &r;
-  return nullptr;
+  const auto it = rule_index_.find(name);
+  return it == rule_index_.end() ? nullptr : &rules_[it->second];
 }
 
 const group* config::find_group(std::string_view name) const noexcept {
-  for (const auto& g : groups_)
-    if (g.name == name) return &g;
-  return nullptr;
+  const auto it = group_index_.find(name);
+  return it == group_index_.end() ? nullptr : &groups_[it->second];
 }
 
 bool config::is_trusted_proxy(const ip_address& a) const noexcept {

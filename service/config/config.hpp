@@ -35,9 +35,11 @@
 // and on SIGHUP, never on the request path.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "config/ip_address.hpp"
@@ -88,12 +90,12 @@ enum class placement {
 class config {
  public:
   config() = default;
+  // Builds the name index: once per load, so a lookup costs the same for every rule.
   explicit config(std::vector<rule> rules, std::vector<group> groups = {},
-                  std::vector<cidr> trusted_proxies = {})
-      : rules_(std::move(rules)),
-        groups_(std::move(groups)),
-        trusted_proxies_(std::move(trusted_proxies)) {}
+                  std::vector<cidr> trusted_proxies = {});
 
+  // By name, in O(1) on average: the request path's first step (the list's last rule of
+  // 10,000 served at a quarter of the first's rate while this walked the list).
   const rule* find(std::string_view name) const noexcept;
   const group* find_group(std::string_view name) const noexcept;
   const std::vector<rule>& rules() const noexcept { return rules_; }
@@ -104,9 +106,20 @@ class config {
   bool is_trusted_proxy(const ip_address& a) const noexcept;
 
  private:
+  // Heterogeneous lookup: a request's string_view finds a name without a copy.
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  using name_index = std::unordered_map<std::string, std::size_t, name_hash, std::equal_to<>>;
+
   std::vector<rule> rules_;
   std::vector<group> groups_;
   std::vector<cidr> trusted_proxies_;
+  name_index rule_index_;   // name -> position in rules_
+  name_index group_index_;  // name -> position in groups_
 };
 
 // At most this many rules in a group (the service's cap on one check_all).

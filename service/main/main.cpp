@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -453,6 +454,16 @@ admin_handler make_admin_handler(const flags& f, const server_options& options, 
   };
 }
 
+// What is left of `drain` since the drain began (steady ns; 0: it never did, e.g. a listener
+// failed: then all of it).
+std::chrono::milliseconds drain_left(std::chrono::milliseconds drain, std::int64_t started_ns) {
+  if (started_ns == 0) return drain;
+  const auto started = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(started_ns));
+  const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  return std::max(std::chrono::milliseconds{0}, drain - spent);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -494,6 +505,14 @@ int main(int argc, char** argv) {
       envoy_api = std::make_unique<envoy::envoy_frontend>(envoy_flags, limiter, stats);
     }
     const auto drain = options.drain_timeout;
+    // SIGTERM's one budget: the HTTP drain, then the gRPC drain in what is left of it (it had a
+    // whole drain_timeout of its own after the HTTP one). Slow inspects do not hold the drain:
+    // the waiting ones get a 503 at once, the running one's raw read is cut short.
+    std::atomic<std::int64_t> drain_started_ns{0};
+    options.on_drain = [&drain_started_ns, k = keys.get()] {
+      drain_started_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+      if (k) k->cancel();
+    };
     // Declared after what a reload uses, so it is stopped (a reload in progress finished)
     // before any of that goes.
     background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path] {
@@ -503,7 +522,7 @@ int main(int argc, char** argv) {
                [&errands] { errands.request_reload(); });
     const int code = srv.run();
     if (keys) keys->stop();  // before the server's executors go: answers what still waits
-    if (envoy_api) envoy_api->shutdown(drain);
+    if (envoy_api) envoy_api->shutdown(drain_left(drain, drain_started_ns.load()));
     return code;
   } catch (const floodgate::config_error& e) {
     spdlog::critical("msg=\"invalid configuration\" error={}", quote(e.what()));

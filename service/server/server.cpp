@@ -414,6 +414,20 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void on_read_error(beast::error_code ec) {
+    // The parser takes 1.0 and 1.1 only; the request is still in the buffer, unconsumed.
+    if (ec == http::error::bad_version) {
+      const auto bytes = buffer_.data();
+      const auto v = reread_version({static_cast<const char*>(bytes.data()), bytes.size()});
+      if (v.what == refused_version::verdict::serve_as_1_1) {
+        static_cast<char*>(bytes.data())[v.minor_at] = '1';
+        return read_header();
+      }
+      if (v.what == refused_version::verdict::not_supported)
+        return respond(error_response(505,
+                                      "HTTP version not supported: this server speaks "
+                                      "HTTP/1.1 (and 1.0)"),
+                       true);
+    }
     if (ec == http::error::header_limit)
       return respond(error_response(431, "request headers too large"), true);
     if (ec == http::error::body_limit)
@@ -560,10 +574,10 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void decided(const multi_check_result& r) {
-    if (plan_.kind != check_plan::style::refund)  // a refund is no decision
-      observe_decision(server_.stats, server_.options.top, plan_, r);
-    else
+    if (plan_.kind == check_plan::style::refund)  // a refund is no decision, nor is a peek
       observe_refund(server_.stats, plan_, r);
+    else if (!plan_.peek)
+      observe_decision(server_.stats, server_.options.top, plan_, r);
     const auto v = verdict_of(r);
     if (spdlog::should_log(spdlog::level::debug))
       spdlog::debug("msg=\"decision\" peer={} rule={} key={} items={} result={}{}",
@@ -887,6 +901,7 @@ void server::impl::begin_drain() {
   admin_retry_timer.cancel();
   for (auto& s : open) s->drain();
   open.clear();  // the last reference may be ours: session_closed then ends the drain
+  if (options.on_drain) options.on_drain();
 
   drain_timer.expires_after(options.drain_timeout);
   drain_timer.async_wait([this](beast::error_code wec) {

@@ -50,6 +50,10 @@ struct server_options {
   // SIGTERM: stop accepting, close idle connections, let requests already read finish; after
   // this, close what is left.
   std::chrono::milliseconds drain_timeout = 10s;
+  // Called once when the drain starts, on an I/O thread (must return at once): work that
+  // requests wait on elsewhere (the admin listener's key inspector) cuts itself short, so that
+  // the drain does not wait for it.
+  std::function<void()> on_drain;
   request_limits limits;
   // The admin listener (--admin-listen, admin.hpp): its own address, where every request goes
   // to admin_handler and none to the check endpoints. Off while admin_handler is empty. The

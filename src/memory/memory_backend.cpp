@@ -26,6 +26,11 @@ std::string block_key(const policy& p, std::string_view key) {
   return out;
 }
 
+bool is_block_key(std::string_view k) noexcept {
+  const auto colon = k.find(':');  // policy names hold no ':'
+  return colon != std::string_view::npos && k.substr(colon + 1).starts_with("bk:");
+}
+
 std::string storage_key(const policy& p, std::string_view key) {
   std::string out;
   assign_storage_key(out, p, key);
@@ -72,33 +77,50 @@ void memory_backend::drop_expired(shard& s, std::int64_t now) {
 // expired go first, then the ones closest to expiry, which hold the least state: an evicted
 // key starts again at full capacity (an evicted lease set frees its slots). Down to 7/8 of
 // the share, so a flood of new keys pays O(1) per key.
+// Penalty blocks go last, only when everything else is gone, closest to their end first: an
+// evicted block would let a blocked key through at once, and other keys' checks (which an
+// attacker can make at will) must not clear it. Only other blocks can, each of which costs its
+// key a refusal.
 void memory_backend::make_room(shard& s, std::size_t adding, std::int64_t now) {
   if (held(s) + adding <= max_per_shard_) return;
   drop_expired(s, now);
   const std::size_t target = max_per_shard_ - std::min(max_per_shard_, max_per_shard_ / 8 + adding);
   if (held(s) <= target) return;
   const auto lease_end = [now](const core::lease_set& l) { return now + core::expiry(l, now); };
-  std::vector<std::int64_t> expiries;
-  expiries.reserve(held(s));
-  for (const auto& kv : s.entries) expiries.push_back(kv.second.expires_at);
-  for (const auto& kv : s.leases) expiries.push_back(lease_end(kv.second));
-  const std::size_t drop = held(s) - target;
-  std::nth_element(expiries.begin(), expiries.begin() + static_cast<std::ptrdiff_t>(drop - 1),
-                   expiries.end());
-  const std::int64_t cutoff = expiries[drop - 1];
+  const auto entry_end = [](const entry& e) { return e.expires_at; };
   std::size_t dropped = 0;
-  const auto evict = [&](auto& map, auto expires_at) {
-    for (auto it = map.begin(); it != map.end() && dropped < drop;) {
-      if (expires_at(it->second) <= cutoff) {
-        it = map.erase(it);
-        ++dropped;
-      } else {
-        ++it;
+  // Drops `drop` more of the entries `pick` chooses and the lease sets (with `leases`), those
+  // closest to expiry first.
+  const auto evict_closest = [&](std::size_t drop, auto pick, bool leases) {
+    std::vector<std::int64_t> expiries;
+    for (const auto& kv : s.entries)
+      if (pick(kv.first)) expiries.push_back(kv.second.expires_at);
+    if (leases)
+      for (const auto& kv : s.leases) expiries.push_back(lease_end(kv.second));
+    drop = std::min(drop, expiries.size());
+    if (drop == 0) return;
+    std::nth_element(expiries.begin(), expiries.begin() + static_cast<std::ptrdiff_t>(drop - 1),
+                     expiries.end());
+    const std::int64_t cutoff = expiries[drop - 1];
+    const std::size_t stop_at = dropped + drop;
+    const auto evict = [&](auto& map, auto expires_at, auto chosen) {
+      for (auto it = map.begin(); it != map.end() && dropped < stop_at;) {
+        if (chosen(it->first) && expires_at(it->second) <= cutoff) {
+          it = map.erase(it);
+          ++dropped;
+        } else {
+          ++it;
+        }
       }
-    }
+    };
+    evict(s.entries, entry_end, pick);
+    if (leases) evict(s.leases, lease_end, [](const std::string&) { return true; });
   };
-  evict(s.entries, [](const entry& e) { return e.expires_at; });
-  evict(s.leases, lease_end);
+  const auto block = [](const std::string& k) { return is_block_key(k); };
+  const auto not_block = [](const std::string& k) { return !is_block_key(k); };
+  const std::size_t drop = held(s) - target;
+  evict_closest(drop, not_block, true);
+  if (dropped < drop) evict_closest(drop - dropped, block, false);
   s.size_after_sweep = held(s);
   evictions_.fetch_add(dropped, std::memory_order_relaxed);
 }

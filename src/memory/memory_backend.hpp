@@ -88,6 +88,8 @@ std::string storage_key(const policy& p, std::string_view key);
 // The key of (policy, caller key)'s penalty: its end time, as an entry's expires_at. Not a
 // state key: no algorithm is named "bk".
 std::string block_key(const policy& p, std::string_view key);
+// Whether an entry's key is a block_key: blocks are evicted only when nothing else is left.
+bool is_block_key(std::string_view k) noexcept;
 // The same, into `out` (replacing its contents; reuses its capacity).
 void assign_storage_key(std::string& out, const policy& p, std::string_view key);
 

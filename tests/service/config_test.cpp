@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -420,6 +422,53 @@ TEST(config, load_config_applies_the_placement) {
     EXPECT_EQ(std::string(e.what()).substr(0, where.size()), where);
   }
   std::filesystem::remove_all(dir);
+}
+
+// Rule lookup is the hot path's first step (/v1/check, /v1/auth): it must not depend on where
+// the rule sits in the file. Before, find() walked the list, so with 100,000 rules the last one
+// took ~100,000 name comparisons per request (the first: one). The margin is wide (a linear
+// scan is thousands of times slower here), and the best of three runs keeps a busy machine's
+// preemption out.
+TEST(config, finding_a_rule_or_group_costs_the_same_wherever_it_is_in_the_file) {
+  constexpr int n = 100'000;
+  std::vector<rule> rules;
+  rules.reserve(n);
+  std::vector<group> groups;
+  auto name_of = [](int i) {
+    auto s = std::to_string(i);
+    return "rule-" + std::string(6 - s.size(), '0') + s;  // one length: every compare is a memcmp
+  };
+  for (int i = 0; i < n; ++i) {
+    rules.push_back({policy(name_of(i), algorithm::gcra, 1, 1s), {}});
+    groups.push_back({"group-" + name_of(i), {static_cast<std::size_t>(i)}});
+  }
+  const config cfg(std::move(rules), std::move(groups));
+  const auto first = name_of(0), last = name_of(n - 1);
+  const auto first_group = "group-" + first, last_group = "group-" + last;
+  ASSERT_EQ(cfg.find(last), &cfg.rules().back());
+  ASSERT_EQ(cfg.find_group(last_group), &cfg.groups().back());
+
+  // The best of three: the time of 2,000 lookups of `name`.
+  auto time_of = [&](auto lookup) {
+    auto best = std::chrono::steady_clock::duration::max();
+    for (int run = 0; run < 3; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < 2'000; ++i) lookup();
+      best = std::min(best, std::chrono::steady_clock::now() - start);
+    }
+    return best;
+  };
+  const void* sink = nullptr;  // keeps the lookups from being optimized away
+  const auto t_first = time_of([&] { sink = cfg.find(first); });
+  const auto t_last = time_of([&] { sink = cfg.find(last); });
+  const auto g_first = time_of([&] { sink = cfg.find_group(first_group); });
+  const auto g_last = time_of([&] { sink = cfg.find_group(last_group); });
+  EXPECT_NE(sink, nullptr);
+  // 10x the first's time, plus 1 ms for a scheduler's hiccup on a loaded machine.
+  EXPECT_LT(t_last, 10 * t_first + 1ms)
+      << "first " << t_first.count() << " ns, last " << t_last.count() << " ns";
+  EXPECT_LT(g_last, 10 * g_first + 1ms)
+      << "first " << g_first.count() << " ns, last " << g_last.count() << " ns";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "api/ratelimit_headers.hpp"
 #include "api/render.hpp"
+#include "api/request_framing.hpp"
 #include "api/route.hpp"
 #include "floodgate/floodgate.hpp"
 #include "telemetry/metrics.hpp"
@@ -214,7 +215,36 @@ TEST(route, auth_takes_the_key_from_the_rules_header) {
             "api");
   auto head = get_auth("api", {{"X-Api-Key", "k"}});
   head.method = "HEAD";
-  EXPECT_EQ(routed_plan(head).items[0].key, "k");
+  const auto peek = routed_plan(head);
+  EXPECT_EQ(peek.items[0].key, "k");
+  EXPECT_TRUE(peek.peek);
+  EXPECT_EQ(peek.items[0].cost, 0) << "HEAD is safe: it consumes nothing";
+  EXPECT_FALSE(routed_plan(get_auth("api", {{"X-Api-Key", "k"}})).peek);
+}
+
+// RFC 9110 2.5: the version the parser refused, read again from the request's raw bytes.
+TEST(route, an_unknown_http_1_minor_version_reads_as_1_1_and_another_major_as_505) {
+  using v = refused_version::verdict;
+  const std::string req = "GET /healthz HTTP/1.2\r\nHost: x\r\n\r\n";
+  const auto r = reread_version(req);
+  EXPECT_EQ(r.what, v::serve_as_1_1);
+  EXPECT_EQ(r.minor_at, req.find("1.2") + 2);
+  EXPECT_EQ(reread_version("GET * HTTP/1.9\r\n\r\n").what, v::serve_as_1_1);
+  for (const char* other : {"GET / HTTP/2.0\r\n", "GET / HTTP/0.9\r\n", "GET / HTTP/9.9\r\n"})
+    EXPECT_EQ(reread_version(other).what, v::not_supported) << other;
+  for (const char* bad : {"GET / HTTP/1.12\r\n", "GET / HTTP/1.x\r\n", "GET / HTTPS/1.2\r\n",
+                          "GET / HTTP/1.1\r\n", "GET / HTTP/1.2", "garbage\r\n", ""})
+    EXPECT_EQ(reread_version(bad).what, v::malformed) << bad;
+}
+
+TEST(route, options_star_is_the_server_wide_options) {
+  http_request req{"OPTIONS", "*", {}, "", "10.0.0.9"};
+  auto res = routed_error(req);
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(res.header("Allow").value_or(""), "GET, HEAD, POST, OPTIONS");
+  EXPECT_EQ(res.body, "");
+  req.method = "GET";
+  EXPECT_EQ(routed_error(req).status, 400);
 }
 
 TEST(route, auth_without_the_key_header_is_400) {
@@ -411,6 +441,22 @@ TEST(render, allowed_check_is_200_with_ratelimit_headers) {
   EXPECT_EQ(res.header("RateLimit-Policy").value_or(""), R"("api";q=100;w=60)");
   EXPECT_EQ(res.header("RateLimit").value_or(""), R"("api";r=99;t=60)");
   EXPECT_FALSE(res.header("Retry-After"));
+}
+
+// HEAD /v1/auth: a peek is allowed by the backend whatever is left; the answer is whether a GET
+// of cost 1 would be, without Retry-After (a peek does not learn when).
+TEST(render, a_peek_is_204_while_one_is_left_and_403_without_retry_after_when_none_is) {
+  auto head = get_auth("fast");
+  head.method = "HEAD";
+  const auto plan = routed_plan(head);
+  const auto left =
+      render(plan, result_of(outcome::allowed, {make_decision(true, 3, 1, 400ms, 0ms)}));
+  EXPECT_EQ(left.status, 204);
+  const auto none =
+      render(plan, result_of(outcome::allowed, {make_decision(true, 3, 0, 400ms, 0ms)}));
+  EXPECT_EQ(none.status, 403);
+  EXPECT_EQ(none.header("RateLimit").value_or(""), R"("fast";r=0;t=1)");
+  EXPECT_FALSE(none.header("Retry-After"));
 }
 
 TEST(render, denied_check_is_429_with_retry_after_rounded_up) {

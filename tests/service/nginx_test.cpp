@@ -67,6 +67,13 @@ TEST(nginx, clients_get_200_until_the_limit_then_429_and_the_app_never_sees_a_de
       http_request_once(nginx.port(), "POST", "/api/x", "payload", {{"X-Api-Key", "carol"}}).status,
       200);
   EXPECT_EQ(nginx.app_hits(17), 17u);
+  // So a client's HEAD is counted too: floodgated's HEAD /v1/auth is an uncounted peek, and must
+  // not be what nginx asks for.
+  EXPECT_EQ(http_request_once(nginx.port(), "HEAD", "/api/x", {}, {{"X-Api-Key", "dave"}}).status,
+            200);
+  const auto dave =
+      http_request_once(fg.port(), "POST", "/v1/check", R"({"rule":"api","key":"dave","cost":0})");
+  EXPECT_NE(dave.body.find("\"remaining\":14"), std::string::npos) << dave.body;
 }
 
 TEST(nginx, an_unreachable_floodgated_fails_closed_with_503) {

@@ -88,6 +88,10 @@ TEST(ui, browser_shows_rules_hot_keys_and_backend) {
   });
   http_connection c(fg.port());
   for (int i = 0; i < 7; ++i) c.request("POST", "/v1/check", R"({"rule":"api","key":"user-1"})");
+  // 40 decoys, one check each, past the 16 counters: the late ones take over a counter and
+  // start from its count, so their counts are ranges (error > 0).
+  for (int i = 0; i < 40; ++i)
+    c.request("POST", "/v1/check", R"({"rule":"api","key":"decoy-)" + std::to_string(i) + "\"}");
 
   const std::string artifacts = FLOODGATE_TEST_ARTIFACTS;
   std::filesystem::create_directories(artifacts);
@@ -119,8 +123,8 @@ TEST(ui, browser_shows_rules_hot_keys_and_backend) {
 
   EXPECT_GE(polls_of(dom), 2) << dom;
   EXPECT_NE(dom.find("<td>api</td>"), std::string::npos) << dom;
-  // api: 7 checks of a 5 an hour, 2 denied, all before the page loaded: no rate now.
-  EXPECT_NEAR(row_value(dom, "api", "data-denial-ratio"), 2.0 / 7, 1e-9) << dom;
+  // api: 7 checks of a 5 an hour (2 denied) and 40 decoys, all before the page loaded.
+  EXPECT_NEAR(row_value(dom, "api", "data-denial-ratio"), 2.0 / 47, 1e-9) << dom;
   EXPECT_GT(row_value(dom, "login", "data-rate"), 0) << dom;
   EXPECT_GT(row_value(dom, "login", "data-denial-ratio"), 0.3) << dom;  // 10 of 50+ admitted
   EXPECT_NE(dom.find(R"(id="backend-health" class="ok">redis: healthy<)"), std::string::npos)
@@ -130,6 +134,25 @@ TEST(ui, browser_shows_rules_hot_keys_and_backend) {
             std::string::npos)
       << dom;
   EXPECT_EQ(dom.find("<img"), std::string::npos) << dom;
+  // Hot-key counts show their error bound: an exact count as it is, a decoy's as the range
+  // count - error .. count, so it does not look hotter than a key counted from the start.
+  EXPECT_NE(dom.find(R"(data-count="7" data-error="0" title="exact">7<)"), std::string::npos)
+      << dom;
+  const auto ranged = dom.find(R"(class="num count" data-count=")");
+  bool some_range = false;
+  for (auto at = ranged; at != std::string::npos;
+       at = dom.find(R"(class="num count" data-count=")", at + 1)) {
+    const auto error = attribute_of(dom.substr(at - 4), "<td ", "data-error");
+    if (error <= 0) continue;
+    const auto count = attribute_of(dom.substr(at - 4), "<td ", "data-count");
+    const auto text_at = dom.find('>', at) + 1;
+    const auto text = dom.substr(text_at, dom.find('<', text_at) - text_at);
+    EXPECT_EQ(text, std::to_string(static_cast<int>(count - error)) + "–" +
+                        std::to_string(static_cast<int>(count)))
+        << text;
+    some_range = true;
+  }
+  EXPECT_TRUE(some_range) << "no count with an error bound shown\n" << dom;
   EXPECT_NE(dom.find("127.0.0.1:" + std::to_string(redis.port())), std::string::npos);  // skew
 
   // The screenshot: a PNG of the phone-sized window (IHDR: width and height, big-endian).

@@ -65,6 +65,16 @@ void rls_metrics::record_connection_refused(connection_table::verdict cap) {
   ++(cap == connection_table::verdict::over_per_peer ? refused_per_peer_ : refused_global_);
 }
 
+void rls_metrics::record_stream_refused(stream_guard::verdict cap) {
+  std::lock_guard lock(mutex_);
+  ++(cap == stream_guard::verdict::over_per_peer ? streams_over_per_peer_ : streams_over_global_);
+}
+
+void rls_metrics::record_stream_timed_out() {
+  std::lock_guard lock(mutex_);
+  ++streams_timed_out_;
+}
+
 void rls_metrics::append(std::string& out) const {
   std::lock_guard lock(mutex_);
   struct family {
@@ -101,6 +111,13 @@ void rls_metrics::append(std::string& out) const {
                             "address's (--grpc-max-connections, --grpc-max-connections-per-peer).");
   refused.sample({{"cap", "global"}}, refused_global_);
   refused.sample({{"cap", "per_peer"}}, refused_per_peer_);
+  prometheus_family streams(out, "floodgate_envoy_stream_guard_total", metric_type::counter,
+                            "gRPC calls ended before their request message arrived: refused "
+                            "at their headers (too many waiting for their message, in all or "
+                            "from one address) or past the message timeout.");
+  streams.sample({{"reason", "global"}}, streams_over_global_);
+  streams.sample({{"reason", "per_peer"}}, streams_over_per_peer_);
+  streams.sample({{"reason", "timeout"}}, streams_timed_out_);
 }
 
 }  // namespace floodgate::service::envoy

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "connection_table.hpp"
+#include "stream_guard.hpp"
 
 namespace floodgate::service::envoy {
 
@@ -47,6 +48,10 @@ class rls_metrics {
   void observe_request(std::chrono::nanoseconds latency, grpc_code_class c);
   // A new gRPC connection closed at once: over the global cap, or its address's.
   void record_connection_refused(connection_table::verdict cap);
+  // A call refused at its headers: too many calls were waiting for their message.
+  void record_stream_refused(stream_guard::verdict cap);
+  // A call ended because its message did not arrive in time.
+  void record_stream_timed_out();
   void append(std::string& out) const;
 
  private:
@@ -63,6 +68,7 @@ class rls_metrics {
   double latency_sum_ = 0;
   std::array<std::uint64_t, 4> requests_{};
   std::uint64_t refused_global_ = 0, refused_per_peer_ = 0;
+  std::uint64_t streams_over_global_ = 0, streams_over_per_peer_ = 0, streams_timed_out_ = 0;
 };
 
 }  // namespace floodgate::service::envoy

@@ -83,6 +83,7 @@ constexpr std::string_view rls_method =
 constexpr std::string_view health_check_method = "/grpc.health.v1.Health/Check";
 constexpr int max_read_chunk_bytes = 16 * 1024;
 constexpr const char* rls_service_name = "envoy.service.ratelimit.v3.RateLimitService";
+constexpr const char* upstream_service_name = "ratelimit";  // envoyproxy/ratelimit registers it
 
 // The client address of each connection handed to gRPC, by descriptor: gRPC names a call's
 // peer "fd:N" for a connection it was handed.
@@ -164,6 +165,10 @@ class call final : public grpc::ServerGenericBidiReactor {
     answer_rls();
   }
 
+  // The client cancelled, or its deadline passed. Nothing is taken back: the request may
+  // have gone through (Envoy fails open by default), so its hits count, as upstream's do.
+  void OnCancel() override { cancelled_ = true; }
+
   void OnDone() override { delete this; }
 
  private:
@@ -174,11 +179,14 @@ class call final : public grpc::ServerGenericBidiReactor {
     if (!grpc::SerializationTraits<decltype(req)>::Deserialize(&in_, &req).ok())
       return Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "not a HealthCheckRequest"));
     const auto& name = req.service();
-    if (!name.empty() && name != rls_service_name)
+    if (!name.empty() && name != rls_service_name && name != upstream_service_name)
       return Finish(grpc::Status(grpc::StatusCode::NOT_FOUND, "service name unknown"));
+    // As /readyz (the backend answers), and not once the drain has begun: a load balancer
+    // moves new calls elsewhere while those in flight finish.
     grpc::health::v1::HealthCheckResponse resp;
-    resp.set_status(s_.serving.load() ? grpc::health::v1::HealthCheckResponse::SERVING
-                                      : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+    resp.set_status(s_.serving.load() && s_.service.ready()
+                        ? grpc::health::v1::HealthCheckResponse::SERVING
+                        : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
     write_and_finish(resp);
   }
 
@@ -205,7 +213,12 @@ class call final : public grpc::ServerGenericBidiReactor {
               status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, r.message);
               c = grpc_code_class::deadline_exceeded;
               break;
+            case rls_result::kind::unavailable:
+              status = grpc::Status(grpc::StatusCode::UNAVAILABLE, r.message);
+              c = grpc_code_class::unavailable;
+              break;
           }
+          if (cancelled_.load()) c = grpc_code_class::cancelled;
           s_.metrics.observe_request(std::chrono::steady_clock::now() - start, c);
           if (!status.ok()) return Finish(status);
           pb::RateLimitResponse resp;
@@ -226,6 +239,7 @@ class call final : public grpc::ServerGenericBidiReactor {
   grpc::GenericCallbackServerContext* ctx_;
   kind kind_ = kind::unknown;
   std::uint64_t id_ = 0;  // in the guard; 0: never admitted
+  std::atomic<bool> cancelled_{false};
   grpc::ByteBuffer in_, out_;
 };
 
@@ -325,6 +339,10 @@ grpc_server::grpc_server(const grpc_options& options, rls_service& service, rls_
 
 grpc_server::~grpc_server() {
   shutdown(std::chrono::milliseconds{0});
+}
+
+void grpc_server::begin_drain() {
+  impl_->state.serving = false;
 }
 
 int grpc_server::port() const noexcept {

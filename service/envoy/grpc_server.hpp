@@ -4,7 +4,8 @@
 //
 //   grpc_server g({.address = "127.0.0.1:8081"}, rls, metrics);  // throws if it cannot bind
 //   ... g.port() ...
-//   g.shutdown(5s);   // health NOT_SERVING, refuse new calls, finish those in flight
+//   g.begin_drain();  // health NOT_SERVING (SIGTERM): new calls go elsewhere
+//   g.shutdown(5s);   // refuse new calls, finish those in flight
 //
 // Connections are accepted by floodgated (grpc_acceptor: caps, no give-up on EMFILE) and handed
 // to gRPC; every call is ours from its headers (one generic service) and counted until its
@@ -51,6 +52,9 @@ class grpc_server {
   grpc_server& operator=(const grpc_server&) = delete;
 
   int port() const noexcept;
+  // Health NOT_SERVING from now on; calls are still served until shutdown().
+  void begin_drain();
+  // Health NOT_SERVING, no new connection, the calls in flight finished within `drain`.
   void shutdown(std::chrono::milliseconds drain);
 
   struct impl;

@@ -99,8 +99,11 @@ void rls_metrics::append(std::string& out) const {
       family.sample({{"domain", key.first}, {"rule", key.second}}, c.*(f.field));
   }
   prometheus_family requests(out, "floodgate_envoy_requests_total", metric_type::counter,
-                             "ShouldRateLimit calls answered, by gRPC status.");
-  constexpr const char* codes[] = {"OK", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "OTHER"};
+                             "ShouldRateLimit calls answered, by gRPC status; CANCELLED: the "
+                             "client gave up before the answer (its hits were still charged).");
+  constexpr const char* codes[] = {"OK",          "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                   "UNAVAILABLE", "CANCELLED",        "OTHER"};
+  static_assert(std::size(codes) == std::tuple_size_v<decltype(requests_)>);
   for (std::size_t i = 0; i < requests_.size(); ++i)
     requests.sample({{"code", codes[i]}}, requests_[i]);
   prometheus_family(out, "floodgate_envoy_request_duration_seconds", metric_type::histogram,

@@ -33,7 +33,16 @@ enum class verdict {
   over_limit,    // refused (or, in shadow mode, would have been)
 };
 
-enum class grpc_code_class { ok, invalid_argument, deadline_exceeded, other };
+// A ShouldRateLimit call's end. cancelled: its client gave up (cancelled, or its deadline
+// passed) before floodgated answered, whatever the answer was.
+enum class grpc_code_class {
+  ok,
+  invalid_argument,
+  deadline_exceeded,
+  unavailable,
+  cancelled,
+  other
+};
 
 class rls_metrics {
  public:
@@ -66,7 +75,7 @@ class rls_metrics {
   std::size_t request_named_ = 0;
   std::array<std::uint64_t, bounds_seconds.size() + 1> buckets_{};
   double latency_sum_ = 0;
-  std::array<std::uint64_t, 4> requests_{};
+  std::array<std::uint64_t, 6> requests_{};
   std::uint64_t refused_global_ = 0, refused_per_peer_ = 0;
   std::uint64_t streams_over_global_ = 0, streams_over_per_peer_ = 0, streams_timed_out_ = 0;
 };

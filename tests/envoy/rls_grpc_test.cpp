@@ -110,9 +110,10 @@ TEST(rls_grpc, the_same_burst_on_the_memory_backend) {
   burst_admits_exactly_the_limit("");
 }
 
+// With --envoy-failure-mode rule (the default is upstream's: grpc_failure_contract_test.cpp).
 TEST(rls_grpc, redis_down_follows_each_rules_failure_mode) {
   redis_server redis;
-  rls_process p(redis.url());
+  rls_process p(redis.url(), {"--envoy-failure-mode", "rule"});
   ASSERT_EQ(response(run_client(p, {check(request_of({{"path", "/open"}}))}), 0).at("overall_code"),
             "OK");
   redis.kill();
@@ -264,8 +265,8 @@ TEST(rls_grpc, a_bad_envoy_config_stops_start_up_naming_file_and_line) {
             std::string::npos)
       << r.output;
   const auto help = run_floodgated({"--help"});
-  for (const char* flag :
-       {"--grpc-listen", "--envoy-config", "--envoy-response-headers", "--envoy-shadow-mode"})
+  for (const char* flag : {"--grpc-listen", "--envoy-config", "--envoy-response-headers",
+                           "--envoy-shadow-mode", "--envoy-failure-mode"})
     EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

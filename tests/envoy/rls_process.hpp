@@ -57,21 +57,29 @@ inline void write_file(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
-// floodgated with the Envoy API on a free port, the config in its own temp dir.
+// Whether rls_process waits for /readyz before its first call.
+enum class wait_ready { yes, no };
+
+// floodgated with the Envoy API on a free port, the config in its own temp dir. A backend URL
+// without a query gets a generous call timeout: a loaded machine must not make a slow call a
+// backend error (tests of failures give their own).
 class rls_process {
  public:
-  explicit rls_process(const std::string& backend_url, std::vector<std::string> extra = {})
+  explicit rls_process(const std::string& backend_url, std::vector<std::string> extra = {},
+                       wait_ready ready = wait_ready::yes)
       : dir_(make_temp_dir("floodgate-rls-")), config_(dir_ + "/edge.yaml") {
     write_file(config_, envoy_yaml);
     floodgated_process::options o;
     o.extra_args = {"--grpc-listen", "127.0.0.1:0", "--envoy-config", config_};
-    // A generous call timeout: a loaded machine must not make a slow call a backend error.
     if (!backend_url.empty())
-      o.extra_args.insert(o.extra_args.end(), {"--redis", backend_url + "?timeout=2s"});
+      o.extra_args.insert(o.extra_args.end(), {"--redis", backend_url.find('?') == std::string::npos
+                                                              ? backend_url + "?timeout=2s"
+                                                              : backend_url});
     o.extra_args.insert(o.extra_args.end(), extra.begin(), extra.end());
     fg_ = std::make_unique<floodgated_process>(
         "rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n", o);
     grpc_port_ = fg_->grpc_port();
+    if (ready == wait_ready::no) return;
     // Connected to the backend (it connects in the background) before the first call.
     for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
          http_request_once(fg_->port(), "GET", "/readyz").status != 200;) {

@@ -134,28 +134,30 @@ class call final : public grpc::ServerGenericBidiReactor {
     }
     const auto t = s.guard.admit(s.peers.of(ctx->peer()), stream_guard::clock::now(), this);
     if (t.what != stream_guard::verdict::admitted) {
-      s.metrics.record_stream_refused(t.what);
+      s.metrics.record_stream_ended(rls_metrics::stream_end::per_peer);
       // Reset, not only answered: the client must stop sending, and the stream's slot and
       // whatever it already sent are freed now.
       ctx->TryCancel();
       Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          t.what == stream_guard::verdict::over_per_peer
-                              ? "too many calls from this address are waiting for their message"
-                              : "too many calls are waiting for their message"));
+                          "too many calls from this address are waiting for their message"));
       return;
     }
     id_ = t.id;
+    if (t.evicted)
+      static_cast<call*>(t.evicted)->end_waiting(
+          rls_metrics::stream_end::evicted, grpc::StatusCode::RESOURCE_EXHAUSTED,
+          "evicted: too many calls were waiting for their message");
     // Takes effect once gRPC binds this reactor, after the constructor: the sweeper cannot end
     // it before (its deadline is a message_timeout away).
     StartRead(&in_);
   }
 
-  // The sweeper's, once it took this call out of the guard: its message is late.
-  void time_out() {
-    s_.metrics.record_stream_timed_out();
+  // Whoever took this call out of the guard before its message came (the sweeper: late; a new
+  // call: evicted) ends it, and touches it no more.
+  void end_waiting(rls_metrics::stream_end why, grpc::StatusCode code, const char* message) {
+    s_.metrics.record_stream_ended(why);
     ctx_->TryCancel();  // may end the read at once, here: OnReadDone then leaves it to us
-    Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                        "the request message did not arrive in time"));
+    Finish(grpc::Status(code, message));
   }
 
   void OnReadDone(bool ok) override {
@@ -274,7 +276,10 @@ class sweeper {
     while (!stop_) {
       const auto now = stream_guard::clock::now();
       lock.unlock();
-      for (void* c : guard_.expire(now)) static_cast<call*>(c)->time_out();
+      for (void* c : guard_.expire(now))
+        static_cast<call*>(c)->end_waiting(rls_metrics::stream_end::timeout,
+                                           grpc::StatusCode::DEADLINE_EXCEEDED,
+                                           "the request message did not arrive in time");
       const auto next = guard_.next_deadline().value_or(now + guard_.caps().message_timeout / 4);
       lock.lock();
       wake_.wait_until(lock, next, [this] { return stop_; });

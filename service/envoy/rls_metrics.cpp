@@ -65,14 +65,9 @@ void rls_metrics::record_connection_refused(connection_table::verdict cap) {
   ++(cap == connection_table::verdict::over_per_peer ? refused_per_peer_ : refused_global_);
 }
 
-void rls_metrics::record_stream_refused(stream_guard::verdict cap) {
+void rls_metrics::record_stream_ended(stream_end why) {
   std::lock_guard lock(mutex_);
-  ++(cap == stream_guard::verdict::over_per_peer ? streams_over_per_peer_ : streams_over_global_);
-}
-
-void rls_metrics::record_stream_timed_out() {
-  std::lock_guard lock(mutex_);
-  ++streams_timed_out_;
+  ++streams_ended_[static_cast<std::size_t>(why)];
 }
 
 void rls_metrics::append(std::string& out) const {
@@ -116,11 +111,12 @@ void rls_metrics::append(std::string& out) const {
   refused.sample({{"cap", "per_peer"}}, refused_per_peer_);
   prometheus_family streams(out, "floodgate_envoy_stream_guard_total", metric_type::counter,
                             "gRPC calls ended before their request message arrived: refused "
-                            "at their headers (too many waiting for their message, in all or "
-                            "from one address) or past the message timeout.");
-  streams.sample({{"reason", "global"}}, streams_over_global_);
-  streams.sample({{"reason", "per_peer"}}, streams_over_per_peer_);
-  streams.sample({{"reason", "timeout"}}, streams_timed_out_);
+                            "at their headers (their address had too many waiting), evicted "
+                            "(the oldest waiting, for a new one) or past the message timeout.");
+  constexpr const char* reasons[] = {"per_peer", "evicted", "timeout"};
+  static_assert(std::size(reasons) == std::tuple_size_v<decltype(streams_ended_)>);
+  for (std::size_t i = 0; i < streams_ended_.size(); ++i)
+    streams.sample({{"reason", reasons[i]}}, streams_ended_[i]);
 }
 
 }  // namespace floodgate::service::envoy

@@ -23,7 +23,6 @@
 #include <string_view>
 
 #include "connection_table.hpp"
-#include "stream_guard.hpp"
 
 namespace floodgate::service::envoy {
 
@@ -57,10 +56,10 @@ class rls_metrics {
   void observe_request(std::chrono::nanoseconds latency, grpc_code_class c);
   // A new gRPC connection closed at once: over the global cap, or its address's.
   void record_connection_refused(connection_table::verdict cap);
-  // A call refused at its headers: too many calls were waiting for their message.
-  void record_stream_refused(stream_guard::verdict cap);
-  // A call ended because its message did not arrive in time.
-  void record_stream_timed_out();
+  // A call ended before its message arrived: refused at its headers (its address had too many
+  // waiting), evicted to make room for a new one (too many in all), or late.
+  enum class stream_end { per_peer, evicted, timeout };
+  void record_stream_ended(stream_end why);
   void append(std::string& out) const;
 
  private:
@@ -77,7 +76,7 @@ class rls_metrics {
   double latency_sum_ = 0;
   std::array<std::uint64_t, 6> requests_{};
   std::uint64_t refused_global_ = 0, refused_per_peer_ = 0;
-  std::uint64_t streams_over_global_ = 0, streams_over_per_peer_ = 0, streams_timed_out_ = 0;
+  std::array<std::uint64_t, 3> streams_ended_{};  // by stream_end
 };
 
 }  // namespace floodgate::service::envoy

@@ -5,16 +5,18 @@ namespace floodgate::service::envoy {
 stream_guard::ticket stream_guard::admit(const std::string& peer, clock::time_point now,
                                          void* owner) {
   std::lock_guard lock(mutex_);
-  if (waiting_.size() >= caps_.max_reading) return {verdict::over_global, 0};
-  auto& mine = per_peer_[peer];
-  if (mine >= caps_.max_reading_per_peer) {
-    if (mine == 0) per_peer_.erase(peer);
-    return {verdict::over_per_peer, 0};
+  if (const auto p = per_peer_.find(peer);
+      p != per_peer_.end() && p->second >= caps_.max_reading_per_peer)
+    return {verdict::over_per_peer, 0, nullptr};
+  void* evicted = nullptr;
+  if (waiting_.size() >= caps_.max_reading && !waiting_.empty()) {
+    evicted = waiting_.begin()->second.owner;
+    erase(waiting_.begin());
   }
-  ++mine;
+  ++per_peer_[peer];
   const auto id = next_id_++;
   waiting_.emplace_hint(waiting_.end(), id, entry{now + caps_.message_timeout, peer, owner});
-  return {verdict::admitted, id};
+  return {verdict::admitted, id, evicted};
 }
 
 void stream_guard::erase(std::map<std::uint64_t, entry>::iterator it) {

@@ -7,12 +7,17 @@
 // Pure: no gRPC, no clock and no thread of its own (grpc_server.cpp sweeps it).
 //
 //   stream_guard g({.max_reading = 1024, .max_reading_per_peer = 256, .message_timeout = 1s});
-//   auto t = g.admit("10.0.0.7", now, &reactor);   // t.verdict != admitted: refuse the call
+//   auto t = g.admit("10.0.0.7", now, &reactor);   // t.what != admitted: refuse the call
+//   if (t.evicted) end t.evicted;   // the oldest waiting call, to make room
 //   if (!g.arrived(t.id)) return;   // (on its message) the sweeper took it: not ours to end
 //   for (void* r : g.expire(now)) end r as timed out;
 //
-// Whoever removes an entry ends the call: arrived() true, the reactor; expire(), the sweeper.
-// So the sweeper never touches a call the reactor has ended, and the other way round.
+// Over the per-address cap a call is refused: that address holds enough. At the global cap the
+// oldest waiting call is evicted instead, so that clients from many addresses cannot keep
+// everyone else out: a legitimate message arrives in microseconds, so it is never the oldest
+// unless a thousand calls were opened meanwhile (HTTP's connection caps evict the same way).
+// Whoever removes an entry ends the call: arrived() true, the reactor; expire() or an eviction,
+// whoever called it. So a call is never ended twice, nor touched once ended.
 // Threading: every member from any thread.
 #pragma once
 
@@ -29,7 +34,8 @@
 namespace floodgate::service::envoy {
 
 struct stream_caps {
-  std::size_t max_reading = 1024;          // calls waiting for their message, in all
+  std::size_t max_reading = 1024;          // calls waiting for their message, in all (then the
+                                           // oldest is evicted)
   std::size_t max_reading_per_peer = 256;  // of them from one client address
   // A call whose message has not arrived this long after its headers is ended
   // (DEADLINE_EXCEEDED). An Envoy's request is one frame: it takes microseconds.
@@ -39,15 +45,16 @@ struct stream_caps {
 class stream_guard {
  public:
   using clock = std::chrono::steady_clock;
-  enum class verdict { admitted, over_global, over_per_peer };
+  enum class verdict { admitted, over_per_peer };
   struct ticket {
     verdict what = verdict::admitted;
-    std::uint64_t id = 0;  // for arrived(), when admitted
+    std::uint64_t id = 0;     // for arrived(), when admitted
+    void* evicted = nullptr;  // the call taken out to make room: the caller ends it
   };
 
   explicit stream_guard(stream_caps caps) : caps_(caps) {}
 
-  // A call's headers arrived from `peer`; `owner` is what expire() gives back.
+  // A call's headers arrived from `peer`; `owner` is what expire() and evictions give back.
   ticket admit(const std::string& peer, clock::time_point now, void* owner);
   // Its message arrived (or its read failed): true if it was still waiting, and is now the
   // caller's to end; false if expire() took it first.

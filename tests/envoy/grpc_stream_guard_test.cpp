@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "child_process.hpp"
 #include "metrics_text.hpp"
@@ -34,15 +35,16 @@ long memory_kib(pid_t pid, const std::string& field) {
   return -1;
 }
 
-// The attacker, from `source`, writing its JSON lines to `out`.
-child_process attack(
-    const rls_process& p, const std::string& source, int connections, int streams,
-    std::chrono::milliseconds hold, const std::string& out,
-    const std::string& path = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit") {
-  return child_process({"node", FLOODGATE_SOURCE_DIR "/tests/envoy/half_open_streams.js",
-                        p.address(), source, std::to_string(connections), std::to_string(streams),
-                        "16384", "65000", std::to_string(hold.count()), path},
-                       {.output = out});
+// The attacker, from `source`, writing its JSON lines to `out`; `path` empty: the RLS method.
+child_process attack(const rls_process& p, const std::string& source, int connections, int streams,
+                     std::chrono::milliseconds hold, const std::string& out,
+                     const std::string& path = "",
+                     std::chrono::milliseconds reopen = std::chrono::milliseconds(0)) {
+  return child_process(
+      {"node", FLOODGATE_SOURCE_DIR "/tests/envoy/half_open_streams.js", p.address(), source,
+       std::to_string(connections), std::to_string(streams), "16384", "65000",
+       std::to_string(hold.count()), path, std::to_string(reopen.count())},
+      {.output = out});
 }
 
 // The attacker's line for `event` ("sent" or "end"), waited for up to `within`.
@@ -88,6 +90,27 @@ TEST(grpc_stream_guard, half_open_streams_take_bounded_memory_and_leave_others_s
     EXPECT_LT(memory_kib(p.fg().pid(), "VmHWM") - before, 64 * 1024)
         << "KiB more at the most, with 4,000 half-open streams sent";
   }
+}
+
+// Five addresses together hold more calls waiting for their message than the 1,024 allowed in
+// all (256 each, a stream the server ends opened again 100 ms later): a call from a sixth is
+// still served, by evicting the oldest waiting one. Before: refused RESOURCE_EXHAUSTED for as
+// long as they held the cap.
+TEST(grpc_stream_guard, many_addresses_at_the_global_cap_do_not_keep_a_newcomer_out) {
+  rls_process p("");
+  std::vector<child_process> attackers;
+  for (int i = 0; i < 5; ++i)
+    attackers.push_back(attack(p, "127.0.0." + std::to_string(10 + i), 3, 100, 3000ms,
+                               p.dir() + "/attack" + std::to_string(i) + ".out", "", 100ms));
+  for (int i = 0; i < 5; ++i)
+    attack_line(p.dir() + "/attack" + std::to_string(i) + ".out", "sent", 10s);
+  const auto results = run_client(
+      p, {check(request_of({{"remote_address", "legit"}}), 5), json::object{{"health", ""}}});
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(results.at(0).at(i).as_object().contains("ok")) << json::serialize(results);
+  EXPECT_EQ(results.at(1).at(0).at("ok").at("status"), "SERVING") << json::serialize(results);
+  EXPECT_GE(metric(p, "floodgate_envoy_stream_guard_total{reason=\"evicted\"}"), 1);
+  for (auto& a : attackers) a.wait_exit(10s);
 }
 
 // A stream that stalls is ended about a second after its headers (message_timeout), and

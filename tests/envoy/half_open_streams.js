@@ -2,8 +2,10 @@
 // of a gRPC message claiming more bytes than it sends, and never finish. Node's own http2 (no
 // gRPC library): it keeps to the server's flow control and stream limits as a real client does.
 //   node half_open_streams.js HOST:PORT SOURCE CONNECTIONS STREAMS BYTES CLAIMED HOLD_MS [PATH]
+//                             [REOPEN_MS]
 // SOURCE: the local address to connect from. BYTES: what each stream sends (prefix included);
-// CLAIMED: the message length its 5-byte gRPC prefix states. Prints two JSON lines: "sent" once
+// CLAIMED: the message length its 5-byte gRPC prefix states. REOPEN_MS: a stream the server
+// ends is opened again that long after (0, the default: not), keeping the pressure on. Prints two JSON lines: "sent" once
 // every stream has written its bytes or been closed (or 2 s passed), "end" after HOLD_MS, then
 // closes everything. Counts: streams opened, written, and closed by the server (RST_STREAM or
 // trailers), and how soon after being opened the server closed them.
@@ -11,7 +13,8 @@
 const http2 = require('http2');
 const net = require('net');
 
-const [address, source, connections, streams, bytes, claimed, holdMs, path] = process.argv.slice(2);
+const [address, source, connections, streams, bytes, claimed, holdMs, path, reopenMs] =
+  process.argv.slice(2);
 const [host, port] = [address.slice(0, address.lastIndexOf(':')),
                       Number(address.slice(address.lastIndexOf(':') + 1))];
 const body = Buffer.alloc(Number(bytes), 0x61);
@@ -34,36 +37,43 @@ function maybeSent() {
   }
 }
 
+let ending = false;
+function open(session) {
+  if (ending || session.destroyed) return;
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': path || '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  let opened = 0;
+  stream.on('ready', () => { opened = Date.now(); ++count.opened; });
+  stream.on('error', () => {});
+  stream.on('close', () => {
+    if (ending) return;
+    ++count.closed;
+    if (opened) count.max_open_ms = Math.max(count.max_open_ms, Date.now() - opened);
+    maybeSent();
+    if (Number(reopenMs) > 0) setTimeout(() => open(session), Number(reopenMs));
+  });
+  stream.resume();
+  stream.write(body, () => { ++count.written; maybeSent(); });
+}
+
 for (let c = 0; c < Number(connections); ++c) {
   const session = http2.connect(`http://${address}`, {
     createConnection: () => net.connect({ host, port, localAddress: source }),
   });
   session.on('error', () => {});
   sessions.push(session);
-  for (let s = 0; s < Number(streams); ++s) {
-    const stream = session.request({
-      ':method': 'POST',
-      ':path': path ?? '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    });
-    let opened = 0;
-    stream.on('ready', () => { opened = Date.now(); ++count.opened; });
-    stream.on('error', () => {});
-    stream.on('close', () => {
-      ++count.closed;
-      if (opened) count.max_open_ms = Math.max(count.max_open_ms, Date.now() - opened);
-      maybeSent();
-    });
-    stream.resume();
-    stream.write(body, () => { ++count.written; maybeSent(); });
-  }
+  for (let s = 0; s < Number(streams); ++s) open(session);
 }
 
 setTimeout(() => { if (!sentPrinted) { sentPrinted = true; print('sent'); } }, 2000);
 setTimeout(() => {
   // Still open now: never closed by the server.
   print('end');
+  ending = true;
   for (const s of sessions) s.destroy();
   process.exit(0);
 }, Number(holdMs));

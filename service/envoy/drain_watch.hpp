@@ -5,6 +5,10 @@
 //
 //   drain_watch w([&] { grpc.begin_drain(); });
 //
+// A signal that comes after the watch exists but before the HTTP server has registered its own
+// (the few milliseconds between them at start-up) no longer ends the process: Asio's handler
+// is installed, and only the watch hears it. Supervisors send SIGTERM again or SIGKILL.
+//
 // Threading: the function runs once, on the watch's own thread; the destructor waits for it.
 #pragma once
 

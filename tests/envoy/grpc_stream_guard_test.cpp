@@ -76,7 +76,7 @@ TEST(grpc_stream_guard, half_open_streams_take_bounded_memory_and_leave_others_s
   const long before = memory_kib(p.fg().pid(), "VmRSS");
   const auto out = p.dir() + "/attack.out";
   auto attacker = attack(p, "127.0.0.2", 4, 1000, 3000ms, out);
-  attack_line(out, "sent", 10s);
+  EXPECT_EQ(attack_line(out, "sent", 10s).at("max_streams"), 100) << "streams a connection";
   const auto results = run_client(
       p, {check(request_of({{"remote_address", "legit"}}), 3), json::object{{"health", ""}}});
   for (int i = 0; i < 3; ++i)

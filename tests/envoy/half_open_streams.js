@@ -8,7 +8,8 @@
 // ends is opened again that long after (0, the default: not), keeping the pressure on. Prints two JSON lines: "sent" once
 // every stream has written its bytes or been closed (or 2 s passed), "end" after HOLD_MS, then
 // closes everything. Counts: streams opened, written, and closed by the server (RST_STREAM or
-// trailers), and how soon after being opened the server closed them.
+// trailers), how soon after being opened the server closed them, and the server's
+// SETTINGS_MAX_CONCURRENT_STREAMS (max_streams).
 'use strict';
 const http2 = require('http2');
 const net = require('net');
@@ -22,7 +23,7 @@ body.writeUInt8(0, 0);
 body.writeUInt32BE(Number(claimed), 1);
 
 const start = Date.now();
-const count = { opened: 0, written: 0, closed: 0, max_open_ms: 0 };
+const count = { opened: 0, written: 0, closed: 0, max_open_ms: 0, max_streams: null };
 const total = Number(connections) * Number(streams);
 const sessions = [];
 let sentPrinted = false;
@@ -65,6 +66,7 @@ for (let c = 0; c < Number(connections); ++c) {
     createConnection: () => net.connect({ host, port, localAddress: source }),
   });
   session.on('error', () => {});
+  session.on('remoteSettings', (s) => { count.max_streams = s.maxConcurrentStreams ?? null; });
   sessions.push(session);
   for (let s = 0; s < Number(streams); ++s) open(session);
 }

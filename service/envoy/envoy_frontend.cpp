@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "drain_watch.hpp"
 #include "envoy_config.hpp"
 #include "grpc_server.hpp"
 #include "logging/log_format.hpp"
@@ -30,6 +31,10 @@ const char* envoy_flags::usage =
                        SIGHUP reloads it; a bad new file is logged and the old config stays.
   --envoy-response-headers  add RateLimit-Limit, -Remaining and -Reset to responses.
   --envoy-shadow-mode  report statuses but always answer OK overall.
+  --envoy-failure-mode error|rule
+                       when Redis fails: error (default, as envoyproxy/ratelimit): the call
+                       fails UNAVAILABLE and Envoy's failure_mode_deny decides; rule: each
+                       rule's failure_mode answers (open: OK, closed: OVER_LIMIT).
 )";
 
 bool envoy_flags::parse(std::string_view arg, const std::function<std::string_view()>& next) {
@@ -54,6 +59,17 @@ bool envoy_flags::parse(std::string_view arg, const std::function<std::string_vi
     shadow_mode = true;
     return true;
   }
+  if (arg == "--envoy-failure-mode") {
+    const auto v = next();
+    if (v != "error" && v != "rule") {
+      std::fprintf(stderr,
+                   "floodgated: --envoy-failure-mode wants error or rule\n(see floodgated "
+                   "--help)\n");
+      std::exit(2);
+    }
+    failure_by_rule = v == "rule";
+    return true;
+  }
   return false;
 }
 
@@ -65,6 +81,7 @@ struct envoy_frontend::impl {
     rls_options o;
     o.response_headers = f.response_headers;
     o.shadow_mode = f.shadow_mode;
+    o.on_backend_failure = f.failure_by_rule ? backend_failure::rule : backend_failure::error;
     return o;
   }
 
@@ -78,6 +95,7 @@ struct envoy_frontend::impl {
   envoy_config_store store;
   rls_service service;
   std::unique_ptr<grpc_server> server;
+  std::unique_ptr<drain_watch> drain;  // after `server`, which it tells
 };
 
 envoy_frontend::envoy_frontend(const envoy_flags& flags,
@@ -99,6 +117,7 @@ envoy_frontend::envoy_frontend(const envoy_flags& flags,
         "msg=\"grpc listening\" address={} port={} max_connections={} max_connections_per_peer={}",
         quote(flags.grpc_listen), impl_->server->port(), options.caps.max_connections,
         options.caps.max_per_peer);
+    impl_->drain = std::make_unique<drain_watch>([s = impl_->server.get()] { s->begin_drain(); });
   }
 }
 
@@ -121,6 +140,7 @@ bool envoy_frontend::reload() {
 }
 
 void envoy_frontend::shutdown(std::chrono::milliseconds drain) {
+  impl_->drain.reset();
   if (impl_->server) impl_->server->shutdown(drain);
 }
 

@@ -28,6 +28,9 @@ struct envoy_flags {
   std::vector<std::string> configs;  // --envoy-config PATH (repeatable)
   bool response_headers = false;     // --envoy-response-headers
   bool shadow_mode = false;          // --envoy-shadow-mode
+  // --envoy-failure-mode error|rule: a backend failure is a gRPC error (UNAVAILABLE, upstream's
+  // contract) or each rule's failure_mode answers.
+  bool failure_by_rule = false;
   // --grpc-max-connections: open gRPC connections in all (main.cpp parses both, as it does
   // --max-connections, and lowers this one below the open-file limit).
   std::size_t max_connections = 1024;
@@ -53,7 +56,8 @@ class envoy_frontend {
   // Reloads the --envoy-config files; a bad one is logged and the old config stays.
   // Returns whether it loaded.
   bool reload();
-  // Health NOT_SERVING, then finishes the calls in flight within `drain`.
+  // Health NOT_SERVING (also at the first SIGTERM or SIGINT, when the HTTP drain begins), then
+  // finishes the calls in flight within `drain`.
   void shutdown(std::chrono::milliseconds drain);
 
   struct impl;

@@ -112,8 +112,7 @@ bool out_of_descriptors(int error) {
 }  // namespace
 
 struct grpc_acceptor::impl {
-  impl(const std::string& address, connection_caps caps, std::function<void(int)> hand,
-       on_refused refused)
+  impl(const std::string& address, connection_caps caps, on_admitted hand, on_refused refused)
       : listener(listen_on(address)),
         wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         table(caps, socket_still_open),
@@ -140,7 +139,7 @@ struct grpc_acceptor::impl {
   int listener;
   int wake;
   connection_table table;
-  std::function<void(int)> hand_over;
+  on_admitted hand_over;
   on_refused note_refused;
   std::thread thread;
   log_throttle<cap_event> cap_log{log_interval};
@@ -214,7 +213,7 @@ void grpc_acceptor::impl::accept_one(clock::time_point& retry_at) {
   }
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  hand_over(fd);
+  hand_over(fd, peer);
 }
 
 void grpc_acceptor::impl::flush_logs(bool stopping) {
@@ -233,7 +232,7 @@ void grpc_acceptor::impl::flush_logs(bool stopping) {
 }
 
 grpc_acceptor::grpc_acceptor(const std::string& address, connection_caps caps,
-                             std::function<void(int fd)> hand_over, on_refused refused)
+                             on_admitted hand_over, on_refused refused)
     : impl_(std::make_unique<impl>(address, caps, std::move(hand_over), std::move(refused))) {}
 
 grpc_acceptor::~grpc_acceptor() {

@@ -8,7 +8,7 @@
 // them from then on.
 //
 //   grpc_acceptor a("127.0.0.1:8081", {.max_connections = 1024, .max_per_peer = 256},
-//                   [&](int fd) { hand to gRPC }, [&](auto v) { count refusals });  // binds
+//                   [&](int fd, auto& peer) { hand to gRPC }, [&](auto v) { count refusals });
 //   a.port(); a.start(); ... a.stop();
 //
 // Threading: the accept loop runs on a thread of its own between start() and stop(); the two
@@ -26,11 +26,13 @@ namespace floodgate::service::envoy {
 class grpc_acceptor {
  public:
   using on_refused = std::function<void(connection_table::verdict)>;
+  // An admitted connection's descriptor and its client's address (as the caps count it).
+  using on_admitted = std::function<void(int fd, const std::string& peer)>;
 
   // Binds and listens on HOST:PORT (a name, an IPv4 address or a bracketed IPv6 one; port 0
   // picks a free one). Throws std::runtime_error if it cannot.
-  grpc_acceptor(const std::string& address, connection_caps caps,
-                std::function<void(int fd)> hand_over, on_refused refused);
+  grpc_acceptor(const std::string& address, connection_caps caps, on_admitted hand_over,
+                on_refused refused);
   ~grpc_acceptor();  // stop()
   grpc_acceptor(const grpc_acceptor&) = delete;
   grpc_acceptor& operator=(const grpc_acceptor&) = delete;

@@ -4,11 +4,14 @@
 //
 //   grpc_server g({.address = "127.0.0.1:8081"}, rls, metrics);  // throws if it cannot bind
 //   ... g.port() ...
-//   g.shutdown(5s);   // health NOT_SERVING, refuse new calls, finish those in flight
+//   g.begin_drain();  // health NOT_SERVING (SIGTERM): new calls go elsewhere
+//   g.shutdown(5s);   // refuse new calls, finish those in flight
 //
 // Connections are accepted by floodgated (grpc_acceptor: caps, no give-up on EMFILE) and handed
-// to gRPC. Threading: calls arrive on gRPC's threads and are answered from the limiter's
-// handler.
+// to gRPC; every call is ours from its headers (one generic service) and counted until its
+// message arrives (stream_guard: caps and a deadline). Threading: calls arrive on gRPC's
+// threads and are answered from the limiter's handler; one thread ends the calls whose message
+// is late.
 #pragma once
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include <string>
 
 #include "connection_table.hpp"
+#include "stream_guard.hpp"
 
 namespace floodgate::service::envoy {
 
@@ -27,10 +31,14 @@ struct grpc_options {
   std::string address = "127.0.0.1:8081";     // HOST:PORT; port 0 picks a free one
   std::size_t max_message_bytes = 64 * 1024;  // a larger request is refused by gRPC
   // Calls in flight on one connection at most (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a
-  // client waits for a slot beyond it.
-  int max_streams_per_connection = 1000;
-  // Memory gRPC may use for connections and calls; beyond it new work is refused.
+  // client waits for a slot beyond it (Envoy opens another connection).
+  int max_streams_per_connection = 100;
+  // Memory gRPC may use for connections and calls; beyond it new work is refused. A backstop:
+  // the caps below are what bound a hostile client's share.
   std::size_t memory_quota_bytes = 256u << 20;
+  // Calls whose message has not arrived: at most so many in all and per address, each at most
+  // message_timeout. A call over a cap is refused at once (RESOURCE_EXHAUSTED).
+  stream_caps streams;
   // Open connections at most, in all and from one client address: a new one over either is
   // closed at once (grpc_acceptor.hpp).
   connection_caps caps;
@@ -44,6 +52,9 @@ class grpc_server {
   grpc_server& operator=(const grpc_server&) = delete;
 
   int port() const noexcept;
+  // Health NOT_SERVING from now on; calls are still served until shutdown().
+  void begin_drain();
+  // Health NOT_SERVING, no new connection, the calls in flight finished within `drain`.
   void shutdown(std::chrono::milliseconds drain);
 
   struct impl;

@@ -65,6 +65,11 @@ void rls_metrics::record_connection_refused(connection_table::verdict cap) {
   ++(cap == connection_table::verdict::over_per_peer ? refused_per_peer_ : refused_global_);
 }
 
+void rls_metrics::record_stream_ended(stream_end why) {
+  std::lock_guard lock(mutex_);
+  ++streams_ended_[static_cast<std::size_t>(why)];
+}
+
 void rls_metrics::append(std::string& out) const {
   std::lock_guard lock(mutex_);
   struct family {
@@ -89,8 +94,11 @@ void rls_metrics::append(std::string& out) const {
       family.sample({{"domain", key.first}, {"rule", key.second}}, c.*(f.field));
   }
   prometheus_family requests(out, "floodgate_envoy_requests_total", metric_type::counter,
-                             "ShouldRateLimit calls answered, by gRPC status.");
-  constexpr const char* codes[] = {"OK", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "OTHER"};
+                             "ShouldRateLimit calls answered, by gRPC status; CANCELLED: the "
+                             "client gave up before the answer (its hits were still charged).");
+  constexpr const char* codes[] = {"OK",          "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                   "UNAVAILABLE", "CANCELLED",        "OTHER"};
+  static_assert(std::size(codes) == std::tuple_size_v<decltype(requests_)>);
   for (std::size_t i = 0; i < requests_.size(); ++i)
     requests.sample({{"code", codes[i]}}, requests_[i]);
   prometheus_family(out, "floodgate_envoy_request_duration_seconds", metric_type::histogram,
@@ -101,6 +109,14 @@ void rls_metrics::append(std::string& out) const {
                             "address's (--grpc-max-connections, --grpc-max-connections-per-peer).");
   refused.sample({{"cap", "global"}}, refused_global_);
   refused.sample({{"cap", "per_peer"}}, refused_per_peer_);
+  prometheus_family streams(out, "floodgate_envoy_stream_guard_total", metric_type::counter,
+                            "gRPC calls ended before their request message arrived: refused "
+                            "at their headers (their address had too many waiting), evicted "
+                            "(the oldest waiting, for a new one) or past the message timeout.");
+  constexpr const char* reasons[] = {"per_peer", "evicted", "timeout"};
+  static_assert(std::size(reasons) == std::tuple_size_v<decltype(streams_ended_)>);
+  for (std::size_t i = 0; i < streams_ended_.size(); ++i)
+    streams.sample({{"reason", reasons[i]}}, streams_ended_[i]);
 }
 
 }  // namespace floodgate::service::envoy

@@ -32,7 +32,16 @@ enum class verdict {
   over_limit,    // refused (or, in shadow mode, would have been)
 };
 
-enum class grpc_code_class { ok, invalid_argument, deadline_exceeded, other };
+// A ShouldRateLimit call's end. cancelled: its client gave up (cancelled, or its deadline
+// passed) before floodgated answered, whatever the answer was.
+enum class grpc_code_class {
+  ok,
+  invalid_argument,
+  deadline_exceeded,
+  unavailable,
+  cancelled,
+  other
+};
 
 class rls_metrics {
  public:
@@ -47,6 +56,10 @@ class rls_metrics {
   void observe_request(std::chrono::nanoseconds latency, grpc_code_class c);
   // A new gRPC connection closed at once: over the global cap, or its address's.
   void record_connection_refused(connection_table::verdict cap);
+  // A call ended before its message arrived: refused at its headers (its address had too many
+  // waiting), evicted to make room for a new one (too many in all), or late.
+  enum class stream_end { per_peer, evicted, timeout };
+  void record_stream_ended(stream_end why);
   void append(std::string& out) const;
 
  private:
@@ -61,8 +74,9 @@ class rls_metrics {
   std::size_t request_named_ = 0;
   std::array<std::uint64_t, bounds_seconds.size() + 1> buckets_{};
   double latency_sum_ = 0;
-  std::array<std::uint64_t, 4> requests_{};
+  std::array<std::uint64_t, 6> requests_{};
   std::uint64_t refused_global_ = 0, refused_per_peer_ = 0;
+  std::array<std::uint64_t, 3> streams_ended_{};  // by stream_end
 };
 
 }  // namespace floodgate::service::envoy

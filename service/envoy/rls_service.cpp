@@ -1,13 +1,13 @@
 #include "rls_service.hpp"
 
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <limits>
 #include <mutex>
 #include <set>
-
-#include <openssl/evp.h>
 
 #include "floodgate/errors.hpp"
 #include "rls_metrics.hpp"
@@ -122,6 +122,7 @@ struct call {
   rls_metrics* metrics = nullptr;
   std::mutex mutex;
   std::size_t pending = 0;
+  std::error_code backend_error;  // the first failure of a check, if any
 };
 
 floodgate::decision failure_decision(const floodgate::policy& p) {
@@ -138,6 +139,14 @@ std::uint32_t clamp32(std::int64_t v) {
 
 void finish(call& c) {
   rls_result result;
+  // Upstream's contract: the call fails and Envoy's failure_mode_deny decides. Nothing was
+  // decided, so no rule's counters move.
+  if (c.backend_error && c.options.on_backend_failure == backend_failure::error) {
+    result.outcome = rls_result::kind::unavailable;
+    result.message = "the rate limit backend failed: " + c.backend_error.message();
+    auto handler = std::move(c.handler);
+    return handler(std::move(result));
+  }
   auto& resp = result.response;
   resp.statuses.resize(c.slots.size());
   bool over = false;
@@ -220,6 +229,8 @@ void settle(const std::shared_ptr<call>& c, const std::vector<std::size_t>& indi
       it.backend_failed = r.outcome == outcome::backend_error || !ok;
       it.consumed = r.outcome == outcome::allowed;
     }
+    if (r.outcome == outcome::backend_error && !c->backend_error)
+      c->backend_error = r.error ? r.error : make_error_code(errc::server_error);
     done = --c->pending == 0;
   }
   if (done) finish(*c);
@@ -230,6 +241,10 @@ void settle(const std::shared_ptr<call>& c, const std::vector<std::size_t>& indi
 rls_service::rls_service(std::shared_ptr<floodgate::limiter> limiter,
                          const envoy_config_store& store, rls_options options, rls_metrics* metrics)
     : limiter_(std::move(limiter)), store_(store), options_(options), metrics_(metrics) {}
+
+bool rls_service::ready() const noexcept {
+  return limiter_->get_backend().healthy();
+}
 
 std::string rls_service::validate(const request& req) const {
   const auto& caps = options_.caps;

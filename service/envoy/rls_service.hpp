@@ -77,9 +77,10 @@ struct response {
   std::vector<header> response_headers_to_add;
 };
 
-// What the caller maps to a gRPC status: ok (a response), invalid_argument, deadline_exceeded.
+// What the caller maps to a gRPC status: ok (a response), invalid_argument, deadline_exceeded,
+// unavailable (the backend failed, under backend_failure::error).
 struct rls_result {
-  enum class kind { ok, invalid_argument, deadline_exceeded } outcome = kind::ok;
+  enum class kind { ok, invalid_argument, deadline_exceeded, unavailable } outcome = kind::ok;
   std::string message;  // for the errors
   envoy::response response;
 };
@@ -96,9 +97,18 @@ struct request_caps {
   std::size_t max_plain_counter_key = 256;
 };
 
+// What a call answers when the backend fails (Redis down, a timeout, a wrong password).
+enum class backend_failure {
+  // A gRPC error (UNAVAILABLE): Envoy's failure_mode_deny decides, as with upstream.
+  error,
+  // Each rule's failure_mode: open answers OK, closed (the default) OVER_LIMIT.
+  rule,
+};
+
 struct rls_options {
   bool response_headers = false;  // RateLimit-Limit/-Remaining/-Reset, as upstream's option
   bool shadow_mode = false;       // global: overall OK whatever the statuses say
+  backend_failure on_backend_failure = backend_failure::error;
   request_caps caps;
 };
 
@@ -128,6 +138,8 @@ class rls_service {
   std::string validate(const request& req) const;
 
   const rls_options& options() const noexcept { return options_; }
+  // Whether the backend is ready, as /readyz says (what gRPC health reports).
+  bool ready() const noexcept;
 
  private:
   std::shared_ptr<floodgate::limiter> limiter_;

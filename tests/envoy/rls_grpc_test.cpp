@@ -15,125 +15,13 @@
 #include <fstream>
 #include <thread>
 
-#include "floodgated_process.hpp"
-#include "http_client.hpp"
 #include "redis_server.hpp"
+#include "rls_process.hpp"
 
 namespace floodgate::test {
 namespace {
 
-namespace json = boost::json;
 using namespace std::chrono_literals;
-
-const char* envoy_yaml = R"(
-domain: edge
-descriptors:
-  - key: remote_address
-    rate_limit: {unit: minute, requests_per_unit: 30}
-  - key: path
-    value: /api
-    rate_limit: {unit: minute, requests_per_unit: 1000, name: api}
-  - key: path
-    value: /open
-    rate_limit: {unit: minute, requests_per_unit: 5, failure_mode: open}
-  - key: tenant
-    descriptors:
-      - key: plan
-        value: paid
-        rate_limit: {unlimited: true}
-  - key: remote_address
-    value: 50.0.0.5
-    rate_limit: {unit: second, requests_per_unit: 0}
-  - key: path
-    value: /files/*/raw
-    share_threshold: True
-    rate_limit: {unit: minute, requests_per_unit: 2}
-)";
-
-void write_file(const std::string& path, const std::string& text) {
-  const auto tmp = path + ".tmp";
-  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << text;
-  std::filesystem::rename(tmp, path);
-}
-
-// floodgated with the Envoy API on a free port, the config in its own temp dir.
-class rls_process {
- public:
-  explicit rls_process(const std::string& backend_url, std::vector<std::string> extra = {})
-      : dir_(make_temp_dir("floodgate-rls-")), config_(dir_ + "/edge.yaml") {
-    write_file(config_, envoy_yaml);
-    floodgated_process::options o;
-    o.extra_args = {"--grpc-listen", "127.0.0.1:0", "--envoy-config", config_};
-    // A generous call timeout: a loaded machine must not make a slow call a backend error.
-    if (!backend_url.empty())
-      o.extra_args.insert(o.extra_args.end(), {"--redis", backend_url + "?timeout=2s"});
-    o.extra_args.insert(o.extra_args.end(), extra.begin(), extra.end());
-    fg_ = std::make_unique<floodgated_process>(
-        "rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n", o);
-    grpc_port_ = fg_->grpc_port();
-    // Connected to the backend (it connects in the background) before the first call.
-    for (auto deadline = std::chrono::steady_clock::now() + 10s;
-         http_request_once(fg_->port(), "GET", "/readyz").status != 200;) {
-      if (std::chrono::steady_clock::now() > deadline)
-        throw std::runtime_error("floodgated not ready:\n" + fg_->log());
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-  ~rls_process() {
-    fg_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  std::string address() const { return "127.0.0.1:" + std::to_string(grpc_port_); }
-  floodgated_process& fg() { return *fg_; }
-  const std::string& config_path() const { return config_; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-  std::string config_;
-  std::unique_ptr<floodgated_process> fg_;
-  int grpc_port_ = 0;
-};
-
-std::string node_command(const std::string& address, const std::string& in, const std::string& out,
-                         const std::string& err) {
-  return "NODE_PATH='" FLOODGATE_NODE_MODULES "' node '" FLOODGATE_SOURCE_DIR
-         "/tests/envoy/rls_client.js' " +
-         address + " < '" + in + "' > '" + out + "' 2> '" + err + "'";
-}
-
-// Runs the Node client on `calls` (a JSON array, see rls_client.js) and returns its results.
-json::array run_client(const rls_process& p, const json::array& calls) {
-  const auto in = p.dir() + "/calls.json", out = p.dir() + "/results.json",
-             err = p.dir() + "/client.err";
-  write_file(in, json::serialize(calls));
-  const int rc = std::system(node_command(p.address(), in, out, err).c_str());
-  if (rc != 0) throw std::runtime_error("the Node client failed:\n" + read_file(err));
-  return json::parse(read_file(out)).as_array();
-}
-
-json::object request_of(std::initializer_list<std::pair<const char*, const char*>> descriptors,
-                        std::int64_t hits = 0) {
-  json::array ds;
-  for (const auto& [k, v] : descriptors)
-    ds.push_back(json::object{{"entries", json::array{json::object{{"key", k}, {"value", v}}}}});
-  json::object r{{"domain", "edge"}, {"descriptors", ds}};
-  if (hits) r["hits_addend"] = hits;
-  return r;
-}
-
-json::object check(json::object req, int parallel = 1) {
-  return json::object{{"check", std::move(req)}, {"parallel", parallel}};
-}
-
-// The first copy's response of call `i`.
-const json::object& response(const json::array& results, std::size_t i) {
-  const auto& r = results.at(i).as_array().at(0).as_object();
-  if (!r.contains("ok")) throw std::runtime_error("call failed: " + json::serialize(r));
-  return r.at("ok").as_object();
-}
 
 TEST(rls_grpc, envoys_wire_format_round_trips) {
   redis_server redis;
@@ -222,9 +110,10 @@ TEST(rls_grpc, the_same_burst_on_the_memory_backend) {
   burst_admits_exactly_the_limit("");
 }
 
+// With --envoy-failure-mode rule (the default is upstream's: grpc_failure_contract_test.cpp).
 TEST(rls_grpc, redis_down_follows_each_rules_failure_mode) {
   redis_server redis;
-  rls_process p(redis.url());
+  rls_process p(redis.url(), {"--envoy-failure-mode", "rule"});
   ASSERT_EQ(response(run_client(p, {check(request_of({{"path", "/open"}}))}), 0).at("overall_code"),
             "OK");
   redis.kill();
@@ -376,8 +265,8 @@ TEST(rls_grpc, a_bad_envoy_config_stops_start_up_naming_file_and_line) {
             std::string::npos)
       << r.output;
   const auto help = run_floodgated({"--help"});
-  for (const char* flag :
-       {"--grpc-listen", "--envoy-config", "--envoy-response-headers", "--envoy-shadow-mode"})
+  for (const char* flag : {"--grpc-listen", "--envoy-config", "--envoy-response-headers",
+                           "--envoy-shadow-mode", "--envoy-failure-mode"})
     EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

@@ -515,15 +515,23 @@ TEST(rls_metrics_bounds, series_named_by_requests_are_bounded_apart) {
             std::string::npos);
 }
 
-TEST(rls_failures, redis_down_follows_each_rules_failure_mode) {
+// Each call on a fresh service with `mode`, against a Redis that `redis` can stop.
+struct failing_redis {
   test::redis_server redis;
-  backend_options bo;
-  bo.redis.timeout = 100ms;
-  bo.redis.connect_timeout = 200ms;
-  auto limiter = std::make_shared<floodgate::limiter>(redis.url(), bo);
-  envoy_config_store store(make_config(config_text));
-  rls_service service(limiter, store, {});
-  auto call = [&](std::vector<descriptor> ds) {
+  // Generous: a loaded machine must not fail the calls made before the outage (those after it
+  // fail at once: the connection is refused).
+  std::shared_ptr<floodgate::limiter> limiter = [this] {
+    backend_options bo;
+    bo.redis.timeout = 2s;
+    bo.redis.connect_timeout = 2s;
+    return std::make_shared<floodgate::limiter>(redis.url(), bo);
+  }();
+  envoy_config_store store{make_config(config_text)};
+
+  rls_result call(backend_failure mode, std::vector<descriptor> ds) {
+    rls_options o;
+    o.on_backend_failure = mode;
+    rls_service service(limiter, store, o);
     request req;
     req.domain = "edge";
     req.descriptors = std::move(ds);
@@ -531,10 +539,33 @@ TEST(rls_failures, redis_down_follows_each_rules_failure_mode) {
     auto f = p.get_future();
     service.async_should_rate_limit(req, rls_service::clock::now() + 5s,
                                     [&p](rls_result r) { p.set_value(std::move(r)); });
-    return f.get().response;
+    return f.get();
+  }
+};
+
+// Upstream's contract, the default: whatever the rules' failure_mode, the call fails.
+TEST(rls_failures, redis_down_fails_the_call_unavailable_by_default) {
+  failing_redis f;
+  EXPECT_EQ(f.call(rls_options{}.on_backend_failure, {desc({{"bucket", "b"}})}).outcome,
+            rls_result::kind::ok);
+  f.redis.kill();
+  for (const char* key : {"bucket", "remote_address"}) {
+    const auto r = f.call(rls_options{}.on_backend_failure, {desc({{key, "b"}})});
+    EXPECT_EQ(r.outcome, rls_result::kind::unavailable) << key;
+    EXPECT_NE(r.message.find("the rate limit backend failed: "), std::string::npos) << r.message;
+  }
+  // A request with no counter asks nothing of the backend: still answered.
+  EXPECT_EQ(f.call(backend_failure::error, {desc({{"unknown", "b"}})}).outcome,
+            rls_result::kind::ok);
+}
+
+TEST(rls_failures, redis_down_follows_each_rules_failure_mode) {
+  failing_redis f;
+  auto call = [&f](std::vector<descriptor> ds) {
+    return f.call(backend_failure::rule, std::move(ds)).response;
   };
   EXPECT_EQ(call({desc({{"bucket", "b"}})}).overall, code::ok);
-  redis.kill();
+  f.redis.kill();
   // bucket fails open, remote_address (the default) closed.
   auto open = call({desc({{"bucket", "b"}})});
   EXPECT_EQ(open.overall, code::ok);

@@ -64,12 +64,13 @@ class cluster_call final : public request {
     return c;
   }
 
-  void finish(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
-  void finish_part(const decision& d) noexcept { inner_->complete_part(d); }
+  // The caller's answer: the cluster is done with the call.
+  void answer(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
+  void answer_part(const decision& d) noexcept { inner_->complete_part(d); }
+  // The node it was enqueued on (which observes it: request::observer), or null.
+  node* sent_to() const noexcept { return static_cast<node*>(observer); }
 
   node* target = nullptr;   // send here regardless of the map (a redirection's target)
-  node* sent_to = nullptr;  // where it was enqueued
-  bool probe = false;       // the half-open breaker's probe
   int redirects = 0;
   int tryagains = 0;
   steady::time_point not_before{};  // deferred until
@@ -192,15 +193,15 @@ class cluster_client::impl final : public node_owner,
   // --- completions (io thread) -------------------------------------------------------------
 
   void on_call_complete(cluster_call& c, std::error_code ec, reply* r) noexcept {
-    if (torn_down_) return c.finish(ec, r);
-    if (c.sent_to) c.sent_to->finished(ec, c.probe);
+    // (The node it was sent to heard of the outcome first: request::finish.)
+    if (torn_down_) return c.answer(ec, r);
     if (r != nullptr && r->is_error()) {
       const auto code = r->error_code();
       if ((code == "MOVED" || code == "ASK") && c.redirects < max_cluster_redirects) {
         if (auto to = parse_redirect(r->str)) {
           redirections_.fetch_add(1, std::memory_order_relaxed);
           const std::string& host =
-              to->host.empty() && c.sent_to ? c.sent_to->config().endpoint.host : to->host;
+              to->host.empty() && c.sent_to() ? c.sent_to()->config().endpoint.host : to->host;
           node* n = node_for(host, to->port);
           auto again = c.take();
           ++again->redirects;
@@ -230,13 +231,12 @@ class cluster_client::impl final : public node_owner,
       }
     }
     if (ec == errc::not_connected || ec == errc::timeout) request_refresh();
-    c.finish(ec, r);
+    c.answer(ec, r);
   }
 
   // A check decided in a batch: an answer from its node.
   void on_part_complete(cluster_call& c, const decision& d) noexcept {
-    if (!torn_down_ && c.sent_to) c.sent_to->finished({}, c.probe);
-    c.finish_part(d);
+    c.answer_part(d);
   }
 
   void on_slots(node* asked, std::error_code ec, reply* r) noexcept {
@@ -322,24 +322,24 @@ class cluster_client::impl final : public node_owner,
 
   void route(request_ptr r) {
     auto& c = static_cast<cluster_call&>(*r);
-    if (c.sent_to) {  // given back unsent by a connection: admitted again
-      c.sent_to->not_sent(c.probe);
-      c.sent_to = nullptr;
+    if (node* was = c.sent_to()) {  // given back unsent by a connection: admitted again
+      was->not_sent(c.probe);
+      c.observer = nullptr;
       c.probe = false;
     }
-    if (c.deadline <= steady::now()) return c.finish(errc::timeout, nullptr);
+    if (c.deadline <= steady::now()) return c.answer(errc::timeout, nullptr);
     node* n = c.target;
     if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
     if (!n) n = any_node();
-    if (!n) return c.finish(errc::not_connected, nullptr);
+    if (!n) return c.answer(errc::not_connected, nullptr);
     connection* to = n->admit(c.probe) ? n->pick() : nullptr;
     if (to == nullptr) {
       n->not_sent(c.probe);
       c.probe = false;
       request_refresh();  // a failover may have given the slot to a reachable node
-      return c.finish(errc::not_connected, nullptr);
+      return c.answer(errc::not_connected, nullptr);
     }
-    c.sent_to = n;
+    c.observer = n;
     to->enqueue(std::move(r));
     if (std::find(dirty_.begin(), dirty_.end(), to) == dirty_.end()) dirty_.push_back(to);
   }

@@ -16,6 +16,7 @@
 #include "redis/node.hpp"
 #include "redis/pool_health.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/waiting_room.hpp"
 
 namespace floodgate::redis {
 
@@ -73,7 +74,6 @@ class cluster_call final : public request {
   node* target = nullptr;   // send here regardless of the map (a redirection's target)
   int redirects = 0;
   int tryagains = 0;
-  steady::time_point not_before{};  // deferred until
 
  private:
   cluster_call(request_ptr inner, cluster_client::impl* owner, int)
@@ -102,8 +102,11 @@ class cluster_client::impl final : public node_owner,
        std::vector<const script*> scripts)
       : options_(options),
         scripts_(std::move(scripts)),
+        deferred_(worker_.context(),
+                  [this](std::vector<request_ptr>& due) { route_all(due); },
+                  // Past its deadline: route() answers it timeout.
+                  [this](std::vector<request_ptr>& late) { route_all(late); }),
         refresh_timer_(worker_.context()),
-        deferred_timer_(worker_.context()),
         tick_timer_(worker_.context()) {
     credentials_ = seeds.front();
     if (credentials_.tls) tls_ = make_tls_context(options_.tls);  // one for every node
@@ -151,11 +154,10 @@ class cluster_client::impl final : public node_owner,
 
   void tear_down(std::vector<request_ptr>& out) override {
     torn_down_ = true;
-    for (auto& c : deferred_) out.push_back(std::move(c));
-    deferred_.clear();
+    deferred_.stop();
+    for (auto& c : deferred_.take_all()) out.push_back(std::move(c));
     for (auto& [name, n] : nodes_) n->stop(out);
     refresh_timer_.cancel();
-    deferred_timer_.cancel();
     tick_timer_.cancel();
     healthy_.store(false, std::memory_order_relaxed);
   }
@@ -297,8 +299,10 @@ class cluster_client::impl final : public node_owner,
       }
       std::vector<request_ptr> none;
       n->stop(none);  // takes its problem and open breaker out of the pool's health
-      for (auto& c : deferred_)
-        if (c->target == n) c->target = nullptr;  // routed by the map instead
+      deferred_.for_each([n](request& r) {
+        auto& c = static_cast<cluster_call&>(r);
+        if (c.target == n) c.target = nullptr;  // routed by the map instead
+      });
       std::erase_if(dirty_, [n](connection* c) { return n->owns(c); });
       retired_.push_back({now + retired_grace, std::move(it->second)});
       it = nodes_.erase(it);
@@ -350,31 +354,14 @@ class cluster_client::impl final : public node_owner,
   }
 
   // Calls to send again later (TRYAGAIN) or on the next turn (redirections: not from inside
-  // the connection's reply loop). Held here, so teardown can complete them.
+  // the connection's reply loop). Held in the waiting room, so teardown can complete them.
   void defer(std::unique_ptr<cluster_call> c, steady::time_point at) {
-    c->not_before = at;
-    deferred_.push_back(std::move(c));
-    if (deferred_armed_ && deferred_at_ <= at) return;
-    deferred_armed_ = true;
-    deferred_at_ = at;
-    deferred_timer_.expires_at(at);
-    deferred_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec == asio::error::operation_aborted || torn_down_) return;
-      run_deferred();
-    });
+    deferred_.hold(std::move(c), at);
   }
 
-  void run_deferred() {
-    deferred_armed_ = false;
-    const auto now = steady::now();
-    std::vector<std::unique_ptr<cluster_call>> due, later;
-    for (auto& c : deferred_) (c->not_before <= now ? due : later).push_back(std::move(c));
-    deferred_.clear();
-    for (auto& c : later) {
-      const auto at = c->not_before;
-      defer(std::move(c), at);
-    }
-    for (auto& c : due) route(std::move(c));
+  void route_all(std::vector<request_ptr>& calls) {
+    if (torn_down_) return;
+    for (auto& c : calls) route(std::move(c));
     flush_dirty();
   }
 
@@ -451,16 +438,13 @@ class cluster_client::impl final : public node_owner,
   bool map_complete_ = false;
 
   std::vector<connection*> dirty_;
-  std::vector<std::unique_ptr<cluster_call>> deferred_;
+  waiting_room deferred_;  // TRYAGAIN backoff, and redirections on the next turn
   asio::steady_timer refresh_timer_;
-  asio::steady_timer deferred_timer_;
   asio::steady_timer tick_timer_;
   bool refresh_armed_ = false;
   bool refresh_in_flight_ = false;
   steady::time_point last_refresh_{};
   std::size_t refresh_cursor_ = 0;
-  bool deferred_armed_ = false;
-  steady::time_point deferred_at_{};
   bool torn_down_ = false;
   bool started_ = false;  // nodes made from now on start connecting at once
 

@@ -17,6 +17,7 @@
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
 #include "redis/sentinel_socket.hpp"
+#include "redis/waiting_room.hpp"
 
 namespace floodgate::redis {
 
@@ -116,7 +117,8 @@ class sentinel_call final : public request {
     return c;
   }
 
-  void finish(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
+  // The caller's answer: nothing more is done with the call.
+  void answer(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
 
   std::uint64_t epoch;  // the primary it was sent to (sentinel_client::impl::epoch_)
   bool resent = false;
@@ -138,8 +140,8 @@ class sentinel_client::impl final : public io_worker_owner,
         tls_(config_.primary.tls ? make_tls_context(options_.tls) : tls_context_result{}),
         round_timer_(worker_.context()),
         recheck_timer_(worker_.context()),
-        parked_timer_(worker_.context()),
-        retire_timer_(worker_.context()) {
+        retire_timer_(worker_.context()),
+        parked_(worker_.context(), fail_parked, fail_parked) {
     // The epoch, then the address (sentinel_answer.hpp says why in this order).
     append_command(address_command_,
                    {"SENTINEL", "get-master-addr-by-name", config_.master_name});
@@ -194,7 +196,7 @@ class sentinel_client::impl final : public io_worker_owner,
     auto call = std::make_unique<sentinel_call>(std::move(r), this, epoch);
     if (!c) {
       if (!stopping) suspect();
-      return call->finish(stopping ? errc::shutting_down : errc::not_connected, nullptr);
+      return call->answer(stopping ? errc::shutting_down : errc::not_connected, nullptr);
     }
     c->submit(std::move(call));
   }
@@ -242,7 +244,7 @@ class sentinel_client::impl final : public io_worker_owner,
       // Parked on the io thread until the new primary is known or its deadline passes.
       return worker_.submit(c.take());
     }
-    c.finish(ec, r);
+    c.answer(ec, r);
   }
 
   // io_worker_owner: calls parked after READONLY.
@@ -261,10 +263,9 @@ class sentinel_client::impl final : public io_worker_owner,
         resent_.fetch_add(1, std::memory_order_relaxed);
         c->submit(std::move(call));
       } else {
-        parked_.push_back(std::move(call));
+        parked_.hold(std::move(call), waiting_room::until_taken);
       }
     }
-    arm_parked();
   }
 
   void tear_down(std::vector<request_ptr>& out) override {
@@ -278,10 +279,9 @@ class sentinel_client::impl final : public io_worker_owner,
     }
     round_timer_.cancel();
     recheck_timer_.cancel();
-    parked_timer_.cancel();
+    parked_.stop();
     retire_timer_.cancel();
-    for (auto& c : parked_) out.push_back(std::move(c));
-    parked_.clear();
+    for (auto& c : parked_.take_all()) out.push_back(std::move(c));
   }
 
  private:
@@ -512,9 +512,7 @@ class sentinel_client::impl final : public io_worker_owner,
     cv_.notify_all();
     switch_round_ = round_;
     resent_.fetch_add(parked_.size(), std::memory_order_relaxed);
-    auto resend = std::move(parked_);
-    parked_.clear();
-    for (auto& c : resend) next->submit(std::move(c));
+    for (auto& c : parked_.take_all()) next->submit(std::move(c));
     if (retiring) arm_retire();
     return true;
   }
@@ -550,31 +548,10 @@ class sentinel_client::impl final : public io_worker_owner,
 
   // --- parked calls -----------------------------------------------------------------------
 
-  // The timer at the earliest parked deadline; each parked call answers timeout at its own.
-  void arm_parked() {
-    if (parked_.empty()) return;
-    auto earliest = parked_.front()->deadline;
-    for (auto& c : parked_) earliest = std::min(earliest, c->deadline);
-    if (parked_armed_ && parked_armed_for_ <= earliest) return;
-    parked_armed_ = true;
-    parked_armed_for_ = earliest;
-    parked_timer_.expires_at(earliest);
-    parked_timer_.async_wait([this](const error_code& ec) {
-      if (ec) return;
-      parked_armed_ = false;
-      const auto now = steady::now();
-      std::vector<std::unique_ptr<sentinel_call>> expired;
-      for (auto it = parked_.begin(); it != parked_.end();) {
-        if ((*it)->deadline <= now) {
-          expired.push_back(std::move(*it));
-          it = parked_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      arm_parked();
-      for (auto& c : expired) c->finish(errc::timeout, nullptr);
-    });
+  // A parked call past its deadline: answered timeout (it is not retried, so nothing else
+  // follows from it).
+  static void fail_parked(std::vector<request_ptr>& calls) {
+    for (auto& c : calls) static_cast<sentinel_call&>(*c).answer(errc::timeout, nullptr);
   }
 
   const sentinel_config config_;
@@ -585,12 +562,12 @@ class sentinel_client::impl final : public io_worker_owner,
 
   io_worker worker_{*this};  // before what uses its io_context: destroyed after it
   std::vector<std::unique_ptr<peer>> peers_;
-  asio::steady_timer round_timer_, recheck_timer_, parked_timer_, retire_timer_;
+  asio::steady_timer round_timer_, recheck_timer_, retire_timer_;
 
   // io thread
-  std::vector<std::unique_ptr<sentinel_call>> parked_;
-  bool parked_armed_ = false;
-  steady::time_point parked_armed_for_{};
+  // Calls parked after READONLY until the new primary is known (switch: sent on to it) or
+  // their deadline passes (answered timeout).
+  waiting_room parked_;
   bool round_pending_ = false;
   steady::time_point last_round_at_{};
   std::uint64_t round_ = 0, switch_round_ = 0, recheck_generation_ = 0;

@@ -14,11 +14,11 @@ const loader = require('@grpc/proto-loader');
 
 const root = path.resolve(__dirname, '../../service/envoy/proto');
 const options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
-                  includeDirs: [root, __dirname] };
+                  includeDirs: [root] };
 const rls = grpc.loadPackageDefinition(
   loader.loadSync('envoy/service/ratelimit/v3/rls.proto', options)).envoy.service.ratelimit.v3;
 const health = grpc.loadPackageDefinition(
-  loader.loadSync('health.proto', options)).grpc.health.v1;
+  loader.loadSync('grpc/health/v1/health.proto', options)).grpc.health.v1;
 
 const address = process.argv[2];
 const rlsClient = new rls.RateLimitService(address, grpc.credentials.createInsecure());

@@ -9,6 +9,8 @@
 #   multi_block:    #!lua, prelude.lua, every <algorithm>.lua, penalty.lua, multi_block.lua
 #   refund:         #!lua, prelude.lua, every <algorithm>.lua, refund.lua
 #   acquire, release: #!lua, prelude.lua, acquire.lua / release.lua (concurrency limits)
+#   reserve:        #!lua, prelude.lua, every <algorithm>.lua, reserve.lua
+# and all of them as one function library (below): the parts once, each entry a function.
 # The `#!lua` shebang makes Redis 7 treat the script as declaring its keys (Redis Cluster then
 # rejects any undeclared key), and refuse it as a whole under OOM rather than fail mid-write.
 #
@@ -18,7 +20,7 @@
 #   cmake -DLUA_DIR=<dir> -DOUTPUT=<file.cpp> -P embed_lua.cmake: that build step.
 
 set(FLOODGATE_LUA_ALGORITHMS sliding_log sliding_window fixed_window token_bucket gcra)
-set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi batch penalty multi_block refund acquire release)
+set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi batch penalty multi_block refund acquire release reserve)
 
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   set(_floodgate_embed_lua_file ${CMAKE_CURRENT_LIST_FILE})
@@ -86,6 +88,7 @@ add_script(multi_block
 add_script(refund "#!lua\n${part_prelude}${all_algorithms}\n${part_refund}" "${part_refund}")
 add_script(acquire "#!lua\n${part_prelude}\n${part_acquire}" "${part_acquire}")
 add_script(release "#!lua\n${part_prelude}\n${part_release}" "${part_release}")
+add_script(reserve "#!lua\n${part_prelude}${all_algorithms}\n${part_reserve}" "${part_reserve}")
 
 # The same scripts as one function library (FUNCTION LOAD once, FCALL by name): the prelude, the
 # algorithms and the penalty run once, when the library loads, where a script runs its whole
@@ -138,7 +141,8 @@ namespace {
 
 using namespace std::string_view_literals;
 
-// The algorithms in enum order, then multi, batch, multi_block, refund, acquire, release.
+// The algorithms in enum order, then multi, batch, multi_block, refund, acquire, release,
+// reserve.
 constexpr script scripts[] = {
 ${entries}};
 
@@ -158,6 +162,7 @@ const script& multi_block_script() noexcept { return scripts[${index} + 2]; }
 const script& refund_script() noexcept { return scripts[${index} + 3]; }
 const script& acquire_script() noexcept { return scripts[${index} + 4]; }
 const script& release_script() noexcept { return scripts[${index} + 5]; }
+const script& reserve_script() noexcept { return scripts[${index} + 6]; }
 const function_library& script_library() noexcept { return library; }
 
 }  // namespace floodgate::redis

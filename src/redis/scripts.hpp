@@ -55,6 +55,10 @@ const script& refund_script() noexcept;
 // release ARGV = {lease id, lease_ms (0: release, else renew), now_ms} → 1 or 0.
 const script& acquire_script() noexcept;
 const script& release_script() noexcept;
+// Takes up to `wanted` units of a key's quota at once (lua/reserve.lua, core/reserve.hpp):
+// KEYS[1] = state key, ARGV = {algorithm, limit, window_ms, burst, wanted, now_ms} → granted,
+// then the limit, remaining, reset_after and retry_after of the key after the grant.
+const script& reserve_script() noexcept;
 // Every script above as one library of functions (script::function).
 const function_library& script_library() noexcept;
 

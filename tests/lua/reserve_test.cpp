@@ -1,0 +1,135 @@
+// Reservations (lua/reserve.lua) against src/core/reserve.cpp: random sequences of checks and
+// reserves on one key per algorithm, on the same injected clock, must grant the same units and
+// leave the same decisions; a grant is min(wanted, what was left), and is recorded exactly as
+// one admitted request of that cost (issue 27).
+#include "core/reserve.hpp"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "redis/scripts.hpp"
+#include "script_client.hpp"
+
+namespace floodgate::test {
+namespace {
+
+constexpr std::int64_t start_ms = 1'800'000'000'000;
+constexpr std::int64_t short_expiry_ms = 5'000;  // as differential_test.cpp
+
+std::int64_t uniform(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
+  return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+}
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+std::vector<std::string> eval_reserve(algorithm a, const std::string& key, const core::params& p,
+                                      std::int64_t wanted, std::int64_t now) {
+  return {"EVALSHA", std::string(redis::reserve_script().sha1), "1", key,
+          std::string(to_string(a)), str(p.limit), str(p.window), str(p.burst), str(wanted),
+          str(now)};
+}
+
+class reserve : public ::testing::TestWithParam<algorithm> {};
+
+TEST_P(reserve, lua_matches_cpp) {
+  redis_server server;
+  script_client redis{server.port()};
+  const algorithm a = GetParam();
+  ASSERT_EQ(redis.run({"SCRIPT", "LOAD", std::string(redis::reserve_script().source)}).str,
+            redis::reserve_script().sha1);
+  long reserves = 0, granted = 0, partial = 0, none = 0;
+  for (std::uint64_t seq = 0; seq < 60; ++seq) {
+    std::mt19937_64 rng(seq * 37 + static_cast<std::uint64_t>(a));
+    const std::int64_t limit = uniform(rng, 1, 20), w = uniform(rng, 60'000, 150'000);
+    const core::params p{limit, w, takes_burst(a) ? uniform(rng, 1, 25) : limit};
+    const std::string key = "v" + str(static_cast<std::int64_t>(seq)) + ":{k}";
+    model_key m{a};
+    std::int64_t now = start_ms + uniform(rng, 0, 10 * w);
+    std::vector<std::pair<std::string, ints5>> expected;
+    for (int step = 0; step < 120; ++step) {
+      const std::int64_t r = uniform(rng, 0, 99);
+      now += r < 30 ? 0 : r < 85 ? uniform(rng, 1, w / 10) : uniform(rng, w / 10, 2 * w);
+      if (m.written && m.expiry < short_expiry_ms) now = std::max(now, m.written_at + m.expiry);
+      std::ostringstream what;
+      what << to_string(a) << " L=" << p.limit << " W=" << p.window << " B=" << p.burst << " seq "
+           << seq << " step " << step << " now " << now;
+      if (uniform(rng, 0, 1) == 0) {  // a reservation, of more or less than is left
+        const std::int64_t wanted = uniform(rng, 0, p.burst + 3);
+        const std::int64_t left = m.decide(now, p, 0).remaining;
+        auto copy = m.state;
+        const std::int64_t grant = core::reserve(copy, now, p, wanted);
+        ASSERT_EQ(grant, std::min(wanted, left)) << what.str() << " wanted " << wanted;
+        if (grant > 0) {
+          ASSERT_TRUE(m.decide(now, p, grant).allowed) << what.str();
+          m.commit(now, p, grant);
+        }
+        ASSERT_EQ(m.decide(now, p, 0), core::decide(copy, now, p, 0))
+            << what.str() << ": core::reserve left another state than one check of " << grant;
+        const decision after = m.decide(now, p, 0);
+        ints5 e = as_ints(after.remaining > 0 ? after : m.decide(now, p, 1));
+        e[0] = grant;
+        expected.emplace_back(what.str() + " reserve " + str(wanted), e);
+        redis.append(eval_reserve(a, key, p, wanted, now));
+        ++reserves;
+        granted += grant;
+        partial += grant > 0 && grant < wanted;
+        none += grant == 0 && wanted > 0;
+      } else {
+        const std::int64_t cost = uniform(rng, 1, std::min<std::int64_t>(p.burst, 4));
+        const decision d = m.decide(now, p, cost);
+        if (d.allowed) m.commit(now, p, cost);
+        expected.emplace_back(what.str() + " check " + str(cost), as_ints(d));
+        redis.append(script_client::eval(a, key, p, cost, now));
+      }
+    }
+    for (const auto& [what, e] : expected) {
+      const reply got_reply = redis.read();
+      const auto got = ints_of(got_reply);
+      ASSERT_TRUE(got && *got == e) << what << "\n  lua " << (got ? to_string(*got) : got_reply.str)
+                                    << " vs C++ " << to_string(e);
+    }
+  }
+  std::cout << "[ stats    ] reserve " << to_string(a) << ": " << reserves << " reserves, "
+            << granted << " units granted, " << partial << " partial, " << none << " nothing\n";
+  EXPECT_GT(partial, 0) << "some reservations wanted more than was left";
+  EXPECT_GT(none, 0) << "some found nothing left";
+}
+
+// A grant is recorded as admissions: after reserving everything, a check is denied, and what
+// the grant took is what a refund (the give-back) returns.
+TEST(reserve_script, a_full_grant_leaves_nothing_and_a_refund_gives_it_back) {
+  redis_server server;
+  script_client redis{server.port()};
+  for (const auto* s : {&redis::reserve_script(), &redis::refund_script()})
+    ASSERT_EQ(redis.run({"SCRIPT", "LOAD", std::string(s->source)}).str, s->sha1);
+  const core::params p{10, 60'000, 10};
+  const auto now = start_ms;
+  const auto r = ints_of(redis.run(eval_reserve(algorithm::fixed_window, "g:{k}", p, 25, now)));
+  ASSERT_TRUE(r);
+  EXPECT_EQ((*r)[0], 10) << "min(25, 10)";
+  EXPECT_EQ((*r)[2], 0) << "nothing left";
+  EXPECT_GT((*r)[4], 0) << "a unit comes back with the next window";
+  const auto denied = ints_of(redis.run(script_client::eval(algorithm::fixed_window, "g:{k}", p, 1, now)));
+  ASSERT_TRUE(denied);
+  EXPECT_EQ((*denied)[0], 0);
+  const auto back = ints_of(redis.run({"EVALSHA", std::string(redis::refund_script().sha1), "1",
+                                       "g:{k}", "fixed_window", "10", "60000", "10", "4",
+                                       str(now)}));
+  ASSERT_TRUE(back);
+  EXPECT_EQ((*back)[2], 4) << "four unspent units given back";
+  const auto refused = redis.run(eval_reserve(algorithm::fixed_window, "g:{k}", p, -1, now));
+  EXPECT_EQ(refused.kind, reply::error) << "a negative want is refused";
+}
+
+INSTANTIATE_TEST_SUITE_P(lua, reserve,
+                         ::testing::Values(algorithm::sliding_log, algorithm::sliding_window,
+                                           algorithm::fixed_window, algorithm::token_bucket,
+                                           algorithm::gcra),
+                         algorithm_name);
+
+}  // namespace
+}  // namespace floodgate::test

@@ -11,15 +11,18 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "admin/admin.hpp"
 #include "admin/inspector.hpp"
@@ -30,6 +33,7 @@
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
 #include "logging/log_format.hpp"
+#include "main/envoy_env.hpp"
 #include "redis_watch/redis_sampler.hpp"
 #include "server/server.hpp"
 #include "telemetry/hot_keys.hpp"
@@ -103,6 +107,11 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
                        Logs go to stderr, one logfmt line per event; decisions are logged at
                        debug only.
+  --envoy-env          also read envoyproxy/ratelimit's environment variables (REDIS_URL,
+                       GRPC_PORT, RUNTIME_ROOT, ...: the table in docs/envoy.md). A flag on
+                       the command line wins over the variable that means the same. An
+                       upstream setting that floodgated does not implement stops start-up,
+                       named.
   --help               this text.
 Envoy's rate limit service (docs/envoy.md):
 %s
@@ -464,11 +473,43 @@ std::chrono::milliseconds drain_left(std::chrono::milliseconds drain, std::int64
   return std::max(std::chrono::milliseconds{0}, drain - spent);
 }
 
+// With --envoy-env, the command line with the environment's flags in front (main/envoy_env.hpp);
+// otherwise as it is. `notes` gets what the environment set that needs no flag.
+std::vector<std::string> with_envoy_env(int argc, char** argv, std::vector<std::string>& notes) {
+  std::vector<std::string> args(argv, argv + argc);
+  const auto it = std::find(args.begin() + 1, args.end(), "--envoy-env");
+  if (it == args.end()) return args;
+  args.erase(it);
+  std::set<std::string, std::less<>> given;
+  for (std::string_view a : args)
+    if (a.starts_with("--")) given.emplace(a.substr(0, a.find('=')));
+  try {
+    auto env = read_envoy_env([](const char* name) { return std::getenv(name); }, given);
+    std::vector<std::string> out{args.front()};
+    for (auto& [flag, value] : env.flags) {
+      out.push_back(flag);
+      if (!value.empty()) out.push_back(std::move(value));
+    }
+    out.insert(out.end(), args.begin() + 1, args.end());
+    notes = std::move(env.notes);
+    for (const auto& [flag, value] : env.flags) notes.push_back("from the environment: " + flag);
+    return out;
+  } catch (const envoy_env_error& e) {
+    usage_error(std::string("--envoy-env: ") + e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const flags f = parse_flags(argc, argv);
+  std::vector<std::string> env_notes;
+  auto args = with_envoy_env(argc, argv, env_notes);
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  const flags f = parse_flags(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   setup_logging(f.log_level);
+  for (const auto& note : env_notes)
+    spdlog::info("msg=\"envoy-env\" setting={}", quote(note));
   try {
     const auto budgets = connection_budget(
         f.max_connections, f.envoy.grpc_listen.empty() ? 0 : f.envoy.max_connections);

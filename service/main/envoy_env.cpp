@@ -49,7 +49,7 @@ constexpr upstream_setting settings[] = {
     {"SHADOW_MODE", takes::flag, "--envoy-shadow-mode", ""},
     {"LIMIT_RESPONSE_HEADERS_ENABLED", takes::flag, "--envoy-response-headers", ""},
     {"RUNTIME_WATCH_ROOT", takes::anything, "",
-     "the config directory is not watched yet: send SIGHUP after a change"},
+     "the config directory and every symlink on the way to it are watched either way"},
     {"LOCAL_CACHE_SIZE_IN_BYTES", takes::anything, "",
      "floodgated always denies locally until a denial's retry_after (exact, bounded at 65536 "
      "entries)"},
@@ -284,6 +284,7 @@ envoy_env read_envoy_env(const std::function<const char*(const char*)>& getenv,
     if (const auto sub = env.get("RUNTIME_SUBDIRECTORY")) dir += "/" + *sub;
     return dir + "/" + env.get_or("RUNTIME_APPDIRECTORY", "config");
   });
+  add("--envoy-config-watch", [] { return std::string(); });  // upstream always watches
   add("--log-level", [&] { return log_level(env); });
   if (const auto format = env.get("LOG_FORMAT"); format && lower(*format) != "text")
     reader::fail("LOG_FORMAT", *format, "only text (logfmt) is implemented yet");

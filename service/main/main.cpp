@@ -28,6 +28,7 @@
 #include "admin/inspector.hpp"
 #include "config/config.hpp"
 #include "config/config_store.hpp"
+#include "config/config_watch.hpp"
 #include "envoy/envoy_frontend.hpp"
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
@@ -559,6 +560,14 @@ int main(int argc, char** argv) {
     background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path] {
       reload(store, stats, envoy_api.get(), where, path);
     });
+    // After `errands`, which it tells, so it stops first.
+    std::unique_ptr<config_watch> watch;
+    if (f.envoy.watch && !f.envoy.configs.empty()) {
+      watch = std::make_unique<config_watch>(f.envoy.configs, [&errands] {
+        spdlog::info("msg=\"config files changed; reloading\"");
+        errands.request_reload();
+      });
+    }
     server srv(std::move(options), std::move(limiter), store, stats,
                [&errands] { errands.request_reload(); });
     const int code = srv.run();

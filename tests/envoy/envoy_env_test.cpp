@@ -54,6 +54,7 @@ TEST(envoy_env, upstream_defaults_for_listeners_and_the_runtime_directory) {
   EXPECT_EQ(f.at("--redis"), "redis://redis.local:6379");
   EXPECT_EQ(f.at("--envoy-config"), "/srv/runtime_data/current/config");
   EXPECT_EQ(f.at("--log-level"), "warn");  // upstream's default, WARN
+  EXPECT_TRUE(f.contains("--envoy-config-watch"));  // upstream always watches
   EXPECT_FALSE(f.contains("--admin-listen"));
   EXPECT_FALSE(f.contains("--envoy-shadow-mode"));
 }

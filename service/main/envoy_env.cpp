@@ -286,8 +286,11 @@ envoy_env read_envoy_env(const std::function<const char*(const char*)>& getenv,
   });
   add("--envoy-config-watch", [] { return std::string(); });  // upstream always watches
   add("--log-level", [&] { return log_level(env); });
-  if (const auto format = env.get("LOG_FORMAT"); format && lower(*format) != "text")
-    reader::fail("LOG_FORMAT", *format, "only text (logfmt) is implemented yet");
+  if (const auto format = env.get("LOG_FORMAT")) {
+    const auto f = lower(*format);
+    if (f != "text" && f != "json") reader::fail("LOG_FORMAT", *format, "wants text or json");
+    add("--log-format", [&] { return f == "json" ? std::string("json") : std::string("logfmt"); });
+  }
   return result;
 }
 

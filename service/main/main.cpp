@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -34,6 +35,7 @@
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
 #include "logging/log_format.hpp"
+#include "logging/log_json.hpp"
 #include "main/envoy_env.hpp"
 #include "redis_watch/redis_sampler.hpp"
 #include "server/server.hpp"
@@ -52,6 +54,7 @@ constexpr const char* usage =
                   [--admin-listen HOST:PORT [--admin-host NAME ...] [--top-keys N]
                    [--top-interval DURATION]]
                   [--redis-sample-interval DURATION] [--max-clock-skew DURATION]
+                  [--log-format logfmt|json] [--envoy-env]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -108,6 +111,9 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
                        Logs go to stderr, one logfmt line per event; decisions are logged at
                        debug only.
+  --log-format logfmt|json
+                       logfmt (default): key=value pairs; json: one JSON object per line with
+                       the same fields (ts, level, msg, ...), numbers as numbers.
   --envoy-env          also read envoyproxy/ratelimit's environment variables (REDIS_URL,
                        GRPC_PORT, RUNTIME_ROOT, ...: the table in docs/envoy.md). A flag on
                        the command line wins over the variable that means the same. An
@@ -134,6 +140,7 @@ struct flags {
   std::size_t max_connections = server_options{}.max_connections;
   std::size_t max_connections_per_peer = 0;  // 0: a quarter of max_connections
   spdlog::level::level_enum log_level = spdlog::level::info;
+  bool log_json = false;  // --log-format json
   envoy::envoy_flags envoy;
   std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
   std::vector<std::string> admin_hosts;                        // --admin-host
@@ -260,6 +267,10 @@ flags parse_flags(int argc, char** argv) {
       f.envoy.max_connections = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--grpc-max-connections-per-peer") {
       f.envoy.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--log-format") {
+      const auto v = next();
+      if (v != "logfmt" && v != "json") usage_error("--log-format wants logfmt or json");
+      f.log_json = v == "json";
     } else if (arg == "--log-level") {
       const auto v = next();
       const auto level = parse_level(v);
@@ -313,9 +324,36 @@ connection_budgets connection_budget(std::size_t http_wanted, std::size_t grpc_w
   return b;
 }
 
-void setup_logging(spdlog::level::level_enum level) {
+// --log-format json: the logfmt line's fields as one JSON object (logging/log_json.hpp).
+class json_log_formatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const auto t = std::chrono::system_clock::to_time_t(msg.time);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        msg.time.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    char date[32], zone[8], ts[48];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::strftime(zone, sizeof zone, "%z", &tm);
+    std::snprintf(ts, sizeof ts, "%s.%03d%s", date, static_cast<int>(ms), zone);
+    const auto level = spdlog::level::to_string_view(msg.level);
+    auto line = logfmt_to_json(ts, std::string_view(level.data(), level.size()),
+                               std::string_view(msg.payload.data(), msg.payload.size()));
+    line += '\n';
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<json_log_formatter>();
+  }
+};
+
+void setup_logging(spdlog::level::level_enum level, bool json) {
   auto logger = spdlog::stderr_logger_mt("floodgated");
-  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  if (json)
+    logger->set_formatter(std::make_unique<json_log_formatter>());
+  else
+    logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
   logger->set_level(level);
   logger->flush_on(spdlog::level::trace);  // a line per event, never lost in a buffer
   spdlog::set_default_logger(std::move(logger));
@@ -508,7 +546,7 @@ int main(int argc, char** argv) {
   std::vector<char*> arg_ptrs;
   for (auto& a : args) arg_ptrs.push_back(a.data());
   const flags f = parse_flags(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
-  setup_logging(f.log_level);
+  setup_logging(f.log_level, f.log_json);
   for (const auto& note : env_notes)
     spdlog::info("msg=\"envoy-env\" setting={}", quote(note));
   try {

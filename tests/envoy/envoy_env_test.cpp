@@ -80,6 +80,7 @@ TEST(envoy_env, each_variable_maps_to_its_flag) {
   EXPECT_EQ(f.at("--admin-listen"), "0.0.0.0:9002");
   EXPECT_EQ(f.at("--envoy-config"), "/data/ratelimit/rules");
   EXPECT_EQ(f.at("--log-level"), "debug");
+  EXPECT_FALSE(f.contains("--log-format"));
   EXPECT_TRUE(f.contains("--envoy-shadow-mode"));
   EXPECT_TRUE(f.contains("--envoy-response-headers"));
 }
@@ -134,4 +135,13 @@ TEST(envoy_env, settings_floodgated_does_not_implement_are_refused_by_name) {
   EXPECT_EQ(error_of(with(base, {{"REDIS_POOL_SIZE", ""}})), "");
 }
 
+}  // namespace
+
+namespace {
+TEST(envoy_env, log_format_json_and_text) {
+  EXPECT_EQ(flags_of(with(base, {{"LOG_FORMAT", "json"}})).at("--log-format"), "json");
+  EXPECT_EQ(flags_of(with(base, {{"LOG_FORMAT", "text"}})).at("--log-format"), "logfmt");
+  EXPECT_NE(error_of(with(base, {{"LOG_FORMAT", "xml"}})).find("LOG_FORMAT=xml"),
+            std::string::npos);
+}
 }  // namespace

@@ -187,9 +187,9 @@ admin_result route(const http_request& req, const admin_sources& sources) {
     }
     return key_call(req, sources, key_request::action::reset);
   }
-  const bool known = path == "/metrics" || path == "/healthz" || path == "/readyz" || path == "/healthcheck" ||
-                     path == "/v1/top" || path == "/v1/status" || path == "/v1/inspect" ||
-                     path == "/ui";
+  const bool known = path == "/metrics" || path == "/healthz" || path == "/readyz" ||
+                     path == "/healthcheck" || path == "/v1/top" || path == "/v1/status" ||
+                     path == "/v1/inspect" || path == "/ui";
   if (!known) return error_response(404, "not found");
   if (req.method != "GET" && req.method != "HEAD") {
     auto res = error_response(405, "method not allowed; use GET, HEAD");

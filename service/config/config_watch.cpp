@@ -46,7 +46,10 @@ std::set<std::string> directories_for(const fs::path& path) {
 
 struct config_watch::impl {
   impl(std::vector<std::string> p, std::function<void()> c, config_watch_options o)
-      : paths(std::move(p)), changed(std::move(c)), options(o), fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+      : paths(std::move(p)),
+        changed(std::move(c)),
+        options(o),
+        fd(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
     if (fd < 0) throw std::system_error(errno, std::generic_category(), "inotify_init1");
     add_watches();
     thread = std::jthread([this](std::stop_token stop) { run(stop); });

@@ -77,29 +77,68 @@ constexpr upstream_setting settings[] = {
 };
 
 // Upstream settings floodgated does not implement: set, they stop start-up.
-constexpr std::string_view refused_settings[] = {
-    "PROTO", "GRPC_UDS", "GRPC_MAX_CONNECTION_AGE", "GRPC_MAX_CONNECTION_AGE_GRACE",
-    "GRPC_SERVER_TLS_CERT", "GRPC_SERVER_TLS_KEY", "GRPC_CLIENT_TLS_CACERT", "GRPC_CLIENT_TLS_SAN",
-    "FORCE_START_WITHOUT_INITIAL_CONFIG", "CONFIG_GRPC_XDS_NODE_ID",
-    "CONFIG_GRPC_XDS_NODE_METADATA", "CONFIG_GRPC_XDS_SERVER_URL",
-    "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
-    "CONFIG_GRPC_XDS_SERVER_USE_TLS", "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
-    "CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
-    "CONFIG_GRPC_XDS_SERVER_TLS_SAN", "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
-    "XDS_CLIENT_BACKOFF_MAX_INTERVAL", "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
-    "XDS_CLIENT_BACKOFF_JITTER", "USE_DOG_STATSD_MOGRIFIERS", "STATSD_HOST", "STATSD_PORT",
-    "EXTRA_TAGS", "STATS_FLUSH_INTERVAL", "PROMETHEUS_ADDR", "PROMETHEUS_PATH",
-    "PROMETHEUS_MAPPER_YAML", "EXPIRATION_JITTER_MAX_SECONDS", "CACHE_KEY_PREFIX",
-    "LIMIT_LIMIT_HEADER", "LIMIT_REMAINING_HEADER", "LIMIT_RESET_HEADER", "REDIS_POOL_SIZE",
-    "REDIS_PIPELINE_WINDOW", "REDIS_PIPELINE_LIMIT", "REDIS_PERSECOND",
-    "REDIS_PERSECOND_SOCKET_TYPE", "REDIS_PERSECOND_TYPE", "REDIS_PERSECOND_URL",
-    "REDIS_PERSECOND_POOL_SIZE", "REDIS_PERSECOND_AUTH", "REDIS_PERSECOND_TLS",
-    "REDIS_PERSECOND_PIPELINE_WINDOW", "REDIS_PERSECOND_PIPELINE_LIMIT", "MEMCACHE_HOST_PORT",
-    "MEMCACHE_MAX_IDLE_CONNS", "MEMCACHE_SRV", "MEMCACHE_SRV_REFRESH", "MEMCACHE_TLS",
-    "MEMCACHE_TLS_CLIENT_CERT", "MEMCACHE_TLS_CLIENT_KEY", "MEMCACHE_TLS_CACERT",
-    "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION", "TRACING_SERVICE_NAME",
-    "TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_EXPORTER_PROTOCOL",
-    "TRACING_SAMPLING_RATE"};
+constexpr std::string_view refused_settings[] = {"PROTO",
+                                                 "GRPC_UDS",
+                                                 "GRPC_MAX_CONNECTION_AGE",
+                                                 "GRPC_MAX_CONNECTION_AGE_GRACE",
+                                                 "GRPC_SERVER_TLS_CERT",
+                                                 "GRPC_SERVER_TLS_KEY",
+                                                 "GRPC_CLIENT_TLS_CACERT",
+                                                 "GRPC_CLIENT_TLS_SAN",
+                                                 "FORCE_START_WITHOUT_INITIAL_CONFIG",
+                                                 "CONFIG_GRPC_XDS_NODE_ID",
+                                                 "CONFIG_GRPC_XDS_NODE_METADATA",
+                                                 "CONFIG_GRPC_XDS_SERVER_URL",
+                                                 "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL",
+                                                 "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
+                                                 "CONFIG_GRPC_XDS_SERVER_USE_TLS",
+                                                 "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
+                                                 "CONFIG_GRPC_XDS_CLIENT_TLS_KEY",
+                                                 "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
+                                                 "CONFIG_GRPC_XDS_SERVER_TLS_SAN",
+                                                 "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
+                                                 "XDS_CLIENT_BACKOFF_MAX_INTERVAL",
+                                                 "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
+                                                 "XDS_CLIENT_BACKOFF_JITTER",
+                                                 "USE_DOG_STATSD_MOGRIFIERS",
+                                                 "STATSD_HOST",
+                                                 "STATSD_PORT",
+                                                 "EXTRA_TAGS",
+                                                 "STATS_FLUSH_INTERVAL",
+                                                 "PROMETHEUS_ADDR",
+                                                 "PROMETHEUS_PATH",
+                                                 "PROMETHEUS_MAPPER_YAML",
+                                                 "EXPIRATION_JITTER_MAX_SECONDS",
+                                                 "CACHE_KEY_PREFIX",
+                                                 "LIMIT_LIMIT_HEADER",
+                                                 "LIMIT_REMAINING_HEADER",
+                                                 "LIMIT_RESET_HEADER",
+                                                 "REDIS_POOL_SIZE",
+                                                 "REDIS_PIPELINE_WINDOW",
+                                                 "REDIS_PIPELINE_LIMIT",
+                                                 "REDIS_PERSECOND",
+                                                 "REDIS_PERSECOND_SOCKET_TYPE",
+                                                 "REDIS_PERSECOND_TYPE",
+                                                 "REDIS_PERSECOND_URL",
+                                                 "REDIS_PERSECOND_POOL_SIZE",
+                                                 "REDIS_PERSECOND_AUTH",
+                                                 "REDIS_PERSECOND_TLS",
+                                                 "REDIS_PERSECOND_PIPELINE_WINDOW",
+                                                 "REDIS_PERSECOND_PIPELINE_LIMIT",
+                                                 "MEMCACHE_HOST_PORT",
+                                                 "MEMCACHE_MAX_IDLE_CONNS",
+                                                 "MEMCACHE_SRV",
+                                                 "MEMCACHE_SRV_REFRESH",
+                                                 "MEMCACHE_TLS",
+                                                 "MEMCACHE_TLS_CLIENT_CERT",
+                                                 "MEMCACHE_TLS_CLIENT_KEY",
+                                                 "MEMCACHE_TLS_CACERT",
+                                                 "MEMCACHE_TLS_SKIP_HOSTNAME_VERIFICATION",
+                                                 "TRACING_SERVICE_NAME",
+                                                 "TRACING_SERVICE_NAMESPACE",
+                                                 "TRACING_SERVICE_INSTANCE_ID",
+                                                 "TRACING_EXPORTER_PROTOCOL",
+                                                 "TRACING_SAMPLING_RATE"};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -167,9 +206,8 @@ std::string listen_address(const reader& env, std::string_view host_var, std::st
   std::string host = env.get_or(host_var, "0.0.0.0");
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   const auto port = env.get_or(port_var, default_port);
-  if (port.empty() || !std::all_of(port.begin(), port.end(), [](unsigned char c) {
-        return std::isdigit(c);
-      }))
+  if (port.empty() ||
+      !std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); }))
     reader::fail(port_var, port, "is not a port");
   return host + ":" + port;
 }
@@ -213,10 +251,9 @@ std::string redis_url(const reader& env) {
   if (const auto auth = env.get("REDIS_AUTH")) {
     // Upstream reads "user:password" as an ACL user, anything else as the password alone.
     const auto colon = auth->find(':');
-    userinfo = colon == std::string::npos
-                   ? ":" + percent_encode(*auth)
-                   : percent_encode(auth->substr(0, colon)) + ":" +
-                         percent_encode(auth->substr(colon + 1));
+    userinfo = colon == std::string::npos ? ":" + percent_encode(*auth)
+                                          : percent_encode(auth->substr(0, colon)) + ":" +
+                                                percent_encode(auth->substr(colon + 1));
     userinfo += "@";
   }
   std::string query;
@@ -266,8 +303,8 @@ envoy_env read_envoy_env(const std::function<const char*(const char*)>& getenv,
     if (s.how == takes::anything)
       result.notes.push_back(std::string(s.name) + "=" + *v + ": " + std::string(s.why));
     if (s.how == takes::only) {
-      const bool same = parse_bool(s.what) ? parse_bool(*v) == parse_bool(s.what)
-                                           : lower(*v) == lower(s.what);
+      const bool same =
+          parse_bool(s.what) ? parse_bool(*v) == parse_bool(s.what) : lower(*v) == lower(s.what);
       if (!same)
         reader::fail(s.name, *v,
                      "floodgated does not implement it (" + std::string(s.why) + "); only " +

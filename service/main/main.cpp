@@ -329,8 +329,9 @@ class json_log_formatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const auto t = std::chrono::system_clock::to_time_t(msg.time);
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        msg.time.time_since_epoch()).count() % 1000;
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count() %
+        1000;
     std::tm tm{};
     ::localtime_r(&t, &tm);
     char date[32], zone[8], ts[48];
@@ -547,8 +548,7 @@ int main(int argc, char** argv) {
   for (auto& a : args) arg_ptrs.push_back(a.data());
   const flags f = parse_flags(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   setup_logging(f.log_level, f.log_json);
-  for (const auto& note : env_notes)
-    spdlog::info("msg=\"envoy-env\" setting={}", quote(note));
+  for (const auto& note : env_notes) spdlog::info("msg=\"envoy-env\" setting={}", quote(note));
   try {
     const auto budgets = connection_budget(
         f.max_connections, f.envoy.grpc_listen.empty() ? 0 : f.envoy.max_connections);

@@ -20,9 +20,7 @@ using namespace std::chrono_literals;
 // The ConfigMap volume's layout: DIR/edge.yaml -> ..data/edge.yaml, ..data -> ..<version>.
 class configmap_dir {
  public:
-  explicit configmap_dir(std::string dir) : dir_(std::move(dir)) {
-    fs::create_directories(dir_);
-  }
+  explicit configmap_dir(std::string dir) : dir_(std::move(dir)) { fs::create_directories(dir_); }
   // Kubernetes' atomic update: the new version's directory, a `..data_tmp` symlink to it
   // renamed over `..data`, the file symlink (first time only), the old version removed.
   void publish(const std::string& yaml) {
@@ -31,7 +29,8 @@ class configmap_dir {
     write_file(dir_ + "/" + version + "/edge.yaml", yaml);
     fs::create_symlink(version, dir_ + "/..data_tmp");
     fs::rename(dir_ + "/..data_tmp", dir_ + "/..data");
-    if (!fs::is_symlink(dir_ + "/edge.yaml")) fs::create_symlink("..data/edge.yaml", dir_ + "/edge.yaml");
+    if (!fs::is_symlink(dir_ + "/edge.yaml"))
+      fs::create_symlink("..data/edge.yaml", dir_ + "/edge.yaml");
     if (version_ > 1) fs::remove_all(dir_ + "/..v" + std::to_string(version_ - 1));
   }
   const std::string& path() const { return dir_; }
@@ -60,7 +59,8 @@ std::string code_for(const std::string& address, const std::string& dir) {
   write_file(in, json::serialize(json::array{check(request_of({{"remote_address", "50.0.0.5"}}))}));
   if (std::system(node_command(address, in, out, err).c_str()) != 0)
     throw std::runtime_error("the Node client failed:\n" + read_file(err));
-  return std::string(response(json::parse(read_file(out)).as_array(), 0).at("overall_code").as_string());
+  return std::string(
+      response(json::parse(read_file(out)).as_array(), 0).at("overall_code").as_string());
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
@@ -100,9 +100,9 @@ TEST(config_watch_process, without_the_flag_a_change_is_not_reloaded) {
   const auto root = make_temp_dir("floodgate-watch-");
   configmap_dir config(root + "/config");
   config.publish(blocked_yaml);
-  floodgated_process fg("rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
-                        {.extra_args = {"--grpc-listen", "127.0.0.1:0", "--envoy-config",
-                                        config.path()}});
+  floodgated_process fg(
+      "rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
+      {.extra_args = {"--grpc-listen", "127.0.0.1:0", "--envoy-config", config.path()}});
   const auto from = fg.log().size();
   config.publish(open_yaml);
   EXPECT_FALSE(fg.wait_for_log("envoy config reloaded", 1s, from)) << fg.log();

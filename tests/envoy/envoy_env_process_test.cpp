@@ -52,12 +52,12 @@ TEST(envoy_env_process, starts_from_upstreams_variables_alone) {
                   {"RUNTIME_ROOT", root},
                   {"RUNTIME_SUBDIRECTORY", "ratelimit"},
                   {"USE_STATSD", "false"}});
-  floodgated_process fg("rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n", {.extra_args = {"--envoy-env"}});
+  floodgated_process fg("rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
+                        {.extra_args = {"--envoy-env"}});
   const auto address = "127.0.0.1:" + std::to_string(fg.grpc_port());
-  const auto results =
-      run_calls(address, root,
-                json::array{check(request_of({{"remote_address", "50.0.0.5"}})),
-                            check(request_of({{"remote_address", "10.1.1.1"}}))});
+  const auto results = run_calls(address, root,
+                                 json::array{check(request_of({{"remote_address", "50.0.0.5"}})),
+                                             check(request_of({{"remote_address", "10.1.1.1"}}))});
   EXPECT_EQ(response(results, 0).at("overall_code"), "OVER_LIMIT") << fg.log();
   EXPECT_EQ(response(results, 1).at("overall_code"), "OK") << fg.log();
   // The second call was counted in the Redis REDIS_URL names.
@@ -66,9 +66,8 @@ TEST(envoy_env_process, starts_from_upstreams_variables_alone) {
 }
 
 TEST(envoy_env_process, an_upstream_setting_floodgated_does_not_implement_stops_start_up) {
-  scoped_env env({{"REDIS_SOCKET_TYPE", "tcp"},
-                  {"REDIS_URL", "127.0.0.1:6379"},
-                  {"REDIS_POOL_SIZE", "10"}});
+  scoped_env env(
+      {{"REDIS_SOCKET_TYPE", "tcp"}, {"REDIS_URL", "127.0.0.1:6379"}, {"REDIS_POOL_SIZE", "10"}});
   const auto r = run_floodgated({"--envoy-env", "--config", "/nonexistent.yaml"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("REDIS_POOL_SIZE=10"), std::string::npos) << r.output;

@@ -53,7 +53,7 @@ TEST(envoy_env, upstream_defaults_for_listeners_and_the_runtime_directory) {
   EXPECT_EQ(f.at("--grpc-listen"), "0.0.0.0:8081");
   EXPECT_EQ(f.at("--redis"), "redis://redis.local:6379");
   EXPECT_EQ(f.at("--envoy-config"), "/srv/runtime_data/current/config");
-  EXPECT_EQ(f.at("--log-level"), "warn");  // upstream's default, WARN
+  EXPECT_EQ(f.at("--log-level"), "warn");           // upstream's default, WARN
   EXPECT_TRUE(f.contains("--envoy-config-watch"));  // upstream always watches
   EXPECT_FALSE(f.contains("--admin-listen"));
   EXPECT_FALSE(f.contains("--envoy-shadow-mode"));
@@ -97,9 +97,9 @@ TEST(envoy_env, redis_forms_single_sentinel_cluster_auth_and_tls) {
   EXPECT_EQ(flags_of(with(base, {{"REDIS_TYPE", "cluster"}, {"REDIS_URL", "a:7000,b:7001"}}))
                 .at("--redis"),
             "redis+cluster://a:7000,b:7001");
-  EXPECT_EQ(flags_of(with(base, {{"REDIS_TLS", "true"}, {"REDIS_TLS_CACERT", "/ca.pem"}}))
-                .at("--redis"),
-            "rediss://redis.local:6379?tls_ca_file=/ca.pem");
+  EXPECT_EQ(
+      flags_of(with(base, {{"REDIS_TLS", "true"}, {"REDIS_TLS_CACERT", "/ca.pem"}})).at("--redis"),
+      "rediss://redis.local:6379?tls_ca_file=/ca.pem");
 }
 
 TEST(envoy_env, a_flag_on_the_command_line_wins_and_its_variable_is_not_read) {
@@ -127,8 +127,7 @@ TEST(envoy_env, settings_floodgated_does_not_implement_are_refused_by_name) {
             std::string::npos);
   EXPECT_NE(error_of(with(base, {{"REDIS_TYPE", "sentinel"}})).find("mastername"),
             std::string::npos);
-  EXPECT_NE(error_of(with(base, {{"REDIS_URL", "a:1,b:2"}})).find("REDIS_TYPE"),
-            std::string::npos);
+  EXPECT_NE(error_of(with(base, {{"REDIS_URL", "a:1,b:2"}})).find("REDIS_TYPE"), std::string::npos);
   EXPECT_NE(error_of(with(base, {{"REDIS_TLS_CACERT", "/ca.pem"}})).find("REDIS_TLS=true"),
             std::string::npos);
   // An empty value is unset, as a Kubernetes manifest's "" means.

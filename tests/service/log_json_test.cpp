@@ -9,8 +9,9 @@ namespace floodgate::service {
 namespace {
 
 TEST(log_json, the_same_fields_as_the_logfmt_line) {
-  EXPECT_EQ(logfmt_to_json("T", "info", "msg=\"config loaded\" file=\"/a b.yaml\" rules=3 groups=0"),
-            R"({"ts":"T","level":"info","msg":"config loaded","file":"/a b.yaml","rules":3,"groups":0})");
+  EXPECT_EQ(
+      logfmt_to_json("T", "info", "msg=\"config loaded\" file=\"/a b.yaml\" rules=3 groups=0"),
+      R"({"ts":"T","level":"info","msg":"config loaded","file":"/a b.yaml","rules":3,"groups":0})");
 }
 
 TEST(log_json, quote_escapes_are_undone_and_json_escapes_applied) {
@@ -20,8 +21,9 @@ TEST(log_json, quote_escapes_are_undone_and_json_escapes_applied) {
 }
 
 TEST(log_json, bare_values_are_numbers_or_booleans_only_when_they_are) {
-  EXPECT_EQ(logfmt_to_json("T", "warning", "a=-1.5 b=true c=01 d=1e5 e=redis f=0 g=1."),
-            R"({"ts":"T","level":"warning","a":-1.5,"b":true,"c":"01","d":"1e5","e":"redis","f":0,"g":"1."})");
+  EXPECT_EQ(
+      logfmt_to_json("T", "warning", "a=-1.5 b=true c=01 d=1e5 e=redis f=0 g=1."),
+      R"({"ts":"T","level":"warning","a":-1.5,"b":true,"c":"01","d":"1e5","e":"redis","f":0,"g":"1."})");
 }
 
 TEST(log_json, a_token_without_a_key_is_kept_as_text) {

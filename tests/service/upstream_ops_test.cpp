@@ -26,9 +26,9 @@ TEST(upstream_ops, healthcheck_is_200_ok_when_ready) {
 
 TEST(upstream_ops, healthcheck_is_500_while_the_backend_is_unreachable) {
   // Nothing listens there: the backend never becomes ready.
-  floodgated_process fg(rules, {.extra_args = {"--redis", "redis://127.0.0.1:" +
-                                                              std::to_string(free_port()) +
-                                                              "?connect_timeout=200ms"}});
+  floodgated_process fg(
+      rules, {.extra_args = {"--redis", "redis://127.0.0.1:" + std::to_string(free_port()) +
+                                            "?connect_timeout=200ms"}});
   const auto r = http_request_once(fg.port(), "GET", "/healthcheck");
   EXPECT_EQ(r.status, 500) << r.body;
   EXPECT_EQ(r.body, "");

@@ -96,6 +96,27 @@ TEST(config_watch_process, a_configmap_swap_reloads_once_and_a_bad_file_keeps_th
   fs::remove_all(root);
 }
 
+TEST(config_watch_process, a_swap_of_a_symlink_on_the_way_reloads) {
+  // Upstream's RUNTIME_ROOT=/srv/runtime_data/current, `current` a symlink to a release.
+  const auto root = make_temp_dir("floodgate-watch-");
+  for (const auto* v : {"v1", "v2"}) fs::create_directories(root + "/" + v + "/ratelimit/config");
+  write_file(root + "/v1/ratelimit/config/edge.yaml", blocked_yaml);
+  write_file(root + "/v2/ratelimit/config/edge.yaml", open_yaml);
+  fs::create_symlink("v1", root + "/current");
+  floodgated_process fg(
+      "rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
+      {.extra_args = {"--grpc-listen", "127.0.0.1:0", "--envoy-config",
+                      root + "/current/ratelimit/config", "--envoy-config-watch"}});
+  const auto address = "127.0.0.1:" + std::to_string(fg.grpc_port());
+  EXPECT_EQ(code_for(address, root), "OVER_LIMIT");
+  const auto from = fg.log().size();
+  fs::create_symlink("v2", root + "/current.tmp");
+  fs::rename(root + "/current.tmp", root + "/current");
+  ASSERT_TRUE(fg.wait_for_log("envoy config reloaded", 5s, from)) << fg.log();
+  EXPECT_EQ(code_for(address, root), "OK");
+  fs::remove_all(root);
+}
+
 TEST(config_watch_process, without_the_flag_a_change_is_not_reloaded) {
   const auto root = make_temp_dir("floodgate-watch-");
   configmap_dir config(root + "/config");

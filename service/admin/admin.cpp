@@ -188,8 +188,8 @@ admin_result route(const http_request& req, const admin_sources& sources) {
     return key_call(req, sources, key_request::action::reset);
   }
   const bool known = path == "/metrics" || path == "/healthz" || path == "/readyz" ||
-                     path == "/v1/top" || path == "/v1/status" || path == "/v1/inspect" ||
-                     path == "/ui";
+                     path == "/healthcheck" || path == "/v1/top" || path == "/v1/status" ||
+                     path == "/v1/inspect" || path == "/ui";
   if (!known) return error_response(404, "not found");
   if (req.method != "GET" && req.method != "HEAD") {
     auto res = error_response(405, "method not allowed; use GET, HEAD");
@@ -203,6 +203,7 @@ admin_result route(const http_request& req, const admin_sources& sources) {
   if (path == "/v1/inspect") return key_call(req, sources, key_request::action::inspect);
   if (path == "/ui") return render_ui();
   const auto b = sources.backend ? sources.backend() : backend_state{};
+  if (path == "/healthcheck") return render_healthcheck(b.healthy);
   return render_ready(b.healthy, b.kind);
 }
 

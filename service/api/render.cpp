@@ -222,6 +222,14 @@ http_response render_ready(bool backend_healthy, std::string_view backend_kind) 
   return json_response(backend_healthy ? 200 : 503, o);
 }
 
+http_response render_healthcheck(bool backend_healthy) {
+  http_response res;
+  res.status = backend_healthy ? 200 : 500;
+  res.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+  if (backend_healthy) res.body = "OK";
+  return res;
+}
+
 http_response render_metrics(std::string text) {
   http_response res;
   res.headers.emplace_back("Content-Type", "text/plain; version=0.0.4; charset=utf-8");

@@ -34,6 +34,9 @@ http_response render_star_misused();
 
 http_response render_health();
 http_response render_ready(bool backend_healthy, std::string_view backend_kind);
+// envoyproxy/ratelimit's /healthcheck, for probes written for it: 200 with the body "OK" when
+// ready (as /readyz), else 500 with an empty body.
+http_response render_healthcheck(bool backend_healthy);
 http_response render_metrics(std::string text);
 
 // `s` with every byte that is not part of valid UTF-8 replaced by U+FFFD: JSON must be UTF-8,

@@ -396,7 +396,7 @@ route_result route(const http_request& req, std::shared_ptr<const config> rules,
   }
   for (const auto& [name, p] :
        {std::pair{"/healthz", probe::healthz}, std::pair{"/readyz", probe::readyz},
-        std::pair{"/metrics", probe::metrics}}) {
+        std::pair{"/healthcheck", probe::healthcheck}, std::pair{"/metrics", probe::metrics}}) {
     if (path != name) continue;
     if (!get_or_head(req)) return method_not_allowed("GET, HEAD");
     return p;

@@ -75,9 +75,10 @@ struct check_plan {
 };
 
 enum class probe {
-  healthz,  // the process is up: always 200
-  readyz,   // the backend is healthy: 200, else 503
-  metrics,  // Prometheus text
+  healthz,      // the process is up: always 200
+  readyz,       // the backend is healthy: 200, else 503
+  healthcheck,  // envoyproxy/ratelimit's /healthcheck: readyz as upstream says it (200 "OK", 500)
+  metrics,      // Prometheus text
 };
 
 // What a request asks for: a finished response (an error, usually), a check, or a probe.

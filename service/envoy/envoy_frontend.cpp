@@ -29,6 +29,9 @@ const char* envoy_flags::usage =
   --envoy-config PATH  envoyproxy/ratelimit's config: a YAML file, or a directory whose *.yaml
                        files are each one domain. Repeatable; --config is then optional.
                        SIGHUP reloads it; a bad new file is logged and the old config stays.
+  --envoy-config-watch reload the --envoy-config paths when they change, as SIGHUP does
+                       (inotify; a burst of changes is one reload, 200 ms after the last;
+                       Kubernetes' ConfigMap swaps and symlinks on the way are followed).
   --envoy-response-headers  add RateLimit-Limit, -Remaining and -Reset to responses.
   --envoy-shadow-mode  report statuses but always answer OK overall.
   --envoy-failure-mode error|rule
@@ -53,6 +56,10 @@ bool envoy_flags::parse(std::string_view arg, const std::function<std::string_vi
   }
   if (arg == "--envoy-response-headers") {
     response_headers = true;
+    return true;
+  }
+  if (arg == "--envoy-config-watch") {
+    watch = true;
     return true;
   }
   if (arg == "--envoy-shadow-mode") {

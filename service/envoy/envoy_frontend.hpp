@@ -28,6 +28,7 @@ struct envoy_flags {
   std::vector<std::string> configs;  // --envoy-config PATH (repeatable)
   bool response_headers = false;     // --envoy-response-headers
   bool shadow_mode = false;          // --envoy-shadow-mode
+  bool watch = false;                // --envoy-config-watch: reload when the files change
   // --envoy-failure-mode error|rule: a backend failure is a gRPC error (UNAVAILABLE, upstream's
   // contract) or each rule's failure_mode answers.
   bool failure_by_rule = false;

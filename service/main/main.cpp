@@ -11,25 +11,32 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "admin/admin.hpp"
 #include "admin/inspector.hpp"
 #include "config/config.hpp"
 #include "config/config_store.hpp"
+#include "config/config_watch.hpp"
 #include "envoy/envoy_frontend.hpp"
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
 #include "logging/log_format.hpp"
+#include "logging/log_json.hpp"
+#include "main/envoy_env.hpp"
 #include "redis_watch/redis_sampler.hpp"
 #include "server/server.hpp"
 #include "telemetry/hot_keys.hpp"
@@ -47,6 +54,7 @@ constexpr const char* usage =
                   [--admin-listen HOST:PORT [--admin-host NAME ...] [--top-keys N]
                    [--top-interval DURATION]]
                   [--redis-sample-interval DURATION] [--max-clock-skew DURATION]
+                  [--log-format logfmt|json] [--envoy-env]
 
 floodgated answers "may this request pass?" over HTTP for the rules in FILE.
 
@@ -103,6 +111,14 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
   --log-level LEVEL    trace, debug, info (default), warn (or warning), error, critical or off.
                        Logs go to stderr, one logfmt line per event; decisions are logged at
                        debug only.
+  --log-format logfmt|json
+                       logfmt (default): key=value pairs; json: one JSON object per line with
+                       the same fields (ts, level, msg, ...), numbers as numbers.
+  --envoy-env          also read envoyproxy/ratelimit's environment variables (REDIS_URL,
+                       GRPC_PORT, RUNTIME_ROOT, ...: the table in docs/envoy.md). A flag on
+                       the command line wins over the variable that means the same. An
+                       upstream setting that floodgated does not implement stops start-up,
+                       named.
   --help               this text.
 Envoy's rate limit service (docs/envoy.md):
 %s
@@ -124,6 +140,7 @@ struct flags {
   std::size_t max_connections = server_options{}.max_connections;
   std::size_t max_connections_per_peer = 0;  // 0: a quarter of max_connections
   spdlog::level::level_enum log_level = spdlog::level::info;
+  bool log_json = false;  // --log-format json
   envoy::envoy_flags envoy;
   std::optional<std::pair<std::string, std::uint16_t>> admin;  // --admin-listen
   std::vector<std::string> admin_hosts;                        // --admin-host
@@ -250,6 +267,10 @@ flags parse_flags(int argc, char** argv) {
       f.envoy.max_connections = parse_count(arg, next(), 1'000'000);
     } else if (arg == "--grpc-max-connections-per-peer") {
       f.envoy.max_connections_per_peer = parse_count(arg, next(), 1'000'000);
+    } else if (arg == "--log-format") {
+      const auto v = next();
+      if (v != "logfmt" && v != "json") usage_error("--log-format wants logfmt or json");
+      f.log_json = v == "json";
     } else if (arg == "--log-level") {
       const auto v = next();
       const auto level = parse_level(v);
@@ -303,9 +324,37 @@ connection_budgets connection_budget(std::size_t http_wanted, std::size_t grpc_w
   return b;
 }
 
-void setup_logging(spdlog::level::level_enum level) {
+// --log-format json: the logfmt line's fields as one JSON object (logging/log_json.hpp).
+class json_log_formatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const auto t = std::chrono::system_clock::to_time_t(msg.time);
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count() %
+        1000;
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    char date[32], zone[8], ts[48];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::strftime(zone, sizeof zone, "%z", &tm);
+    std::snprintf(ts, sizeof ts, "%s.%03d%s", date, static_cast<int>(ms), zone);
+    const auto level = spdlog::level::to_string_view(msg.level);
+    auto line = logfmt_to_json(ts, std::string_view(level.data(), level.size()),
+                               std::string_view(msg.payload.data(), msg.payload.size()));
+    line += '\n';
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<json_log_formatter>();
+  }
+};
+
+void setup_logging(spdlog::level::level_enum level, bool json) {
   auto logger = spdlog::stderr_logger_mt("floodgated");
-  logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
+  if (json)
+    logger->set_formatter(std::make_unique<json_log_formatter>());
+  else
+    logger->set_pattern("ts=%Y-%m-%dT%H:%M:%S.%e%z level=%l %v");
   logger->set_level(level);
   logger->flush_on(spdlog::level::trace);  // a line per event, never lost in a buffer
   spdlog::set_default_logger(std::move(logger));
@@ -464,11 +513,42 @@ std::chrono::milliseconds drain_left(std::chrono::milliseconds drain, std::int64
   return std::max(std::chrono::milliseconds{0}, drain - spent);
 }
 
+// With --envoy-env, the command line with the environment's flags in front (main/envoy_env.hpp);
+// otherwise as it is. `notes` gets what the environment set that needs no flag.
+std::vector<std::string> with_envoy_env(int argc, char** argv, std::vector<std::string>& notes) {
+  std::vector<std::string> args(argv, argv + argc);
+  const auto it = std::find(args.begin() + 1, args.end(), "--envoy-env");
+  if (it == args.end()) return args;
+  args.erase(it);
+  std::set<std::string, std::less<>> given;
+  for (std::string_view a : args)
+    if (a.starts_with("--")) given.emplace(a.substr(0, a.find('=')));
+  try {
+    auto env = read_envoy_env([](const char* name) { return std::getenv(name); }, given);
+    std::vector<std::string> out{args.front()};
+    for (auto& [flag, value] : env.flags) {
+      out.push_back(flag);
+      if (!value.empty()) out.push_back(std::move(value));
+    }
+    out.insert(out.end(), args.begin() + 1, args.end());
+    notes = std::move(env.notes);
+    for (const auto& [flag, value] : env.flags) notes.push_back("from the environment: " + flag);
+    return out;
+  } catch (const envoy_env_error& e) {
+    usage_error(std::string("--envoy-env: ") + e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const flags f = parse_flags(argc, argv);
-  setup_logging(f.log_level);
+  std::vector<std::string> env_notes;
+  auto args = with_envoy_env(argc, argv, env_notes);
+  std::vector<char*> arg_ptrs;
+  for (auto& a : args) arg_ptrs.push_back(a.data());
+  const flags f = parse_flags(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
+  setup_logging(f.log_level, f.log_json);
+  for (const auto& note : env_notes) spdlog::info("msg=\"envoy-env\" setting={}", quote(note));
   try {
     const auto budgets = connection_budget(
         f.max_connections, f.envoy.grpc_listen.empty() ? 0 : f.envoy.max_connections);
@@ -518,6 +598,14 @@ int main(int argc, char** argv) {
     background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path] {
       reload(store, stats, envoy_api.get(), where, path);
     });
+    // After `errands`, which it tells, so it stops first.
+    std::unique_ptr<config_watch> watch;
+    if (f.envoy.watch && !f.envoy.configs.empty()) {
+      watch = std::make_unique<config_watch>(f.envoy.configs, [&errands] {
+        spdlog::info("msg=\"config files changed; reloading\"");
+        errands.request_reload();
+      });
+    }
     server srv(std::move(options), std::move(limiter), store, stats,
                [&errands] { errands.request_reload(); });
     const int code = srv.run();

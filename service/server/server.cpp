@@ -597,6 +597,8 @@ class session : public std::enable_shared_from_this<session> {
         auto& b = server_.limiter->get_backend();
         return render_ready(b.healthy(), b.kind());
       }
+      case probe::healthcheck:
+        return render_healthcheck(server_.limiter->get_backend().healthy());
       case probe::metrics:
         break;
     }

@@ -202,8 +202,9 @@ class reader {
 };
 
 std::string listen_address(const reader& env, std::string_view host_var, std::string_view port_var,
-                           std::string_view default_port) {
-  std::string host = env.get_or(host_var, "0.0.0.0");
+                           std::string_view default_port,
+                           std::string_view default_host = "0.0.0.0") {
+  std::string host = env.get_or(host_var, default_host);
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   const auto port = env.get_or(port_var, default_port);
   if (port.empty() ||
@@ -314,7 +315,10 @@ envoy_env read_envoy_env(const std::function<const char*(const char*)>& getenv,
   add("--listen", [&] { return listen_address(env, "HOST", "PORT", "8080"); });
   add("--grpc-listen", [&] { return listen_address(env, "GRPC_HOST", "GRPC_PORT", "8081"); });
   if (env.get("DEBUG_HOST") || env.get("DEBUG_PORT"))
-    add("--admin-listen", [&] { return listen_address(env, "DEBUG_HOST", "DEBUG_PORT", "6070"); });
+    // Loopback unless DEBUG_HOST says otherwise: floodgated's admin endpoints reset limits and
+    // read keys' state, where upstream's debug port only shows stats.
+    add("--admin-listen",
+        [&] { return listen_address(env, "DEBUG_HOST", "DEBUG_PORT", "6070", "127.0.0.1"); });
   add("--redis", [&] { return redis_url(env); });
   add("--envoy-config", [&] {
     std::string dir = env.get_or("RUNTIME_ROOT", "/srv/runtime_data/current");

@@ -77,7 +77,7 @@ TEST(envoy_env, each_variable_maps_to_its_flag) {
                                       {"USE_STATSD", "false"}}));
   EXPECT_EQ(f.at("--listen"), "127.0.0.1:9000");
   EXPECT_EQ(f.at("--grpc-listen"), "[::1]:9001");
-  EXPECT_EQ(f.at("--admin-listen"), "0.0.0.0:9002");
+  EXPECT_EQ(f.at("--admin-listen"), "127.0.0.1:9002") << "admin on loopback unless DEBUG_HOST";
   EXPECT_EQ(f.at("--envoy-config"), "/data/ratelimit/rules");
   EXPECT_EQ(f.at("--log-level"), "debug");
   EXPECT_FALSE(f.contains("--log-format"));

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
@@ -132,11 +133,27 @@ TEST(grpc_failure_contract, health_goes_not_serving_when_the_drain_begins) {
 TEST(grpc_failure_contract, a_call_its_client_gave_up_on_still_charges_and_is_counted) {
   redis_server redis;
   rls_process p(redis.url());
-  // Longer than Node takes to start and call, within the 2 s call timeout.
-  redis.command({"CLIENT", "PAUSE", "1200", "WRITE"});
+  // Redis is paused once Node has started (its first call answered: Node's start-up took
+  // over a second on a loaded machine), and the client's call, with a 100 ms deadline, waits
+  // on it; the pause (1.2 s) ends before floodgated's own deadlines would give the call up.
+  const auto go = p.dir() + "/paused";
+  std::thread pauser([&] {
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (metric(p, "floodgate_envoy_requests_total{code=\"OK\"}") < 1 &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(10ms);
+    redis.command({"CLIENT", "PAUSE", "1200", "WRITE"});
+    std::ofstream(go) << "go";
+  });
   auto gave_up = check(request_of({{"remote_address", "c"}}));
   gave_up["deadline_ms"] = 100;
-  EXPECT_EQ(code_of(run_client(p, {gave_up}), 0), deadline_exceeded);
+  json::object wait;
+  wait["await_file"] = go;
+  wait["deadline_ms"] = 30'000;
+  const auto results =
+      run_client(p, {check(request_of({{"remote_address", "warm-up"}})), wait, gave_up});
+  pauser.join();
+  EXPECT_EQ(code_of(results, 2), deadline_exceeded);
   const auto until = std::chrono::steady_clock::now() + 5s;
   while (metric(p, "floodgate_envoy_requests_total{code=\"CANCELLED\"}") < 1 &&
          std::chrono::steady_clock::now() < until)

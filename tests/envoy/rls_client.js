@@ -6,8 +6,11 @@
 //   {"check": <RateLimitRequest as JSON>, "deadline_ms": 1000, "parallel": 1}
 //   {"health": "<service name or empty>"}
 //   {"raw": "<base64 of a request body sent as RateLimitRequest bytes>"}
+//   {"await_file": "<path>"}: waits (up to deadline_ms) until the file exists, so a test can
+//     change something (pause Redis) between two calls with Node already started
 // Prints a JSON list of lists: per call, per copy, {"ok": response} or {"code": n, "details": s}.
 'use strict';
+const fs = require('fs');
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const loader = require('@grpc/proto-loader');
@@ -37,6 +40,13 @@ function one(call) {
       rlsClient.ShouldRateLimit(call.check, { deadline }, settle(resolve));
     } else if (call.health !== undefined) {
       healthClient.Check({ service: call.health }, { deadline }, settle(resolve));
+    } else if (call.await_file !== undefined) {
+      const poll = () => {
+        if (fs.existsSync(call.await_file)) resolve({ ok: {} });
+        else if (Date.now() > deadline.getTime()) resolve({ code: -1, details: 'no file' });
+        else setTimeout(poll, 5);
+      };
+      poll();
     } else if (call.raw !== undefined) {
       rawClient.makeUnaryRequest('/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit',
         (b) => b, (b) => b, Buffer.from(call.raw, 'base64'), { deadline },

@@ -46,6 +46,7 @@ TEST(wrong_type, a_batch_item_on_a_foreign_key_fails_alone_and_the_others_are_de
     const auto& r = got[i];
     if (keys[i] == "bad") {
       EXPECT_EQ(r.outcome, outcome::backend_error) << "check " << i;
+      EXPECT_TRUE(r.error) << "check " << i;
       EXPECT_FALSE(r.decision.allowed) << "check " << i << ": the policy fails closed";
       continue;
     }
@@ -54,8 +55,8 @@ TEST(wrong_type, a_batch_item_on_a_foreign_key_fails_alone_and_the_others_are_de
     EXPECT_EQ(r.decision.limit, 5) << "check " << i;
     EXPECT_EQ(r.decision.remaining, 5 - ++used[keys[i]]) << "check " << i << " (" << keys[i] << ")";
   }
-  EXPECT_NE(l.get_backend().last_error().find("WRONGTYPE"), std::string::npos)
-      << l.get_backend().last_error();
+  // (last_error() is not read: it is the node's current problem, which a later call's
+  // answer may already have cleared when the batch was split over two calls.)
   EXPECT_TRUE(l.get_backend().healthy()) << "a foreign key is no readiness problem";
   // The foreign key is left as it was, and each good key counted each of its checks once.
   EXPECT_EQ(redis.command({"TYPE", foreign}).str, "list");

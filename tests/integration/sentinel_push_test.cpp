@@ -33,11 +33,11 @@ class pushing_sentinel {
   std::string answer(const fake_redis::command& c) {
     if (c.size() == 3 && c[0] == "SUBSCRIBE") {
       std::this_thread::sleep_for(confirm_after_);
-      const std::string text = "fg 127.0.0.1 " + std::to_string(old_port_) + " 127.0.0.1 " +
-                               std::to_string(new_port_);
+      const std::string text =
+          "fg 127.0.0.1 " + std::to_string(old_port_) + " 127.0.0.1 " + std::to_string(new_port_);
       return "*3\r\n" + resp_bulk("subscribe") + resp_bulk(c[1]) + ":1\r\n" + "*3\r\n" +
-             resp_bulk("subscribe") + resp_bulk(c[2]) + ":2\r\n" + "*3\r\n" +
-             resp_bulk("message") + resp_bulk("+switch-master") + resp_bulk(text);
+             resp_bulk("subscribe") + resp_bulk(c[2]) + ":2\r\n" + "*3\r\n" + resp_bulk("message") +
+             resp_bulk("+switch-master") + resp_bulk(text);
     }
     if (c.size() == 3 && c[0] == "SENTINEL" && c[1] == "get-master-addr-by-name")
       return "*2\r\n" + resp_bulk("127.0.0.1") + resp_bulk(std::to_string(old_port_));

@@ -20,8 +20,8 @@ TEST(wrong_type, a_batch_item_on_a_foreign_key_fails_alone_and_the_others_are_de
   o.redis.connections = 1;
   limiter l{redis.url(), o};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
-  const policy p{"q", algorithm::sliding_log, 5, 1min, std::nullopt, failure_mode::closed,
-                 local_denials::off};
+  const policy p{
+      "q", algorithm::sliding_log, 5, 1min, std::nullopt, failure_mode::closed, local_denials::off};
   // sliding_log's state key (src/redis/key.cpp): prefix, rule, "sl", the caller's key as tag.
   const std::string foreign = o.redis.key_prefix + "q:sl:{bad}";
   ASSERT_EQ(redis.command({"LPUSH", foreign, "x"}).integer, 1);
@@ -50,8 +50,8 @@ TEST(wrong_type, a_batch_item_on_a_foreign_key_fails_alone_and_the_others_are_de
       EXPECT_FALSE(r.decision.allowed) << "check " << i << ": the policy fails closed";
       continue;
     }
-    ASSERT_EQ(r.outcome, outcome::allowed) << "check " << i << " (" << keys[i]
-                                           << "): " << r.error.message();
+    ASSERT_EQ(r.outcome, outcome::allowed)
+        << "check " << i << " (" << keys[i] << "): " << r.error.message();
     EXPECT_EQ(r.decision.limit, 5) << "check " << i;
     EXPECT_EQ(r.decision.remaining, 5 - ++used[keys[i]]) << "check " << i << " (" << keys[i] << ")";
   }
@@ -72,10 +72,10 @@ TEST(wrong_type, check_all_with_a_foreign_key_fails_whole_and_consumes_nothing) 
   backend_options o = redis_options_for(unique_prefix("wrongtype_all"), fixed_clock());
   limiter l{redis.url(), o};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
-  const policy p{"q", algorithm::sliding_log, 5, 1min, std::nullopt, failure_mode::closed,
-                 local_denials::off};
-  const policy g{"g", algorithm::gcra, 5, 1min, std::nullopt, failure_mode::closed,
-                 local_denials::off};
+  const policy p{
+      "q", algorithm::sliding_log, 5, 1min, std::nullopt, failure_mode::closed, local_denials::off};
+  const policy g{
+      "g", algorithm::gcra, 5, 1min, std::nullopt, failure_mode::closed, local_denials::off};
   ASSERT_EQ(redis.command({"LPUSH", o.redis.key_prefix + "q:sl:{bad}", "x"}).integer, 1);
   const auto r = l.check_all({{"good", &g, 1}, {"good", &p, 1}, {"bad", &p, 1}});
   EXPECT_EQ(r.outcome, outcome::backend_error);

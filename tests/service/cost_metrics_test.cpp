@@ -29,7 +29,9 @@ TEST(cost_metrics, each_rule_is_charged_its_own_admitted_cost) {
       "  - {name: api, algorithm: sliding_log, limit: 10, window: 1h}\n"
       "  - {name: global, algorithm: fixed_window, limit: 10, window: 1h}\n");
   http_connection c(fg.port());
-  const auto post = [&](const std::string& body) { return c.request("POST", "/v1/check", body).status; };
+  const auto post = [&](const std::string& body) {
+    return c.request("POST", "/v1/check", body).status;
+  };
   // One rule at a time, and a peek.
   ASSERT_EQ(post(R"({"rule":"api","key":"a","cost":3})"), 200);
   ASSERT_EQ(post(R"({"rule":"global","key":"a","cost":2})"), 200);
@@ -37,13 +39,16 @@ TEST(cost_metrics, each_rule_is_charged_its_own_admitted_cost) {
   EXPECT_EQ(cost_of(fg.port(), "api"), 3);
   EXPECT_EQ(cost_of(fg.port(), "global"), 2);
   // Two rules in one all-or-nothing check: each its own item's cost.
-  ASSERT_EQ(post(R"({"rules":[{"rule":"api","key":"b","cost":4},{"rule":"global","key":"b","cost":1}]})"),
-            200);
+  ASSERT_EQ(
+      post(R"({"rules":[{"rule":"api","key":"b","cost":4},{"rule":"global","key":"b","cost":1}]})"),
+      200);
   EXPECT_EQ(cost_of(fg.port(), "api"), 3 + 4);
   EXPECT_EQ(cost_of(fg.port(), "global"), 2 + 1);
   // Denied whole (global's 1 + 9 > 10): neither rule is charged, though api's item would fit.
-  ASSERT_EQ(post(R"({"rules":[{"rule":"api","key":"b","cost":1},{"rule":"global","key":"b","cost":10}]})"),
-            429);
+  ASSERT_EQ(
+      post(
+          R"({"rules":[{"rule":"api","key":"b","cost":1},{"rule":"global","key":"b","cost":10}]})"),
+      429);
   ASSERT_EQ(post(R"({"rule":"api","key":"a","cost":8})"), 429);
   // Invalid: a cost above the capacity, an unknown rule.
   ASSERT_EQ(post(R"({"rule":"api","key":"a","cost":11})"), 400);
@@ -55,8 +60,8 @@ TEST(cost_metrics, local_admissions_in_an_outage_are_charged) {
   redis_server redis;
   fault_relay relay{redis.port()};
   floodgated_process::options opts;
-  opts.extra_args = {"--redis", relay.url() + "?timeout=100ms&connect_timeout=300ms",
-                     "--instances", "1"};
+  opts.extra_args = {"--redis", relay.url() + "?timeout=100ms&connect_timeout=300ms", "--instances",
+                     "1"};
   floodgated_process fg(
       "rules:\n  - {name: api, algorithm: fixed_window, limit: 10, window: 1h, "
       "failure_mode: local}\n",

@@ -118,6 +118,39 @@ TEST(local_mode, instances_count_each_other_and_together_stay_within_the_limit) 
   EXPECT_EQ(total, 30) << "the instances together: the limit, no more";
 }
 
+// Issue 28, item 11a: every other local-mode test uses a limit N divides exactly (or one so
+// small that the burst's rounding refuses it anyway), so a share rounded up instead of down went
+// unnoticed. The share is limit ÷ N rounded down (N instances must stay within the limit
+// together: 3 × 4 = 12 > 10), for the limit and the burst alike.
+TEST(local_mode, an_uneven_limit_is_shared_rounded_down) {
+  redis_server redis;
+  fault_relay relay{redis.port()};
+  limiter_options lo;
+  lo.instances = 3;
+  lo.local_mode_probe_interval = 10s;  // no probe during the test: the outage is the test
+  limiter l{relay.url(), options_for(unique_prefix("uneven")), lo};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  // The window algorithm scales its limit; the bucket scales its burst (its capacity), and its
+  // rate 11 ÷ 3 too, which the test does not wait long enough to see refill.
+  const policy window{"window", algorithm::fixed_window, 10, 1h, std::nullopt,
+                      failure_mode::local, local_denials::off};
+  const policy bucket{"bucket", algorithm::token_bucket, 11, 1h, 11, failure_mode::local,
+                      local_denials::off};
+  relay.set_fault(fault::black_hole);
+  for (const policy* p : {&window, &bucket}) {
+    int admitted = 0;
+    check_result r;
+    for (int i = 0; i < 6; ++i) {
+      r = l.check("k", *p);
+      ASSERT_TRUE(r.local_mode) << p->name() << " #" << i << ": " << r.error.message();
+      if (r.outcome == outcome::allowed) ++admitted;
+    }
+    EXPECT_EQ(admitted, 3) << p->name() << ": " << p->capacity() << " ÷ 3 rounds down to 3";
+    EXPECT_EQ(r.decision.limit, 3) << p->name();
+    EXPECT_EQ(r.outcome, outcome::over_limit) << p->name();
+  }
+}
+
 TEST(local_mode, a_limit_below_n_refuses_locally_and_a_mixed_group_fails_closed) {
   redis_server redis;
   fault_relay relay{redis.port()};

@@ -281,7 +281,10 @@ void limiter::async_check_all(std::span<const check_item> items,
           again.push_back({keys[i], &policies[i], costs[i]});
         return handler(local_mode_result(*lm, again, r.error));
       }
-      if (r.outcome != outcome::invalid_request) lm->answered(route);
+      if (r.outcome == outcome::invalid_request)
+        lm->not_asked(route);
+      else
+        lm->answered(route);
       handler(std::move(r));
     };
   }
@@ -345,7 +348,10 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
         return handler(
             answer::from(local_mode_result(*lm, check_item{key, &p, cost}, r.error)));
       }
-      if (r.outcome != outcome::invalid_request) lm->answered(route);
+      if (r.outcome == outcome::invalid_request)
+        lm->not_asked(route);
+      else
+        lm->answered(route);
       handler(std::move(r));
     };
   }

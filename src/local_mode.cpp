@@ -83,6 +83,10 @@ void local_mode::answered(route r) {
   // like any memory backend's).
 }
 
+void local_mode::not_asked(route r) {
+  if (r == route::probe) probe_in_flight_.store(false);
+}
+
 void local_mode::failed(route r, std::error_code why) {
   if (why.category() == error_category()) last_failure_.store(why.value());
   outage_until_.store(now_ms() + options_.local_mode_probe_interval.count());

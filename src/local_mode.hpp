@@ -47,6 +47,9 @@ class local_mode {
   // is neither.
   void answered(route r);
   void failed(route r, std::error_code why);
+  // The call was refused before it reached the backend (cross_slot): it says nothing of the
+  // backend, and a probe hands its turn to the next call.
+  void not_asked(route r);
   // The failure that started or last extended the outage.
   std::error_code last_failure() const noexcept;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 #include "cluster_support.hpp"
 
@@ -98,6 +99,34 @@ TEST(cluster, check_all_in_one_slot_and_refused_across_slots) {
     EXPECT_EQ(cross.outcome, outcome::invalid_request);
     EXPECT_EQ(cross.error, errc::cross_slot) << cross.error.message();
   }
+}
+
+// In local mode, a probe refused before it reached Redis (a check_all across slots: the client
+// answers cross_slot itself) says nothing about Redis: the outage goes on and the next call is
+// the probe. Before, the refused probe kept the probe's turn for ever, and every later call
+// was decided locally with Redis answering.
+TEST(cluster, a_local_mode_probe_refused_across_slots_hands_the_probe_on) {
+  auto& c = shared_cluster();
+  const auto prefix = unique_prefix("probe");
+  limiter_options lo;
+  lo.local_mode_probe_interval = 50ms;
+  limiter l{c.url(), options_for(prefix), lo};
+  ASSERT_TRUE(wait_healthy(l.get_backend()));
+  const policy p{"p", algorithm::fixed_window, 100, 1h, std::nullopt, failure_mode::local,
+                 local_denials::off};
+  // An outage: a key of another type answers WRONGTYPE, a backend error.
+  const auto broken = key_on(c, c.masters()[0], "broken");
+  c.command(c.masters()[0], {"LPUSH", prefix + "p:fw:{" + broken + "}", "x"});
+  ASSERT_TRUE(l.check(broken, p).local_mode);
+  std::this_thread::sleep_for(100ms);  // past the probe interval: the next call probes
+  const auto a = key_on(c, c.masters()[0], "a"), b = key_on(c, c.masters()[1], "b");
+  const auto cross = l.check_all({{a, &p, 1}, {b, &p, 1}});
+  EXPECT_EQ(cross.outcome, outcome::invalid_request);
+  EXPECT_EQ(cross.error, errc::cross_slot) << cross.error.message();
+  const auto r = l.check(a, p);
+  EXPECT_FALSE(r.local_mode) << "the next call is the probe, and Redis answers it";
+  EXPECT_EQ(r.outcome, outcome::allowed);
+  EXPECT_FALSE(l.stats().local_mode_active);
 }
 
 TEST(cluster, hashed_keys_route_by_their_stored_tag) {

@@ -102,7 +102,8 @@ end
 function refunds.gcra(key, now, l, w, b, cost)
   local s = redis.call('GET', key)
   if not s then return end
-  local a, r = unpack2(s)
+  local a, r = read_tat(s, l)
+  if a == nil or r == nil then return end  -- not a gcra state: the peek after says so
   local x = r - cost * w
   local q = floor_div(x, l)
   a, r = a + q, x - q * l
@@ -110,7 +111,7 @@ function refunds.gcra(key, now, l, w, b, cost)
     redis.call('DEL', key)
     return
   end
-  redis.call('SET', key, pack(a, r), 'PX', str(a - now - floor_div(-r, l)))
+  redis.call('SET', key, tat_value(a, r, l), 'PX', str(a - now - floor_div(-r, l)))
 end
 
 if not ((#KEYS == 1 and #ARGV == 6) or (#KEYS == 2 and #ARGV == 7)) then

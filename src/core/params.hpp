@@ -14,14 +14,17 @@ struct params {
   std::int64_t window;  // W, ms
   std::int64_t burst;   // B (equals L for algorithms without a burst)
 
-  // The policy's numbers as its state is kept in. A token bucket depends only on B and the
-  // rate L/W, so its (L, W) are reduced by their gcd: its level, in units of 1/W token, then
-  // has fewer digits (100 per minute: 600 units a token rather than 60,000), and its Redis state
-  // stays one 8-byte integer in far more cases (docs/algorithms.md, "Redis representation").
-  // Both backends keep the state so, and its key names that W (state_unit.hpp).
+  // The policy's numbers as its state is kept in. token_bucket and gcra depend only on B and
+  // the rate L/W, so their (L, W) are reduced by their gcd: a bucket's level, in units of 1/W
+  // token, and a TAT, in units of 1/L ms, then have fewer digits (100 per minute: 600 units a
+  // token rather than 60,000; 10^6 a second: a TAT in ms rather than in ns), and their Redis
+  // state stays one 8-byte integer in far more cases (docs/algorithms.md, "Redis
+  // representation"). Equal rates also keep the same units, so a reload that scales L and W
+  // together reads the state as it was written. Both backends keep the state so, and its key
+  // names the reduced numbers (state_unit.hpp).
   static params of(const policy& p) noexcept {
     std::int64_t l = p.limit(), w = p.window().count();
-    if (p.algo() == algorithm::token_bucket) {
+    if (p.algo() == algorithm::token_bucket || p.algo() == algorithm::gcra) {
       const std::int64_t g = std::gcd(l, w);
       l /= g;
       w /= g;

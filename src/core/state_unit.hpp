@@ -5,8 +5,9 @@
 //
 //   token_bucket  "<W/g>" (g = gcd(L, W)): the level is kept in units of g/W token (params::of)
 //   gcra          the emission interval W/L as a reduced fraction, "<W/L>" when it is whole
-//                 ms, else "<W/g>/<L/g>" (g = gcd): the TAT is a debt of time that means a
-//                 number of requests only at one interval
+//                 ms, else "<W/g>/<L/g>" (g = gcd): the TAT is kept in units of g/L ms
+//                 (params::of), and is a debt of time that means a number of requests only at
+//                 one interval
 //   others        "": times, window indexes and counts mean the same under any policy
 #pragma once
 
@@ -24,15 +25,14 @@ namespace floodgate::core {
 class state_unit {
  public:
   explicit state_unit(const policy& p) noexcept {
-    const std::int64_t w = p.window().count(), l = p.limit();
     if (p.algo() == algorithm::token_bucket) {
       append(params::of(p).window);  // the reduced W its level is kept in
     } else if (p.algo() == algorithm::gcra) {
-      const std::int64_t g = std::gcd(w, l);
-      append(w / g);
-      if (l / g != 1) {
+      const auto q = params::of(p);  // W and L reduced: the TAT is in units of 1/L ms
+      append(q.window);
+      if (q.limit != 1) {
         text_[size_++] = '/';
-        append(l / g);
+        append(q.limit);
       }
     }
   }

@@ -12,14 +12,15 @@ constexpr std::size_t hashed_size = 1 + 64;  // '#' and 64 hex digits
 // value is 88 bytes of Redis memory, one of 45 to 60 bytes is 104 (docs/algorithms.md, "Redis
 // representation"). A code changes with its state's layout, so an older floodgate's state is
 // never misread: `sl` replaced `sliding_log` (one member per unit), `gc`/`tb` with units
-// replaced the plain codes, and those replaced the hashes under the full names.
+// replaced the plain codes, and those replaced the hashes under the full names; `gt` replaced
+// `gc` when gcra's TAT became one integer in units of the reduced interval.
 std::string_view key_code(algorithm a) noexcept {
   switch (a) {
     case algorithm::sliding_log: return "sl";
     case algorithm::sliding_window: return "sw";
     case algorithm::fixed_window: return "fw";
     case algorithm::token_bucket: return "tb";
-    case algorithm::gcra: return "gc";
+    case algorithm::gcra: return "gt";
   }
   return "?";
 }

@@ -1,7 +1,7 @@
 // Where a (policy, caller key) pair lives in Redis (docs/algorithms.md, "Redis
 // representation"):
 //
-//   <prefix><policy name>:<code><units>:{<caller key>}     e.g. floodgate:api:gc600:{alice}
+//   <prefix><policy name>:<code><units>:{<caller key>}     e.g. floodgate:api:gt600:{alice}
 //   <prefix><policy name>:bk:{<caller key>}                a penalty's end (block_for)
 //   <prefix><policy name>:cc:{<caller key>}                a concurrency limit's leases
 //

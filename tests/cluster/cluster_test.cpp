@@ -41,7 +41,7 @@ TEST(cluster, decides_on_every_master) {
     for (int i = 0; i < 5; ++i) EXPECT_EQ(l.check(key, p).outcome, outcome::allowed) << key;
     EXPECT_EQ(l.check(key, p).outcome, outcome::over_limit) << key;
     // The state lives on that master.
-    EXPECT_EQ(c.command(m, {"EXISTS", prefix + "api:gc720000:{" + key + "}"}).integer, 1);
+    EXPECT_EQ(c.command(m, {"EXISTS", prefix + "api:gt720000:{" + key + "}"}).integer, 1);
     EXPECT_FALSE(l.reset(key, p));
     EXPECT_EQ(l.check(key, p).outcome, outcome::allowed);
   }

@@ -113,7 +113,7 @@ TEST(cluster_failover, ask_is_followed_per_call_and_moved_updates_the_map) {
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"api", algorithm::gcra, 10, 1h};
   ASSERT_EQ(l.check(key, p).outcome, outcome::allowed);
-  const auto state_key = prefix + "api:gc360000:{" + key + "}";
+  const auto state_key = prefix + "api:gt360000:{" + key + "}";
   // Mid-migration, with the key already on the importing node: the source answers ASK.
   c.begin_migration(slot, from, to);
   c.migrate_keys(from, to, {state_key});

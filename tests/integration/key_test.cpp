@@ -17,17 +17,17 @@ const policy api{"api", algorithm::gcra, 10, 1s};
 const key_format format{"floodgate:", 8};
 
 TEST(state_key, plain_keys_are_kept_verbatim_inside_the_hash_tag) {
-  EXPECT_EQ(state_key(format, api, "alice"), "floodgate:api:gc100:{alice}");
-  EXPECT_EQ(state_key(format, api, "a:b"), "floodgate:api:gc100:{a:b}");
-  EXPECT_EQ(state_key(format, api, "\r\n\0\xff"s), "floodgate:api:gc100:{\r\n\0\xff}"s);
-  EXPECT_EQ(state_key(format, api, "12345678"), "floodgate:api:gc100:{12345678}");
-  EXPECT_EQ(state_key({"", 8}, api, "x"), "api:gc100:{x}");
+  EXPECT_EQ(state_key(format, api, "alice"), "floodgate:api:gt100:{alice}");
+  EXPECT_EQ(state_key(format, api, "a:b"), "floodgate:api:gt100:{a:b}");
+  EXPECT_EQ(state_key(format, api, "\r\n\0\xff"s), "floodgate:api:gt100:{\r\n\0\xff}"s);
+  EXPECT_EQ(state_key(format, api, "12345678"), "floodgate:api:gt100:{12345678}");
+  EXPECT_EQ(state_key({"", 8}, api, "x"), "api:gt100:{x}");
 }
 
 TEST(state_key, braces_hash_and_long_keys_are_hashed) {
   for (const std::string& k : {"{x}"s, "a}"s, "#x"s, "123456789"s, std::string(1'000'000, 'z')}) {
     EXPECT_TRUE(stored_as_hash(k, 8)) << k.substr(0, 20);
-    EXPECT_EQ(state_key(format, api, k), "floodgate:api:gc100:{#" + sha256_hex(k) + "}");
+    EXPECT_EQ(state_key(format, api, k), "floodgate:api:gt100:{#" + sha256_hex(k) + "}");
   }
   EXPECT_FALSE(stored_as_hash("x#", 8));
 }
@@ -59,7 +59,7 @@ TEST(state_key, algorithm_is_part_of_the_key) {
   const std::pair<algorithm, std::string> codes[] = {{algorithm::sliding_window, "sw"},
                                                      {algorithm::fixed_window, "fw"},
                                                      {algorithm::token_bucket, "tb100"},
-                                                     {algorithm::gcra, "gc100"}};
+                                                     {algorithm::gcra, "gt100"}};
   for (const auto& [a, code] : codes) {
     const policy p{"api", a, 10, 1s};
     EXPECT_EQ(state_key(format, p, "alice"), "floodgate:api:" + code + ":{alice}");
@@ -79,10 +79,10 @@ TEST(state_key, units_of_the_state_are_part_of_the_key) {
   EXPECT_EQ(key(algorithm::token_bucket, 7, 60s), "floodgate:p:tb60000:{k}");
   EXPECT_EQ(key(algorithm::token_bucket, 100, 60s), "floodgate:p:tb600:{k}");
   EXPECT_EQ(key(algorithm::token_bucket, 200, 120s), "floodgate:p:tb600:{k}");
-  EXPECT_EQ(key(algorithm::gcra, 10, 1s), "floodgate:p:gc100:{k}");
-  EXPECT_EQ(key(algorithm::gcra, 600, 1min), "floodgate:p:gc100:{k}");
-  EXPECT_EQ(key(algorithm::gcra, 7, 1min), "floodgate:p:gc60000/7:{k}");
-  EXPECT_EQ(key(algorithm::gcra, 3000, 1s), "floodgate:p:gc1/3:{k}");
+  EXPECT_EQ(key(algorithm::gcra, 10, 1s), "floodgate:p:gt100:{k}");
+  EXPECT_EQ(key(algorithm::gcra, 600, 1min), "floodgate:p:gt100:{k}");
+  EXPECT_EQ(key(algorithm::gcra, 7, 1min), "floodgate:p:gt60000/7:{k}");
+  EXPECT_EQ(key(algorithm::gcra, 3000, 1s), "floodgate:p:gt1/3:{k}");
   EXPECT_EQ(key(algorithm::fixed_window, 3000, 1s), "floodgate:p:fw:{k}");
 }
 

@@ -103,7 +103,7 @@ TEST_F(redis_backend_test, state_lives_under_the_documented_key_with_a_ttl) {
   const policy p{"api", algorithm::gcra, 10, 10s};
   ASSERT_TRUE(l.check("alice", p).decision.allowed);
   const auto keys = scan_keys(*redis_, prefix + "*");
-  ASSERT_EQ(keys, std::vector<std::string>{prefix + "api:gc1000:{alice}"});
+  ASSERT_EQ(keys, std::vector<std::string>{prefix + "api:gt1000:{alice}"});
   const auto ttl = redis_->command({"PTTL", keys[0]}).integer;
   EXPECT_GT(ttl, 0);
   EXPECT_LE(ttl, 1000);  // one emission interval: W / L
@@ -197,7 +197,7 @@ TEST_F(redis_backend_test, options_in_the_url_override_the_options_in_code) {
   EXPECT_EQ(redis.options().connections, 3u);
   limiter l{b};
   ASSERT_EQ(l.check("k", policy{"p", algorithm::gcra, 10, 1s}).outcome, outcome::allowed);
-  EXPECT_EQ(scan_keys(*redis_, prefix + "*"), std::vector<std::string>{prefix + "p:gc100:{k}"});
+  EXPECT_EQ(scan_keys(*redis_, prefix + "*"), std::vector<std::string>{prefix + "p:gt100:{k}"});
   EXPECT_TRUE(scan_keys(*redis_, "not-this:*").empty());
 }
 

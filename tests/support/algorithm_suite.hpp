@@ -531,4 +531,27 @@ TEST_P(boundary_suite, gcra_with_a_fractional_emission_interval) {
        {60000, 1, true, 0, 8572, 0}});
 }
 
+// A reload that scales L and W together keeps the rate and the state's meaning (the key names
+// the reduced rate, docs/algorithms.md "State and policy changes"): the state must read as it
+// was written. 7 per minute then 14 per 2 minutes, burst 2: after two checks at 0 the TAT is
+// 17142.857 ms, so at 8571 one more is 0.43 ms early. A TAT kept in 1/L ms (1/7 ms, read as
+// 1/14 ms after the reload) misread it as 17142.43 and admitted it.
+TEST_P(boundary_suite, gcra_reads_its_state_after_l_and_w_scale_together) {
+  const std::string name = unique_name("p");
+  const policy before(name, algorithm::gcra, 7, 60s, 2), after(name, algorithm::gcra, 14, 120s, 2);
+  const std::int64_t start = clock_.now();
+  EXPECT_TRUE(check(before).decision.allowed);
+  EXPECT_TRUE(check(before).decision.allowed);
+  clock_.set(start + 8571);
+  const auto early = check(after).decision;
+  EXPECT_FALSE(early.allowed);
+  EXPECT_EQ(early.retry_after.count(), 1);
+  EXPECT_EQ(early.reset_after.count(), 8572);
+  clock_.set(start + 8572);
+  const auto due = check(after).decision;
+  EXPECT_TRUE(due.allowed);
+  EXPECT_EQ(due.remaining, 0);
+  EXPECT_EQ(due.reset_after.count(), 17143);
+}
+
 }  // namespace floodgate::test

@@ -10,6 +10,7 @@
 #include "deny_cache.hpp"
 #include "floodgate/errors.hpp"
 #include "local_mode.hpp"
+#include "reservations.hpp"
 
 namespace floodgate {
 namespace {
@@ -168,6 +169,14 @@ struct pending_call {
 
 // Runs `call_backend`; an exception from it is answered as `failed` unless the handler ran.
 // Handlers must not throw (limiter.hpp): one that does is not answered twice either.
+// Local countdowns run on the test clock when there is one, else on the steady clock.
+std::int64_t steady_ms(const clock_fn& clock) {
+  if (clock) return clock().count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 template <class Pending, class Call, class Failed>
 void guarded(const std::shared_ptr<Pending>& pending, Call&& call_backend, Failed&& failed) {
   try {
@@ -190,6 +199,9 @@ limiter::limiter(std::shared_ptr<backend> b, limiter_options options)
         options_.clock ? 0 : 1);
   if (backend_->kind() != "memory")
     local_mode_ = std::make_shared<detail::local_mode>(backend_, options_);
+  reservations_ = std::make_shared<detail::reservations>(
+      backend_, [clock = options_.clock] { return steady_ms(clock); },
+      options_.max_reservations);
 }
 
 namespace {
@@ -203,12 +215,7 @@ limiter_options with_backend_clock(limiter_options o, const backend_options& b) 
 limiter::limiter(std::string_view url, const backend_options& backend, limiter_options options)
     : limiter(make_backend(url, backend), with_backend_clock(std::move(options), backend)) {}
 
-std::int64_t limiter::steady_now() const {
-  if (options_.clock) return options_.clock().count();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+std::int64_t limiter::steady_now() const { return steady_ms(options_.clock); }
 
 limiter_stats limiter::stats() const noexcept {
   limiter_stats s;
@@ -216,6 +223,9 @@ limiter_stats limiter::stats() const noexcept {
     s.local_denials = deny_cache_->hits();
     s.local_denial_entries = deny_cache_->size();
   }
+  s.reservations = reservations_->taken();
+  s.reserved_units = reservations_->units();
+  s.reserved_decisions = reservations_->spent();
   if (local_mode_) {
     s.local_mode_decisions = local_mode_->decisions();
     s.local_mode_active = local_mode_->in_outage();
@@ -322,6 +332,11 @@ void limiter::async_check_all(std::span<const check_item> items,
 // One item without check_all's containers: it is the hot path.
 void limiter::async_check(std::string_view key, const policy& p, std::int64_t cost,
                           std::function<void(check_result)> handler) {
+  // A policy with reservations admits from this process's units when it holds enough (a
+  // validated request: an invalid one is refused by check_one).
+  if (p.reserve() > 0 && !key.empty() && key.size() <= options_.max_key_size && cost > 0 &&
+      reservations_->check(key, p, cost, handler))
+    return;
   check_one<check_result>({key, &p, cost}, std::move(handler));
 }
 
@@ -473,6 +488,7 @@ void limiter::async_reset(std::string_view key, const policy& p,
                           std::function<void(std::error_code)> handler) {
   if (key.empty()) return handler(errc::empty_key);
   if (key.size() > options_.max_key_size) return handler(errc::key_too_long);
+  if (p.reserve() > 0) reservations_->forget(key, p);
   if (!deny_cache_) return backend_->async_reset(key, p, std::move(handler));
   // Dropped once the backend has reset: a denial decided before it may still arrive until then.
   backend_->async_reset(key, p, [cache = deny_cache_, key = std::string(key), p,

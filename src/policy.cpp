@@ -86,8 +86,30 @@ policy::policy(std::string name, algorithm algo, std::int64_t limit,
 policy policy::with_block_for(std::chrono::milliseconds d) const {
   if (d.count() < 0 || d > max_block_for)
     fail(name_, "block_for must be in 0..10^15 ms (got " + std::to_string(d.count()) + "ms)");
+  if (d.count() > 0 && reserve_ > 0) fail(name_, "block_for does not combine with reserve yet");
   policy out = *this;
   out.block_for_ = d;
+  return out;
+}
+
+policy policy::with_reserve(std::int64_t n, std::chrono::milliseconds d) const {
+  if (n < 0 || n > limit_)
+    fail(name_, "reserve must be in 0..limit (" + std::to_string(limit_) + "), got " +
+                    std::to_string(n));
+  policy out = *this;
+  out.reserve_ = n;
+  out.reserve_for_ = n == 0 ? std::chrono::milliseconds{0} : d;
+  if (n == 0) return out;
+  if (d.count() < 1 || d > window_)
+    fail(name_, "reserve_for must be in 1ms..window (" + std::to_string(window_.count()) +
+                    "ms), got " + std::to_string(d.count()) + "ms");
+  if (algorithm_ != algorithm::fixed_window)
+    fail(name_, "reserve applies only to fixed_window so far, not " +
+                    std::string(to_string(algorithm_)) +
+                    " (docs/algorithms.md, \"Reservations\")");
+  if (failure_mode_ == failure_mode::local)
+    fail(name_, "reserve does not combine with failure_mode local yet");
+  if (block_for_.count() > 0) fail(name_, "reserve does not combine with block_for yet");
   return out;
 }
 

@@ -66,6 +66,15 @@ bool valid_idempotency_key(std::string_view k) noexcept;
 std::chrono::milliseconds refund_key_memory(const policy& p) noexcept;
 using reset_handler = std::function<void(std::error_code)>;
 
+// A reservation's answer (backend::async_reserve). On success `error` is empty, `granted` is
+// what was taken (0..wanted) and `after` is a peek of the key after the grant, with
+// retry_after the time until one more unit is left when none is.
+struct reserve_reply {
+  std::error_code error;
+  std::int64_t granted = 0;
+  decision after;
+};
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -85,6 +94,18 @@ class backend {
     (void)item;
     (void)idempotency_key;
     handler({make_error_code(errc::unsupported), {}});
+  }
+
+  // Takes up to `wanted` (>= 1) units of (key, policy)'s quota as one atomic step: min(wanted,
+  // what a request could be admitted now), recorded exactly as one admitted request of that
+  // cost (docs/algorithms.md, "Reservations"). Backends that keep no state answer
+  // errc::unsupported.
+  virtual void async_reserve(std::string_view key, const policy& p, std::int64_t wanted,
+                             std::function<void(reserve_reply)> handler) {
+    (void)key;
+    (void)p;
+    (void)wanted;
+    handler({make_error_code(errc::unsupported), 0, {}});
   }
 
   // Forgets the state of (key, policy): the next check sees full capacity.

@@ -48,6 +48,10 @@ struct check_result {
   // Decided in this process at limit ÷ N because the backend could not answer (the policy's
   // failure_mode::local); outcome is allowed or over_limit, error the backend's failure.
   bool local_mode = false;
+  // Admitted from units this process reserved earlier (policy::reserve), without a backend
+  // call; decision.remaining then counts the key's units left at the reservation plus this
+  // process's unspent ones.
+  bool reserved = false;
 
   // Admitted only because the backend failed and the policy fails open, or decided in local
   // mode.

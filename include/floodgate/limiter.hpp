@@ -43,6 +43,7 @@ std::shared_ptr<backend> make_backend(std::string_view url, const backend_option
 namespace detail {
 class deny_cache;
 class local_mode;
+class reservations;
 }
 
 // Counters for metrics, from any thread.
@@ -52,6 +53,9 @@ struct limiter_stats {
   std::uint64_t local_mode_decisions = 0;  // calls decided in local mode (failure_mode::local)
   bool local_mode_active = false;          // gauge: in an outage, deciding locally now
   std::int64_t instances = 1;              // gauge: N for local mode (heartbeats or fixed)
+  std::uint64_t reservations = 0;          // reservations taken (policy::reserve)
+  std::uint64_t reserved_units = 0;        // units they granted
+  std::uint64_t reserved_decisions = 0;    // checks admitted from reserved units, no backend call
 };
 
 class limiter {
@@ -112,6 +116,8 @@ class limiter {
   std::shared_ptr<detail::deny_cache> deny_cache_;
   // Null for the memory backend (it never fails); shared with handlers likewise.
   std::shared_ptr<detail::local_mode> local_mode_;
+  // Units reserved for policies with reserve(); shared with handlers likewise.
+  std::shared_ptr<detail::reservations> reservations_;
 };
 
 }  // namespace floodgate

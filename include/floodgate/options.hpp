@@ -117,6 +117,9 @@ struct limiter_options {
   // Local denials remembered at once, at most (each ~200 bytes; keys over 256 bytes are never
   // remembered). When full, expired ones go first, then arbitrary ones.
   std::size_t max_local_denial_entries = 65536;
+  // Keys whose reservations (policy::reserve) are remembered at once, at most (each ~150
+  // bytes and its key). When full, expired ones go; a key that finds no room asks the backend.
+  std::size_t max_reservations = 65536;
   // Local mode (failure_mode::local): while the backend cannot answer, such policies are
   // decided in this process at limit ÷ instances. 0: the number of live instances, counted by
   // heartbeats every instance keeps in the backend (about one a second; the last count seen

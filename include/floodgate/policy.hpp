@@ -84,6 +84,16 @@ class policy {
   // This policy with a penalty of `d` (0 removes it). Throws config_error unless
   // 0 <= d <= max_block_for.
   policy with_block_for(std::chrono::milliseconds d) const;
+
+  // Reservations (docs/algorithms.md, "Reservations"): a limiter takes up to reserve() units of
+  // a key's quota in one backend call, recorded there as admitted, and admits from them in its
+  // own process for at most reserve_for() and never past the window they were taken in. 0: off.
+  std::int64_t reserve() const noexcept { return reserve_; }
+  std::chrono::milliseconds reserve_for() const noexcept { return reserve_for_; }
+  // This policy with reservations of at most `n` units spent for at most `d` (n = 0 turns them
+  // off). Throws config_error unless 0 <= n <= limit, 1 ms <= d <= window, the algorithm is
+  // fixed_window (the others' bounds are not built yet) and the failure mode is not local.
+  policy with_reserve(std::int64_t n, std::chrono::milliseconds d) const;
   // 10^15 ms: a block's end (now + block_for) stays an exact integer in Lua's doubles.
   static constexpr std::chrono::milliseconds max_block_for{1'000'000'000'000'000};
 
@@ -98,6 +108,8 @@ class policy {
   failure_mode failure_mode_;
   floodgate::local_denials local_denials_;
   std::chrono::milliseconds block_for_{0};
+  std::int64_t reserve_ = 0;
+  std::chrono::milliseconds reserve_for_{0};
 };
 
 }  // namespace floodgate

@@ -246,6 +246,31 @@ void memory_backend::async_reset(std::string_view key, const policy& p, reset_ha
   handler({});
 }
 
+void memory_backend::async_reserve(std::string_view key, const policy& p, std::int64_t wanted,
+                                   std::function<void(reserve_reply)> handler) {
+  const std::string k = storage_key(p, key);
+  const std::int64_t t = now();
+  reserve_reply reply;
+  {
+    shard& s = shard_of(k);
+    std::lock_guard lock(s.mutex);
+    make_room(s, 1, t);
+    entry* found = live_entry(s, k, t);
+    // min(wanted, what one request could be admitted now), committed as one request of it.
+    const check_item grant{key, &p, std::min(wanted, decide(found, {key, &p, 0}, t).remaining)};
+    if (grant.cost > 0 && decide(found, grant, t).allowed) {
+      commit(s, k, found, grant, t);
+      reply.granted = grant.cost;
+      found = live_entry(s, k, t);
+    }
+    reply.after = decide(found, {key, &p, 0}, t);
+    // With nothing left, when one more unit will be: a check of 1, denied, says.
+    if (reply.after.remaining == 0)
+      reply.after.retry_after = decide(found, {key, &p, 1}, t).retry_after;
+  }
+  handler(std::move(reply));
+}
+
 void memory_backend::async_refund(const check_item& item, std::string_view idempotency_key,
                                   backend_handler handler) {
   const std::string k = storage_key(*item.policy, item.key);

@@ -26,6 +26,8 @@ class memory_backend final : public backend, public lease_backend {
 
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
+  void async_reserve(std::string_view key, const policy& p, std::int64_t wanted,
+                     std::function<void(reserve_reply)> handler) override;
   void async_refund(const check_item& item, std::string_view idempotency_key,
                     backend_handler handler) override;
   void async_acquire(std::string_view key, const concurrency_policy& p, std::string_view id,

@@ -100,6 +100,37 @@ class lease_call final : public request {
   std::function<void(lease_result)> handler_;
 };
 
+// lua/reserve.lua answers five integers: granted, then the key's limit, remaining,
+// reset_after and retry_after after the grant.
+class reserve_call final : public request {
+ public:
+  explicit reserve_call(std::function<void(reserve_reply)> handler)
+      : handler_(std::move(handler)) {}
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    reserve_reply out;
+    if (!ec && (r->kind != reply::type::array || r->elements.size() != 5))
+      ec = errc::protocol_error;
+    if (!ec) {
+      for (const auto& e : r->elements)
+        if (e.kind != reply::type::integer) ec = errc::protocol_error;
+    }
+    if (!ec) {
+      const auto& e = r->elements;
+      const auto after = script_decision(1, e[1].integer, e[2].integer, e[3].integer, e[4].integer);
+      if (!after || e[0].integer < 0)
+        ec = errc::protocol_error;
+      else
+        out = {{}, e[0].integer, *after};
+    }
+    if (ec) out = {ec, 0, {}};
+    handler_(std::move(out));
+  }
+
+ private:
+  std::function<void(reserve_reply)> handler_;
+};
+
 class heartbeat_call final : public request {
  public:
   explicit heartbeat_call(std::function<void(std::error_code, std::int64_t)> handler)
@@ -346,6 +377,22 @@ void redis_backend::async_reset(std::string_view key, const policy& p, reset_han
   append_bulk(call->command, "DEL");
   append_key(call->command, keys, p, key);
   append_block(call->command, keys, p, key);
+  client_->submit(std::move(call));
+}
+
+void redis_backend::async_reserve(std::string_view key, const policy& p, std::int64_t wanted,
+                                  std::function<void(reserve_reply)> handler) {
+  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  auto call = std::make_unique<reserve_call>(std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  if (cluster_) call->slot = slot_of(key);
+  begin_evalsha(*call, reserve_script(), 1, 6);
+  std::string& out = call->command;
+  append_key(out, keys, p, key);
+  append_bulk(out, to_string(p.algo()));
+  append_params(out, p);
+  append_bulk(out, wanted);
+  append_now(out, options_);
   client_->submit(std::move(call));
 }
 

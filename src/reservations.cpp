@@ -1,0 +1,163 @@
+#include "reservations.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate::detail {
+namespace {
+
+constexpr std::size_t shard_count = 16;
+
+check_result failed(std::error_code ec, const policy& p) {
+  check_result r;
+  r.error = ec;
+  r.outcome = is_backend_error(ec) ? outcome::backend_error : outcome::invalid_request;
+  if (r.outcome == outcome::backend_error) {
+    r.decision.allowed = p.on_failure() == failure_mode::open;  // as a check's failure
+    r.decision.limit = p.capacity();
+  }
+  return r;
+}
+
+}  // namespace
+
+reservations::reservations(std::shared_ptr<backend> b, std::function<std::int64_t()> steady_ms,
+                           std::size_t max_entries)
+    : backend_(std::move(b)),
+      steady_ms_(std::move(steady_ms)),
+      max_per_shard_(std::max<std::size_t>(1, max_entries / shard_count)),
+      shards_(shard_count) {}
+
+std::string reservations::name_of(std::string_view key, const policy& p) {
+  std::string out;
+  out.reserve(p.name().size() + 1 + key.size());
+  out.append(p.name()).append(1, '\n').append(key);
+  return out;
+}
+
+reservations::shard& reservations::shard_of(const std::string& name) {
+  return shards_[std::hash<std::string>{}(name) % shards_.size()];
+}
+
+check_result reservations::admitted(const entry& e, const policy& p, std::int64_t now) {
+  check_result r;
+  r.outcome = outcome::allowed;
+  r.reserved = true;
+  r.decision.allowed = true;
+  r.decision.limit = p.capacity();
+  r.decision.remaining = e.left + std::max<std::int64_t>(0, e.key_left);
+  r.decision.reset_after = std::chrono::milliseconds{std::max<std::int64_t>(0, e.window_end - now)};
+  return r;
+}
+
+bool reservations::check(std::string_view key, const policy& p, std::int64_t cost,
+                         std::function<void(check_result)>& handler) {
+  if (p.reserve() == 0 || cost < 1 || cost > p.reserve()) return false;
+  std::string name = name_of(key, p);
+  shard& s = shard_of(name);
+  const std::int64_t now = steady_ms_();
+  std::unique_lock lock(s.mutex);
+  auto it = s.entries.find(name);
+  if (it == s.entries.end()) {
+    if (s.entries.size() >= max_per_shard_) {
+      std::erase_if(s.entries,
+                    [now](const auto& kv) { return !kv.second.taking && now >= kv.second.until; });
+      if (s.entries.size() >= max_per_shard_) return false;  // bounded: ask the backend
+    }
+    it = s.entries.emplace(name, entry{p}).first;
+  }
+  entry& e = it->second;
+  if (!(e.rule == p)) e = entry{p};  // reloaded: units of another policy are not this one's
+  if (now < e.until && e.left >= cost) {
+    e.left -= cost;
+    const check_result r = admitted(e, p, now);
+    lock.unlock();
+    spent_.fetch_add(1, std::memory_order_relaxed);
+    handler(r);
+    return true;
+  }
+  if (e.taking) return false;  // one reservation at a time; meanwhile checks ask the backend
+  if (e.granted > 0) {
+    // Sized from how the last one went: ran out early, twice as many; else what was spent.
+    e.next_size = now < e.until ? 2 * e.granted : std::max<std::int64_t>(1, e.granted - e.left);
+    e.granted = 0;
+  }
+  if (now >= e.until) e.key_left = -1;  // what the key had is stale by now
+  std::int64_t wanted = std::clamp(e.next_size, cost, p.reserve());
+  // Never more than half of what the key had left: a nearly exhausted key is not hoarded, and
+  // its last units are decided by the backend one check at a time.
+  if (e.key_left >= 0) wanted = std::min(wanted, e.key_left / 2);
+  if (wanted < cost) return false;
+  e.taking = true;
+  lock.unlock();
+  backend_->async_reserve(key, p, wanted,
+                          [self = shared_from_this(), name = std::move(name), p, cost, sent = now,
+                           handler = std::move(handler)](reserve_reply r) mutable {
+                            self->granted(name, p, cost, sent, r, std::move(handler));
+                          });
+  return true;
+}
+
+void reservations::granted(const std::string& name, const policy& p, std::int64_t cost,
+                           std::int64_t sent, const reserve_reply& r,
+                           std::function<void(check_result)> handler) {
+  if (r.error) {
+    {
+      shard& s = shard_of(name);
+      std::lock_guard lock(s.mutex);
+      if (auto it = s.entries.find(name); it != s.entries.end()) it->second.taking = false;
+    }
+    return handler(failed(r.error, p));
+  }
+  taken_.fetch_add(1, std::memory_order_relaxed);
+  units_.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);
+  const std::int64_t now = steady_ms_();
+  check_result out;
+  {
+    shard& s = shard_of(name);
+    std::lock_guard lock(s.mutex);
+    auto it = s.entries.find(name);
+    if (it == s.entries.end() || !(it->second.rule == p))
+      it = s.entries.insert_or_assign(name, entry{p}).first;  // forgotten meanwhile (a reset)
+    entry& e = it->second;
+    e.taking = false;
+    // Units left from an earlier reservation are dropped, not added: the new grant may have
+    // been decided in the next window, and they belong to the one before.
+    e.granted = r.granted;
+    e.left = r.granted;
+    e.key_left = r.after.remaining;
+    // Times from before the call was sent: the window ends no earlier on the backend's clock.
+    e.window_end = sent + r.after.reset_after.count();
+    e.until = std::min(e.window_end, sent + p.reserve_for().count());
+    if (r.granted >= cost && now < e.until) {
+      e.left -= cost;
+      out = admitted(e, p, now);
+    } else {
+      // Less than the request is left (the backend would deny it too), or the grant came too
+      // late to spend: denied, with the key's own answer.
+      out.outcome = outcome::over_limit;
+      out.decision = r.after;
+      out.decision.allowed = false;
+      out.decision.remaining = r.after.remaining + e.left;
+      if (out.decision.retry_after.count() == 0)
+        out.decision.retry_after = std::chrono::milliseconds{1};
+    }
+  }
+  if (out.outcome == outcome::allowed) spent_.fetch_add(1, std::memory_order_relaxed);
+  handler(std::move(out));
+}
+
+void reservations::forget(std::string_view key, const policy& p) {
+  const std::string name = name_of(key, p);
+  shard& s = shard_of(name);
+  std::lock_guard lock(s.mutex);
+  if (auto it = s.entries.find(name); it != s.entries.end() && !it->second.taking)
+    s.entries.erase(it);
+  else if (it != s.entries.end())
+    it->second.left = 0;
+}
+
+}  // namespace floodgate::detail

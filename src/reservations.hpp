@@ -1,0 +1,81 @@
+// Units of a key's quota this process reserved in the backend (policy::reserve), spent here
+// without a backend call (docs/algorithms.md, "Reservations").
+//
+// A reservation is recorded in the backend as one admitted request of its size, so spending it
+// admits nothing the backend did not count: for fixed_window, no more than the limit per
+// window whatever the number of processes. A reservation is spent for at most reserve_for and
+// never past the window it was taken in (its end is known from the grant's reset_after,
+// measured from before the call was sent, so it errs early). Units left unspent are not given
+// back: the bound does not depend on it, and a give-back that reached the next window would
+// count there. The price is under-admission, kept small by sizing: a reservation asks for what
+// this process spent of the last one (doubling while they run out early), at most
+// policy::reserve and at most half of what the key had left at the last grant; when that is
+// less than the request, or a reservation is already being taken, the check goes to the
+// backend as usual.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "floodgate/backend.hpp"
+#include "floodgate/decision.hpp"
+#include "floodgate/policy.hpp"
+
+namespace floodgate::detail {
+
+class reservations : public std::enable_shared_from_this<reservations> {
+ public:
+  // `steady_ms` reads a monotonic clock in ms; `max_entries` bounds the keys remembered.
+  reservations(std::shared_ptr<backend> b, std::function<std::int64_t()> steady_ms,
+               std::size_t max_entries);
+
+  // Answers (key, p, cost) from a reservation, or takes one and answers from it, and returns
+  // true; returns false, touching nothing, when the check should go to the backend as usual.
+  // `p.reserve()` > 0 and 1 <= cost <= p.capacity().
+  bool check(std::string_view key, const policy& p, std::int64_t cost,
+             std::function<void(check_result)>& handler);
+
+  // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
+  void forget(std::string_view key, const policy& p);
+
+  std::uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
+  std::uint64_t units() const noexcept { return units_.load(std::memory_order_relaxed); }
+  std::uint64_t spent() const noexcept { return spent_.load(std::memory_order_relaxed); }
+
+ private:
+  struct entry {
+    policy rule;                  // a reload that changes the policy starts afresh
+    std::int64_t left = 0;        // units reserved and not spent
+    std::int64_t until = 0;       // steady ms: spend before this
+    std::int64_t window_end = 0;  // steady ms: the end of the grant's window, or earlier
+    std::int64_t key_left = -1;   // what the key had left at the last grant; -1: unknown
+    std::int64_t next_size = 1;   // what the next reservation asks for
+    std::int64_t granted = 0;     // the last grant
+    bool taking = false;          // a reservation is being taken
+  };
+  struct shard {
+    std::mutex mutex;
+    std::unordered_map<std::string, entry> entries;
+  };
+
+  static std::string name_of(std::string_view key, const policy& p);
+  shard& shard_of(const std::string& name);
+  static check_result admitted(const entry& e, const policy& p, std::int64_t now);
+  void granted(const std::string& name, const policy& p, std::int64_t cost, std::int64_t sent,
+               const reserve_reply& r, std::function<void(check_result)> handler);
+
+  std::shared_ptr<backend> backend_;
+  std::function<std::int64_t()> steady_ms_;
+  std::size_t max_per_shard_;
+  std::vector<shard> shards_;
+  std::atomic<std::uint64_t> taken_{0}, units_{0}, spent_{0};
+};
+
+}  // namespace floodgate::detail

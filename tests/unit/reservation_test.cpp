@@ -1,0 +1,156 @@
+// Reservations (policy::reserve) on the memory backend: several limiters sharing one backend
+// stand for several processes sharing Redis (tests/integration/reservation_test.cpp forks
+// real ones). The clock is the test's: windows, reserve_for and spending run on it.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "floodgate/floodgate.hpp"
+#include "test_clock.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<backend> shared_memory(const test_clock& clock) {
+  backend_options o;
+  o.memory.clock = clock.fn();
+  return make_backend("memory://", o);
+}
+
+limiter_options on(const test_clock& clock) {
+  limiter_options o;
+  o.clock = clock.fn();
+  return o;
+}
+
+// Three processes, checks at random instants over 40 windows of 1 s, the key far above its
+// limit in some windows and below it in others: never more than the limit in any window, and
+// most checks decided without a backend call.
+TEST(reservations, never_admit_more_than_the_limit_in_any_window) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  std::vector<std::unique_ptr<limiter>> fleet;
+  for (int i = 0; i < 3; ++i) fleet.push_back(std::make_unique<limiter>(b, on(clock)));
+  const auto p = policy{"hot", algorithm::fixed_window, 50, 1s}.with_reserve(20, 300ms);
+  std::mt19937_64 rng(7);
+  std::map<std::int64_t, std::int64_t> admitted;  // window index -> admitted
+  int checks = 0;
+  const std::int64_t start = clock.now();
+  while (clock.now() < start + 40'000) {
+    const std::int64_t window = (clock.now() - start) / 1000;
+    // Even windows flooded (about 200 checks), odd ones at about 30.
+    const int gap = window % 2 == 0 ? 5 : 33;
+    clock.advance(static_cast<std::int64_t>(rng() % (2 * gap)));
+    const auto r = fleet[rng() % fleet.size()]->check("k", p);
+    ASSERT_NE(r.outcome, outcome::backend_error);
+    ++checks;
+    if (r.outcome == outcome::allowed) ++admitted[(clock.now() - start) / 1000];
+  }
+  std::uint64_t reserved = 0, backend_calls = 0;
+  for (const auto& l : fleet) {
+    reserved += l->stats().reserved_decisions;
+    backend_calls += l->stats().reservations;
+  }
+  for (const auto& [window, n] : admitted) {
+    EXPECT_LE(n, 50) << "window " << window;
+    // Flooded windows: what reservations stranded at the window's end is the only shortfall.
+    if (window % 2 == 0 && window < 40) {  // (the last check may open window 40)
+      EXPECT_GE(n, 30) << "window " << window;
+    }
+  }
+  EXPECT_GT(reserved, backend_calls * 2) << checks << " checks";
+}
+
+// The grant is counted in the window it was taken in: units left at its end are not spent in
+// the next one, where the backend's count starts afresh.
+TEST(reservations, are_not_spent_past_their_window) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  limiter a(b, on(clock)), other(b, on(clock));
+  const auto p = policy{"w", algorithm::fixed_window, 10, 1s}.with_reserve(10, 1s);
+  clock.set(clock.now() - clock.now() % 1000 + 990);  // 10 ms before a window ends
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(a.check("k", p).outcome, outcome::allowed);
+  clock.advance(10);  // the next window: `a` may hold units of the last one
+  int admitted = 0;
+  for (int i = 0; i < 30; ++i) {
+    admitted += other.check("k", p).outcome == outcome::allowed;
+    admitted += a.check("k", p).outcome == outcome::allowed;
+  }
+  EXPECT_EQ(admitted, 10);
+}
+
+// A reservation asks for what this process spent of the last one, so a key checked 10 times a
+// second never reserves anything near `reserve` (100).
+TEST(reservations, size_follows_the_rate) {
+  test_clock clock;
+  limiter l(shared_memory(clock), on(clock));
+  const auto p = policy{"slow", algorithm::fixed_window, 100'000, 1h}.with_reserve(100, 1s);
+  for (int i = 0; i < 600; ++i) {  // a minute at 10 a second
+    ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
+    clock.advance(100);
+  }
+  const auto s = l.stats();
+  ASSERT_GT(s.reservations, 0u);
+  EXPECT_LE(s.reserved_units / s.reservations, 20u)
+      << s.reserved_units << " units in " << s.reservations << " reservations";
+  EXPECT_GE(s.reserved_decisions, 500u);
+}
+
+// A nearly exhausted key is not hoarded: a reservation takes at most half of what the key had
+// left at the last grant, and once that is less than a request the backend decides one check
+// at a time. Two processes taking turns both get a share, and together exactly the limit.
+TEST(reservations, the_last_units_are_shared) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  limiter a(b, on(clock)), other(b, on(clock));
+  const auto p = policy{"few", algorithm::fixed_window, 40, 1h}.with_reserve(40, 1h);
+  int by_a = 0, by_other = 0;
+  for (int i = 0; i < 100; ++i) {
+    by_a += a.check("k", p).outcome == outcome::allowed;
+    by_other += other.check("k", p).outcome == outcome::allowed;
+  }
+  EXPECT_EQ(by_a + by_other, 40);
+  EXPECT_GE(by_a, 10);
+  EXPECT_GE(by_other, 10);
+}
+
+// A reload that changes the policy drops the units reserved under the old one; a reset forgets
+// this process's reservation with the key's state.
+TEST(reservations, a_changed_policy_or_a_reset_starts_afresh) {
+  test_clock clock;
+  limiter l(shared_memory(clock), on(clock));
+  const auto p = policy{"r", algorithm::fixed_window, 100, 1h}.with_reserve(50, 1min);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
+  const auto before = l.stats().reservations;
+  const auto lowered = policy{"r", algorithm::fixed_window, 9, 1h}.with_reserve(5, 1min);
+  const auto r = l.check("k", lowered);
+  EXPECT_EQ(l.stats().reservations, before + 1) << "asked the backend under the new policy";
+  EXPECT_EQ(r.outcome, outcome::over_limit)
+      << "the window counts every unit reserved under the old policy: more than 9";
+  ASSERT_FALSE(l.reset("k", p));
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(l.check("k", p).outcome, outcome::allowed) << i;
+  EXPECT_EQ(l.check("k", p).outcome, outcome::over_limit);
+}
+
+TEST(reservations, policy_refuses_what_it_cannot_keep) {
+  const policy fw{"p", algorithm::fixed_window, 10, 1s};
+  EXPECT_THROW(fw.with_reserve(11, 1s), config_error);
+  EXPECT_THROW(fw.with_reserve(-1, 1s), config_error);
+  EXPECT_THROW(fw.with_reserve(5, 0ms), config_error);
+  EXPECT_THROW(fw.with_reserve(5, 2s), config_error);
+  EXPECT_THROW((policy{"p", algorithm::gcra, 10, 1s}.with_reserve(5, 1s)), config_error);
+  EXPECT_THROW(
+      (policy{"p", algorithm::fixed_window, 10, 1s, std::nullopt, failure_mode::local}.with_reserve(
+          5, 1s)),
+      config_error);
+  EXPECT_THROW(fw.with_block_for(1s).with_reserve(5, 1s), config_error);
+  EXPECT_THROW(fw.with_reserve(5, 1s).with_block_for(1s), config_error);
+  EXPECT_EQ(fw.with_reserve(5, 1s).with_reserve(0, 1s).reserve(), 0);
+  EXPECT_EQ(fw.with_reserve(5, 500ms).reserve_for(), 500ms);
+}
+
+}  // namespace
+}  // namespace floodgate::test

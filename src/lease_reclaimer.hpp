@@ -3,7 +3,8 @@
 // mid-call) may still have run in Redis and taken a slot under an id nobody was given. Only
 // the semaphore knows that id, so it hands it here and the reclaimer releases it in the
 // background: at once, then with backoff while the backend does not answer, until the
-// backend answers.
+// backend answers. A lease granted to a caller gone before it took it (semaphore::give_back)
+// is handed here the same way: its release answers true at once.
 //
 //   lease_reclaimer r{backend};   // one per semaphore
 //   r.add(key, policy, id);       // the acquire of `id` failed with a backend error
@@ -51,7 +52,8 @@ class lease_reclaimer {
   lease_reclaimer(const lease_reclaimer&) = delete;
   lease_reclaimer& operator=(const lease_reclaimer&) = delete;
 
-  // The acquire of `id` on (key, p) failed with a backend error: release it.
+  // The acquire of `id` on (key, p) failed with a backend error, or was granted to nobody:
+  // release it.
   void add(std::string_view key, const concurrency_policy& p, std::string_view id);
 
   semaphore_stats stats() const;

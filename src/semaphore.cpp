@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "floodgate/errors.hpp"
 #include "lease_reclaimer.hpp"
@@ -96,25 +97,28 @@ semaphore_stats semaphore::stats() const {
   return reclaimer_ ? reclaimer_->stats() : semaphore_stats{};
 }
 
-void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
-                              std::function<void(acquire_result)> handler) {
+// `handler` answers void (it takes every result) or delivery (a lease not taken is given back).
+template <class Handler>
+void semaphore::start_acquire(std::string_view key, const concurrency_policy& p, Handler handler) {
+  constexpr bool may_refuse =
+      std::is_same_v<std::invoke_result_t<Handler&, acquire_result>, delivery>;
   acquire_result r;
   if (key.empty()) r.error = errc::empty_key;
   if (key.size() > max_key_size_) r.error = errc::key_too_long;
   if (!leases_) r.error = errc::unsupported;
-  if (r.error) return handler(std::move(r));
+  if (r.error) return (void)handler(std::move(r));
   decision on_failure;
   on_failure.allowed = p.on_failure() == failure_mode::open;
   on_failure.limit = p.limit();
   auto made = new_lease_id();
   // No OS randomness (a sandbox denying getrandom): an error, never a guessable id.
-  if (!made) return handler(internal_failure(on_failure));
+  if (!made) return (void)handler(internal_failure(on_failure));
   std::string id = std::move(*made);
   try {
     leases_->async_acquire(
         key, p, id,
         [id, on_failure, key = std::string(key), p, reclaim = std::weak_ptr(reclaimer_),
-         handler = std::move(handler)](backend_reply reply) {
+         handler = std::move(handler)](backend_reply reply) mutable {
           acquire_result a;
           if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
           if (reply.error) {
@@ -131,11 +135,35 @@ void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
             a.outcome = a.decision.allowed ? outcome::allowed : outcome::over_limit;
             if (a.decision.allowed) a.lease = id;
           }
-          handler(std::move(a));
+          if constexpr (may_refuse) {
+            // Nobody holds the id of a lease not taken: only this can free its slot early.
+            const bool granted = !a.lease.empty();
+            if (handler(std::move(a)) == delivery::not_taken && granted)
+              if (auto owner = reclaim.lock()) owner->add(key, p, id);
+          } else {
+            handler(std::move(a));
+          }
         });
   } catch (const std::exception&) {  // std::bad_alloc building the call: a backend error
     handler(internal_failure(on_failure));
   }
+}
+
+void semaphore::async_acquire(std::string_view key, const concurrency_policy& p,
+                              std::function<void(acquire_result)> handler) {
+  start_acquire(key, p, std::move(handler));
+}
+
+void semaphore::async_acquire_or_give_back(std::string_view key, const concurrency_policy& p,
+                                           std::function<delivery(acquire_result)> handler) {
+  start_acquire(key, p, std::move(handler));
+}
+
+void semaphore::give_back(std::string_view key, const concurrency_policy& p,
+                          std::string_view lease) {
+  if (reclaimer_ && !key.empty() && key.size() <= max_key_size_ && !lease.empty() &&
+      lease.size() <= 64)
+    reclaimer_->add(key, p, lease);
 }
 
 namespace {

@@ -48,9 +48,11 @@
 // posted at once with operation_aborted. Cancelling abandons the wait, not the call: the backend
 // still decides it, and drops the answer. So a cancelled check may have been admitted, and
 // have consumed its cost, in Redis (or the memory backend); a cancelled refund may have given
-// back; a cancelled acquire may hold a lease until it expires (the policy's lease()); a
-// cancelled release may have released. Nothing tells which; cancel only what you can afford
-// to have counted.
+// back; a cancelled release may have released. Nothing tells which; cancel only what you can
+// afford to have counted. A cancelled acquire that is granted all the same is released by
+// the semaphore (semaphore::async_acquire_or_give_back) in the background, as long as the
+// semaphore lives (one kept for the backend's life, as semaphore.hpp asks); otherwise its
+// lease ends by itself after the policy's lease().
 //
 // Lifetimes. The limiter (or semaphore), keys, policies and items need only live until the
 // operation is initiated: for callbacks, use_future and as_tuple(...) of them, until the
@@ -87,6 +89,22 @@ struct initiate_call {
     auto op = start_operation<std::decay_t<Handler>, Result>(std::forward<Handler>(handler));
     if (op)
       call([op = std::move(op)](Result r) { op->finish(operation_error(r.error), std::move(r)); });
+  }
+};
+
+// The same for semaphore::async_acquire: a lease granted after the operation ended without it
+// (cancelled, or its context shut down) is given back by the semaphore, since nobody else
+// will ever know its id.
+struct initiate_acquire {
+  template <class Handler, class Call>
+  void operator()(Handler&& handler, Call call) const {
+    auto op =
+        start_operation<std::decay_t<Handler>, acquire_result>(std::forward<Handler>(handler));
+    if (op)
+      call([op = std::move(op)](acquire_result r) {
+        return op->finish(operation_error(r.error), std::move(r)) ? delivery::taken
+                                                                  : delivery::not_taken;
+      });
   }
 };
 
@@ -157,8 +175,8 @@ auto async_acquire(semaphore& s, std::string_view key, const concurrency_policy&
                    CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
                                      void(boost::system::error_code, acquire_result)>(
-      detail::initiate_call<acquire_result>{}, token,
-      [&s, key, &p](auto answer) { s.async_acquire(key, p, std::move(answer)); });
+      detail::initiate_acquire{}, token,
+      [&s, key, &p](auto answer) { s.async_acquire_or_give_back(key, p, std::move(answer)); });
 }
 
 // semaphore::async_release: void(error_code, lease_result).

@@ -17,9 +17,11 @@
 // An acquire that fails with a backend error (a timeout, a connection lost mid-call) may still
 // have taken a slot in Redis, under an id the caller never got. The semaphore releases that id
 // in the background until the backend answers (docs/algorithms.md, "Concurrency limits"), from
-// a thread of its own started at the first such failure. Keep one semaphore per backend for as
-// long as the backend lives (copies share that work; it stops with the last copy): a
-// semaphore made for one call and dropped leaves such a slot taken until its lease ends.
+// a thread of its own started at the first such failure. So is a lease granted to a caller
+// that no longer wants it (async_acquire_or_give_back, give_back: a cancelled operation, an
+// HTTP client gone before its answer). Keep one semaphore per backend for as long as the
+// backend lives (copies share that work; it stops with the last copy): a semaphore made for
+// one call and dropped leaves such a slot taken until its lease ends.
 #pragma once
 
 #include <chrono>
@@ -90,7 +92,9 @@ struct lease_result {
 // released in the background until the backend answers.
 struct semaphore_stats {
   std::uint64_t unsettled = 0;  // gauge: ids being released now
-  std::uint64_t reclaimed = 0;  // released: the failed acquire had taken a slot, now free
+  // released: the failed acquire had taken a slot, or a granted lease was not taken (given
+  // back); the slot is free again
+  std::uint64_t reclaimed = 0;
   std::uint64_t abandoned = 0;  // given up (too many at once, or the lease ended by itself)
 };
 
@@ -111,6 +115,12 @@ class lease_backend {
                              std::function<void(lease_result)> handler) = 0;
 };
 
+// What an async_acquire_or_give_back handler did with its result.
+enum class delivery {
+  taken,      // the caller has the result (and owns its lease, if any)
+  not_taken,  // nobody will use it: a lease in it is released by the semaphore
+};
+
 class semaphore {
  public:
   // `b` must outlive the semaphore; calls answer errc::unsupported when it holds no leases.
@@ -119,6 +129,16 @@ class semaphore {
   acquire_result acquire(std::string_view key, const concurrency_policy& p);
   void async_acquire(std::string_view key, const concurrency_policy& p,
                      std::function<void(acquire_result)> handler);
+  // As async_acquire, for a caller that may be gone when the answer comes (an operation
+  // cancelled meanwhile, a client disconnected): `handler` says whether the result was taken,
+  // and a lease that was not is given back (below). The handler must decide at once: the
+  // answer is not held for it.
+  void async_acquire_or_give_back(std::string_view key, const concurrency_policy& p,
+                                  std::function<delivery(acquire_result)> handler);
+  // Releases a granted `lease` that nobody will use, in the background until the backend
+  // answers (as an unknown acquire's id), counted in stats().reclaimed. For callers that
+  // cannot hand the lease on: the holder was gone before it learnt the id.
+  void give_back(std::string_view key, const concurrency_policy& p, std::string_view lease);
   lease_result release(std::string_view key, const concurrency_policy& p, std::string_view lease);
   void async_release(std::string_view key, const concurrency_policy& p, std::string_view lease,
                      std::function<void(lease_result)> handler);
@@ -130,6 +150,9 @@ class semaphore {
   semaphore_stats stats() const;
 
  private:
+  template <class Handler>
+  void start_acquire(std::string_view key, const concurrency_policy& p, Handler handler);
+
   backend& backend_;
   lease_backend* leases_;  // backend_ as a lease_backend, or null
   std::size_t max_key_size_;

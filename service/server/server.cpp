@@ -33,6 +33,7 @@
 #include "api/request_framing.hpp"
 #include "logging/log_format.hpp"
 #include "logging/log_throttle.hpp"
+#include "server/peer_left.hpp"
 #include "telemetry/observe.hpp"
 
 namespace floodgate::service {
@@ -555,10 +556,12 @@ class session : public std::enable_shared_from_this<session> {
       auto executor = self->stream_.get_executor();
       asio::dispatch(executor, [self = std::move(self), r = std::move(r)]() mutable {
         http_response res;
-        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, acquire_result>)
+        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, acquire_result>) {
+          if (!r.lease.empty() && !self->hand_out(r.lease)) return;
           res = render_acquire(self->plan_, r);
-        else
+        } else {
           res = render_lease(self->plan_, r);
+        }
         self->plan_.rules.reset();
         self->respond(std::move(res), false);
       });
@@ -571,6 +574,19 @@ class session : public std::enable_shared_from_this<session> {
       sem.async_release(item.key, cp, plan_.lease, done);
     else
       sem.async_renew(item.key, cp, plan_.lease, done);
+  }
+
+  // A granted lease about to be written: the client alone will know its id, so until the
+  // answer is written the session holds it, and gives it back if the connection ends first
+  // (close). A client already gone gets nothing: false, the connection closed.
+  bool hand_out(const std::string& lease) {
+    const auto& item = plan_.items.front();
+    unsent_lease_.emplace(unsent_lease{item.key, *item.rule->concurrency, lease});
+    if (!peer_left(stream_.socket().native_handle())) return true;
+    spdlog::debug("msg=\"client left before its lease was answered: released\" peer={} rule={}",
+                  quote(request_.peer_address), quote(item.rule->name()));
+    close();
+    return false;
   }
 
   void decided(const multi_check_result& r) {
@@ -628,6 +644,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void written(bool close_after) {
+    unsent_lease_.reset();  // the client has its lease now
     if (close_after) return linger();
     first_request_ = false;
     head_ = false;
@@ -673,6 +690,10 @@ class session : public std::enable_shared_from_this<session> {
 
   void close() {
     phase_ = phase::closing;
+    if (unsent_lease_) {
+      server_.leases.give_back(unsent_lease_->key, unsent_lease_->policy, unsent_lease_->id);
+      unsent_lease_.reset();
+    }
     idle_since_.store(0, std::memory_order_release);  // closing already: nothing to evict
     idle_timer_.cancel();                             // it holds the session alive
     beast::error_code ec;
@@ -698,6 +719,12 @@ class session : public std::enable_shared_from_this<session> {
   std::vector<check_item> items_;  // plan_'s items as the limiter takes them
   std::chrono::steady_clock::time_point started_;  // when the backend was asked
   std::shared_ptr<session> in_flight_;             // this, while the backend decides (see handle)
+  struct unsent_lease {
+    std::string key;
+    concurrency_policy policy;
+    std::string id;
+  };
+  std::optional<unsent_lease> unsent_lease_;       // see hand_out
   std::string out_;                                // the response being written
   std::unique_ptr<std::array<char, 16 * 1024>> scratch_;  // linger's: only when closing
   std::size_t lingered_ = 0;

@@ -321,6 +321,47 @@ TEST_F(asio_pending_test, a_cancelled_check_completes_at_once_and_may_still_coun
   EXPECT_EQ(handled->load(), 1);
 }
 
+// Issue 28, item 6: an acquire cancelled while Redis held it, then granted there. Nobody was
+// given the lease, so nobody could release it: before, the only slot stayed taken for the
+// whole lease (an hour here). The semaphore releases a lease its caller no longer takes.
+TEST_F(asio_pending_test, a_cancelled_acquire_granted_afterwards_gives_its_slot_back) {
+  auto l = make_limiter();
+  semaphore sem{l->get_backend()};
+  const concurrency_policy one{"asio-jobs", 1, 1h};
+  {
+    auto warm = sem.acquire("k", one);  // the lease script is loaded
+    ASSERT_EQ(warm.outcome, outcome::allowed) << warm.error.message();
+    ASSERT_TRUE(sem.release("k", one, warm.lease).done);
+  }
+  io_thread t;
+  redis_.pause();
+  asio::cancellation_signal signal;
+  auto strand = asio::make_strand(t.io());
+  std::promise<error_code> cancelled;
+  asio::post(strand, [&] {
+    async_acquire(
+        sem, "k", one,
+        asio::bind_cancellation_slot(
+            signal.slot(), asio::bind_executor(strand, [&](error_code ec, acquire_result) {
+              cancelled.set_value(ec);
+            })));
+    auto timer = std::make_shared<asio::steady_timer>(strand, 50ms);
+    timer->async_wait([&, timer](error_code) { signal.emit(asio::cancellation_type::terminal); });
+  });
+  auto f = cancelled.get_future();
+  ASSERT_EQ(get_within(f), asio::error::operation_aborted);
+  redis_.resume();  // the acquire runs now, and is granted
+
+  // The release is one Redis call after the grant: 10 s is far above it, far below the hour.
+  const auto until = std::chrono::steady_clock::now() + 10s * timing_factor;
+  acquire_result again;
+  while ((again = sem.acquire("k", one)).outcome == outcome::over_limit &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(again.outcome, outcome::allowed) << "the cancelled acquire still holds the only slot";
+  EXPECT_EQ(sem.stats().reclaimed, 1u);
+}
+
 TEST_F(asio_pending_test, racing_a_timer_with_awaitable_operators_cancels_the_check) {
   using namespace asio::experimental::awaitable_operators;
   auto l = make_limiter();

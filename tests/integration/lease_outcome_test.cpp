@@ -4,6 +4,8 @@
 // 6): a limit-1 key is free again soon after the outage, not a whole lease later.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "integration_support.hpp"
 #include "wait_for.hpp"
 
@@ -91,6 +93,38 @@ TEST_P(lease_outcome, an_acquire_that_timed_out_gives_its_slot_back_once_redis_a
 
 INSTANTIATE_TEST_SUITE_P(outages, lease_outcome, ::testing::ValuesIn(outages),
                          [](const auto& p) { return std::string(p.param.name); });
+
+// The callback form for a caller that may be gone when the grant comes (an HTTP client that
+// left, a cancelled operation): a lease the handler does not take is released, one it takes is
+// the caller's.
+TEST(lease_outcome_delivery, a_lease_not_taken_is_given_back_and_a_taken_one_kept) {
+  redis_server redis;
+  const auto prefix = unique_prefix("not_taken");
+  auto b = make_backend(redis.url(), redis_options_for(prefix, {}, 2s));
+  ASSERT_TRUE(wait_healthy(*b));
+  const concurrency_policy one{"jobs", 1, 1h};
+  semaphore sem{*b};
+  auto acquire = [&](delivery answer) {
+    std::promise<acquire_result> got;
+    sem.async_acquire_or_give_back("k", one, [&](acquire_result r) {
+      got.set_value(r);
+      return answer;
+    });
+    return got.get_future().get();
+  };
+  const auto refused = acquire(delivery::not_taken);
+  ASSERT_EQ(refused.outcome, outcome::allowed) << refused.error.message();
+  // One release call after the grant: 10 s is far above it, far below the hour.
+  EXPECT_TRUE(wait_for([&] { return leases_held(redis, prefix) == 0; }, 10s))
+      << "a lease nobody took still holds the only slot";
+  EXPECT_TRUE(wait_for([&] { return sem.stats().reclaimed == 1; }, 10s));
+
+  const auto taken = acquire(delivery::taken);
+  ASSERT_EQ(taken.outcome, outcome::allowed) << taken.error.message();
+  EXPECT_EQ(leases_held(redis, prefix), 1);
+  EXPECT_EQ(sem.stats().unsettled, 0u) << "a taken lease is not chased";
+  EXPECT_TRUE(sem.release("k", one, taken.lease).done) << "the taker holds it";
+}
 
 // A semaphore (and then its backend) destroyed while an unknown acquire is still being
 // chased: the chase stops, nothing touches the destroyed objects (ASan lane), and the slot

@@ -69,5 +69,57 @@ TEST(local_mode, redis_unreachable_decides_at_limit_over_instances_and_says_so) 
   EXPECT_GE(metric(metrics, R"(floodgate_backend_errors_total{kind="timeout"})"), 1);
 }
 
+// Issue 28, item 5, replayed against floodgated: fixed_window 10/hour, --instances 1, 10
+// admitted with Redis up, then four 700 ms CLIENT PAUSEs, each ended by a check Redis answers,
+// with more than the 1 s a denial is remembered between them (so each outage starts with a
+// check that reaches Redis). Before (0a97390's fix taken out), every outage handed out the
+// local share again: 40 local, 50 in one window of limit 10. The documented bound is the limit
+// from Redis plus limit ÷ N locally per window, however many outages: 20.
+TEST(local_mode, repeated_outages_admit_at_most_the_limit_plus_one_local_share) {
+  redis_server redis;
+  floodgated_process::options opts;
+  opts.extra_args = {"--redis", redis.url(), "--instances", "1"};  // the default 50 ms deadline
+  floodgated_process fg(
+      "rules:\n  - {name: api, algorithm: fixed_window, limit: 10, window: 1h, "
+      "failure_mode: local}\n",
+      opts);
+  const std::string body = R"({"rule":"api","key":"alice"})";
+  http_connection c(fg.port());
+  int from_redis = 0;
+  for (int i = 0; i < 10; ++i) from_redis += c.request("POST", "/v1/check", body).status == 200;
+  ASSERT_EQ(from_redis, 10);
+
+  constexpr auto pause = 700ms;
+  int local_admitted = 0;
+  for (int outage = 0; outage < 4; ++outage) {
+    const auto paused_at = std::chrono::steady_clock::now();
+    ASSERT_EQ(redis.command({"CLIENT", "PAUSE", std::to_string(pause.count()), "WRITE"}).str, "OK");
+    // Checks while Redis is paused (the first waits its deadline), paced.
+    bool seen_local = false;
+    while (std::chrono::steady_clock::now() < paused_at + pause - 100ms) {
+      const auto r = c.request("POST", "/v1/check", body);
+      const bool local = r.body.find("\"degraded\":true") != std::string::npos;
+      seen_local = seen_local || local;
+      if (local && r.status == 200) ++local_admitted;
+      std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(seen_local) << "outage " << outage << " was never decided locally";
+    redis.command({"SET", "barrier", "1"});  // answers once the pause is over
+    // Until Redis decides again (the probe's answer ends the outage): paced, bounded.
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    http_reply r;
+    do {
+      std::this_thread::sleep_for(20ms);
+      r = c.request("POST", "/v1/check", body);
+    } while (r.body.find("\"degraded\":true") != std::string::npos &&
+             std::chrono::steady_clock::now() < until);
+    ASSERT_EQ(r.body.find("degraded"), std::string::npos) << "still local 5 s after the pause";
+    EXPECT_EQ(r.status, 429) << r.body;
+    // Past the 1 s a denial is remembered, so the next outage's first check reaches Redis.
+    std::this_thread::sleep_for(1100ms);
+  }
+  EXPECT_EQ(local_admitted, 10) << "the local share (10 ÷ 1) once in the window, not per outage";
+}
+
 }  // namespace
 }  // namespace floodgate::test

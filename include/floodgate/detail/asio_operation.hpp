@@ -164,8 +164,9 @@ class operation final : public operation_base {
   Handler& handler() noexcept { return *handler_; }
 
   // From any thread; the first finish (or the context's shutdown) wins, later ones do nothing.
-  void finish(boost::system::error_code ec, Results... results) {
-    complete(slot_use::clear, ec, std::move(results)...);
+  // True when this one won: the handler has the results.
+  bool finish(boost::system::error_code ec, Results... results) {
+    return complete(slot_use::clear, ec, std::move(results)...);
   }
 
   // Cancels on a terminal or partial request. A check cannot honour `total` (no side
@@ -189,8 +190,8 @@ class operation final : public operation_base {
   // What the completion does with the cancellation slot before running the handler.
   enum class slot_use { clear, keep };
 
-  void complete(slot_use s, boost::system::error_code ec, Results... results) {
-    registry_->claim(*this, [&] {
+  bool complete(slot_use s, boost::system::error_code ec, Results... results) {
+    return registry_->claim(*this, [&] {
       const auto alloc = boost::asio::get_associated_allocator(*handler_);
       boost::asio::post(work_->get_executor(),
                         boost::asio::bind_allocator(

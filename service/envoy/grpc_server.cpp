@@ -299,18 +299,30 @@ struct grpc_server::impl {
   impl(const grpc_options& options, rls_service& s, rls_metrics& m)
       : state(s, m, options.streams),
         generic(state),
+        tls(options.tls
+                ? std::make_unique<tls_relay>(
+                      *options.tls, [this](int fd, const std::string& peer) { serve(fd, peer); })
+                : nullptr),
         acceptor(
             options.address, options.caps,
             [this](int fd, const std::string& peer) {
-              state.peers.add(fd, peer);
-              grpc::AddInsecureChannelFromFd(server.get(), fd);
+              if (tls)
+                tls->adopt(fd, peer);  // served once its handshake is done
+              else
+                serve(fd, peer);
             },
             [&m](connection_table::verdict v) { m.record_connection_refused(v); }) {}
+  // gRPC serves `fd` in plaintext: the client's connection, or the relay's end of it.
+  void serve(int fd, const std::string& peer) {
+    state.peers.add(fd, peer);
+    grpc::AddInsecureChannelFromFd(server.get(), fd);
+  }
   server_state state;
   dispatcher generic;
   std::unique_ptr<grpc::Server> server;
-  std::optional<sweeper> sweep;  // from start to the last call's end
-  grpc_acceptor acceptor;        // binds first (it throws if it cannot); started once `server` is
+  std::optional<sweeper> sweep;    // from start to the last call's end
+  std::unique_ptr<tls_relay> tls;  // reads the files first (throws for a bad one)
+  grpc_acceptor acceptor;          // binds (it throws if it cannot); started once `server` is
   int port = 0;
 };
 
@@ -360,6 +372,7 @@ void grpc_server::shutdown(std::chrono::milliseconds drain) {
   impl_->state.serving = false;
   impl_->server->Shutdown(std::chrono::system_clock::now() + drain);
   impl_->server->Wait();
+  if (impl_->tls) impl_->tls->stop();  // after gRPC: its last answers went out through it
   impl_->sweep.reset();  // after the last call: none is left in the guard
   impl_->server.reset();
 }

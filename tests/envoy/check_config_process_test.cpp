@@ -37,8 +37,9 @@ TEST(check_config_envoy, upstream_configs_pass) {
 
   // Files and directories together, as --envoy-config takes them (repeatable).
   temp_dir d;
-  const auto one = d.file("one.yaml", "domain: one\ndescriptors:\n  - key: a\n"
-                                      "    rate_limit: {unit: second, requests_per_unit: 0}\n");
+  const auto one = d.file("one.yaml",
+                          "domain: one\ndescriptors:\n  - key: a\n"
+                          "    rate_limit: {unit: second, requests_per_unit: 0}\n");
   r = run_floodgate_cli({"check-config", "--envoy", one, dir});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("ok (12 domains, "), std::string::npos) << r.output;
@@ -47,8 +48,9 @@ TEST(check_config_envoy, upstream_configs_pass) {
 // Upstream's #653: a misspelt key must not pass; the message is floodgated's, word for word.
 TEST(check_config_envoy, a_typo_fails_with_floodgateds_message) {
   temp_dir d;
-  const auto typo = d.file("edge.yaml", "domain: edge\ndescriptors:\n  - key: remote_address\n"
-                                        "    rate_limit: {unlimied: true}\n");
+  const auto typo = d.file("edge.yaml",
+                           "domain: edge\ndescriptors:\n  - key: remote_address\n"
+                           "    rate_limit: {unlimied: true}\n");
   const auto r = run_floodgate_cli({"check-config", "--envoy", typo});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const std::string message =
@@ -64,15 +66,15 @@ TEST(check_config_envoy, a_typo_fails_with_floodgateds_message) {
 
 TEST(check_config_envoy, what_floodgated_refuses_across_files_fails) {
   temp_dir d;
-  const std::string yaml = "domain: edge\ndescriptors:\n  - key: a\n"
-                           "    rate_limit: {unit: minute, requests_per_unit: 5}\n";
+  const std::string yaml =
+      "domain: edge\ndescriptors:\n  - key: a\n"
+      "    rate_limit: {unit: minute, requests_per_unit: 5}\n";
   const auto a = d.file("a.yaml", yaml);
   const auto b = d.file("b.yaml", yaml);
   EXPECT_EQ(run_floodgate_cli({"check-config", "--envoy", a}).exit_code, 0);
   auto r = run_floodgate_cli({"check-config", "--envoy", a, b});
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find(b + ":1: duplicate domain 'edge' (also in " + a + ")"),
-            std::string::npos)
+  EXPECT_NE(r.output.find(b + ":1: duplicate domain 'edge' (also in " + a + ")"), std::string::npos)
       << r.output;
 
   r = run_floodgate_cli({"check-config", "--envoy", d.path + "/missing.yaml"});

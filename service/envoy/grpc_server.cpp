@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/server_posix.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <charconv>
@@ -312,11 +313,19 @@ struct grpc_server::impl {
                 serve(fd, peer);
             },
             [&m](connection_table::verdict v) { m.record_connection_refused(v); }) {}
-  // gRPC serves `fd` in plaintext: the client's connection, or the relay's end of it.
+  // gRPC serves `fd` in plaintext: the client's connection, or the relay's end of it. Not
+  // once shutdown has begun (a TLS handshake may finish after the acceptor stopped).
   void serve(int fd, const std::string& peer) {
+    std::lock_guard lock(handing_over);
+    if (shutting_down) {
+      ::close(fd);
+      return;
+    }
     state.peers.add(fd, peer);
     grpc::AddInsecureChannelFromFd(server.get(), fd);
   }
+  std::mutex handing_over;
+  bool shutting_down = false;  // under handing_over
   server_state state;
   dispatcher generic;
   std::unique_ptr<grpc::Server> server;
@@ -369,6 +378,10 @@ int grpc_server::port() const noexcept {
 void grpc_server::shutdown(std::chrono::milliseconds drain) {
   if (!impl_->server) return;
   impl_->acceptor.stop();  // no new connection; those open finish their calls below
+  {
+    std::lock_guard lock(impl_->handing_over);
+    impl_->shutting_down = true;
+  }
   impl_->state.serving = false;
   impl_->server->Shutdown(std::chrono::system_clock::now() + drain);
   impl_->server->Wait();

@@ -110,6 +110,34 @@ TEST(grpc_tls, a_handshake_that_never_comes_is_cut_at_its_deadline) {
   ::close(fd);
 }
 
+// TLS connections go through floodgated's acceptor like plaintext ones: a connection still in
+// its handshake holds its client's place under the per-address cap.
+TEST(grpc_tls, tls_connections_count_under_the_caps) {
+  tls_certificates certs;
+  auto flags = tls_flags(certs);
+  flags.insert(flags.end(), {"--grpc-max-connections-per-peer", "1"});
+  rls_process p("", flags);
+  const std::vector<std::string> over_tls = {"--tls-ca", certs.path("ca.crt")};
+  const auto call = check(request_of({{"remote_address", "198.51.100.9"}}));
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(p.address().substr(10))));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  auto results = run_client(p, {call}, over_tls);  // the silent connection holds the one place
+  EXPECT_EQ(failure_code(results, 0), unavailable) << json::serialize(results);
+  ::close(fd);
+  // The relay sees the close at once; a client that still comes first is refused: try again,
+  // a few times (each try starts Node, ~0.2 s).
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    results = run_client(p, {call}, over_tls);
+    if (failure_code(results, 0) != unavailable) break;
+  }
+  EXPECT_EQ(response(results, 0).at("statuses").at(0).at("limit_remaining"), 29);
+}
+
 TEST(grpc_tls, bad_files_stop_start_up_named) {
   tls_certificates certs;
   const std::string config = FLOODGATE_SOURCE_DIR "/tests/envoy/upstream_configs";

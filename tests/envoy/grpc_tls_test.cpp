@@ -192,6 +192,10 @@ TEST(grpc_tls, bad_files_stop_start_up_named) {
   EXPECT_NE(r.output.find("--grpc-tls-cert and --grpc-tls-key go together"), std::string::npos);
   r = start({"--grpc-tls-ca", certs.path("ca.crt")});
   EXPECT_EQ(r.exit_code, 2) << r.output;
+
+  const auto help = run_floodgated({"--help"});
+  for (const char* flag : {"--grpc-tls-cert FILE", "--grpc-tls-key FILE", "--grpc-tls-ca FILE"})
+    EXPECT_NE(help.output.find(flag), std::string::npos) << flag;
 }
 
 }  // namespace

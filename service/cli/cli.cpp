@@ -1,10 +1,12 @@
 // floodgate: the operator's command-line tool, beside floodgated.
 //
 //   floodgate check-config FILE [--cluster]
+//   floodgate check-config --envoy PATH...
 //   floodgate inspect --redis URL --rules FILE RULE KEY
 //   floodgate reset   --redis URL --rules FILE RULE KEY
 //
-// check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages).
+// check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages);
+// with --envoy, the paths as floodgated's --envoy-config loads them (envoy/envoy_config.hpp).
 // inspect asks through the limiter with cost 0 (a peek: nothing consumed) for remaining and
 // reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on connections of
 // its own, on the node that holds it (floodgate/inspect.hpp). reset forgets the key's state for the
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "envoy_config.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/inspect.hpp"
 #include "floodgate/limiter.hpp"
@@ -28,11 +31,14 @@ using namespace floodgate;
 using namespace std::chrono_literals;
 
 constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
+       floodgate check-config --envoy PATH...
        floodgate inspect --redis URL --rules FILE RULE KEY
        floodgate reset --redis URL --rules FILE RULE KEY
 
   check-config  load a rules file as floodgated does: exit 0, or exit 1 with FILE:LINE and the
                 problem. --cluster applies Redis Cluster's rule (a group's rules share a key).
+                --envoy: the PATHs are envoyproxy/ratelimit configs (YAML files, or
+                directories of them), loaded together as floodgated --envoy-config loads them.
   inspect       a key's state for a rule, without consuming: remaining, reset_after (a peek
                 through the limiter), and the raw state in Redis (type, value, TTL), read
                 on the node that holds it: the URL's, the slot's master (Cluster) or the
@@ -135,19 +141,43 @@ void print_raw_state(const std::string& url, const policy& p, const std::string&
   std::printf("ttl_ms         %lld\n", static_cast<long long>(s.ttl_ms));
 }
 
+// check-config --envoy PATH...: the paths together, as floodgated's --envoy-config loads them
+// (a domain in two files is an error there too).
+int check_envoy_config(const std::vector<std::string>& paths) {
+  if (paths.empty()) usage_error("check-config --envoy needs PATH...");
+  try {
+    const auto cfg = service::envoy::load_envoy_config(paths);
+    std::string names;
+    for (const auto& p : paths) names += (names.empty() ? "" : " ") + p;
+    std::printf("%s: ok (%zu domains, %zu rules)\n", names.c_str(), cfg->domains().size(),
+                cfg->rule_count());
+    return 0;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+}
+
 int check_config(int argc, char** argv) {
-  std::string path;
+  std::vector<std::string> paths;
+  bool envoy = false;
   auto where = service::placement::any;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--cluster")
       where = service::placement::one_key_per_group;
-    else if (arg.starts_with("--") || !path.empty())
-      usage_error("check-config takes FILE [--cluster]");
+    else if (arg == "--envoy")
+      envoy = true;
+    else if (arg.starts_with("--"))
+      usage_error("check-config takes FILE [--cluster], or --envoy PATH...");
     else
-      path = arg;
+      paths.emplace_back(arg);
   }
-  if (path.empty()) usage_error("check-config needs FILE");
+  if (envoy) {
+    if (where != service::placement::any) usage_error("--cluster is for rules files, not --envoy");
+    return check_envoy_config(paths);
+  }
+  if (paths.size() != 1) usage_error("check-config needs one FILE (or --envoy PATH...)");
+  const auto& path = paths.front();
   try {
     const auto cfg = service::load_config(path, where);
     std::printf("%s: ok (%zu rules, %zu groups)\n", path.c_str(), cfg.rules().size(),

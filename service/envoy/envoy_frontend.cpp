@@ -32,6 +32,12 @@ const char* envoy_flags::usage =
   --envoy-config-watch reload the --envoy-config paths when they change, as SIGHUP does
                        (inotify; a burst of changes is one reload, 200 ms after the last;
                        Kubernetes' ConfigMap swaps and symlinks on the way are followed).
+  --grpc-tls-cert FILE --grpc-tls-key FILE
+                       serve gRPC over TLS only (PEM certificate chain and its key; clients
+                       must offer ALPN h2, as Envoy and grpc-js do). Read at start-up: a
+                       missing or bad file stops it, named.
+  --grpc-tls-ca FILE   mutual TLS: a client must present a certificate these PEM CAs signed
+                       (needs --grpc-tls-cert and --grpc-tls-key).
   --envoy-response-headers  add RateLimit-Limit, -Remaining and -Reset to responses.
   --envoy-shadow-mode  report statuses but always answer OK overall.
   --envoy-failure-mode error|rule
@@ -46,6 +52,16 @@ bool envoy_flags::parse(std::string_view arg, const std::function<std::string_vi
     const auto colon = grpc_listen.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == grpc_listen.size()) {
       std::fprintf(stderr, "floodgated: --grpc-listen wants HOST:PORT\n(see floodgated --help)\n");
+      std::exit(2);
+    }
+    return true;
+  }
+  if (arg == "--grpc-tls-cert" || arg == "--grpc-tls-key" || arg == "--grpc-tls-ca") {
+    auto& file = arg == "--grpc-tls-cert" ? tls_cert : arg == "--grpc-tls-key" ? tls_key : tls_ca;
+    file = next();
+    if (file.empty()) {
+      std::fprintf(stderr, "floodgated: %.*s needs a file\n(see floodgated --help)\n",
+                   static_cast<int>(arg.size()), arg.data());
       std::exit(2);
     }
     return true;
@@ -78,6 +94,16 @@ bool envoy_flags::parse(std::string_view arg, const std::function<std::string_vi
     return true;
   }
   return false;
+}
+
+std::string envoy_flags::problem() const {
+  if (tls_cert.empty() != tls_key.empty())
+    return "--grpc-tls-cert and --grpc-tls-key go together: give both or neither";
+  if (!tls_ca.empty() && tls_cert.empty())
+    return "--grpc-tls-ca (mutual TLS) needs --grpc-tls-cert and --grpc-tls-key";
+  if (!tls_cert.empty() && grpc_listen.empty())
+    return "--grpc-tls-cert is for the gRPC port: give --grpc-listen too";
+  return {};
 }
 
 struct envoy_frontend::impl {
@@ -119,11 +145,18 @@ envoy_frontend::envoy_frontend(const envoy_flags& flags,
     options.caps.max_per_peer = flags.max_connections_per_peer != 0
                                     ? flags.max_connections_per_peer
                                     : std::max<std::size_t>(1, flags.max_connections / 4);
+    if (!flags.tls_cert.empty())
+      options.tls = tls_files{
+          .cert_file = flags.tls_cert, .key_file = flags.tls_key, .ca_file = flags.tls_ca};
     impl_->server = std::make_unique<grpc_server>(options, impl_->service, impl_->rls_stats);
     spdlog::info(
-        "msg=\"grpc listening\" address={} port={} max_connections={} max_connections_per_peer={}",
+        "msg=\"grpc listening\" address={} port={} max_connections={} max_connections_per_peer={} "
+        "tls={}",
         quote(flags.grpc_listen), impl_->server->port(), options.caps.max_connections,
-        options.caps.max_per_peer);
+        options.caps.max_per_peer,
+        !options.tls                   ? "off"
+        : options.tls->ca_file.empty() ? "on"
+                                       : "mutual");
     impl_->drain = std::make_unique<drain_watch>([s = impl_->server.get()] { s->begin_drain(); });
   }
 }

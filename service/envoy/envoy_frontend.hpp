@@ -37,6 +37,9 @@ struct envoy_flags {
   std::size_t max_connections = 1024;
   // --grpc-max-connections-per-peer: from one client address; 0: a quarter of the above.
   std::size_t max_connections_per_peer = 0;
+  // --grpc-tls-cert, --grpc-tls-key: TLS on the gRPC port; --grpc-tls-ca: and a client
+  // certificate from these CAs (mutual TLS). Empty: plaintext.
+  std::string tls_cert, tls_key, tls_ca;
 
   static const char* usage;  // the lines for floodgated --help
 
@@ -44,6 +47,8 @@ struct envoy_flags {
   // Exits with a usage error for a bad value, as main's other flags do.
   bool parse(std::string_view arg, const std::function<std::string_view()>& next);
   bool enabled() const noexcept { return !grpc_listen.empty() || !configs.empty(); }
+  // What is wrong with these flags together (a usage error), or empty.
+  std::string problem() const;
 };
 
 class envoy_frontend {

@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 #include <grpcpp/server_posix.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <charconv>
@@ -299,18 +300,38 @@ struct grpc_server::impl {
   impl(const grpc_options& options, rls_service& s, rls_metrics& m)
       : state(s, m, options.streams),
         generic(state),
+        tls(options.tls
+                ? std::make_unique<tls_relay>(
+                      *options.tls, [this](int fd, const std::string& peer) { serve(fd, peer); })
+                : nullptr),
         acceptor(
             options.address, options.caps,
             [this](int fd, const std::string& peer) {
-              state.peers.add(fd, peer);
-              grpc::AddInsecureChannelFromFd(server.get(), fd);
+              if (tls)
+                tls->adopt(fd, peer);  // served once its handshake is done
+              else
+                serve(fd, peer);
             },
             [&m](connection_table::verdict v) { m.record_connection_refused(v); }) {}
+  // gRPC serves `fd` in plaintext: the client's connection, or the relay's end of it. Not
+  // once shutdown has begun (a TLS handshake may finish after the acceptor stopped).
+  void serve(int fd, const std::string& peer) {
+    std::lock_guard lock(handing_over);
+    if (shutting_down) {
+      ::close(fd);
+      return;
+    }
+    state.peers.add(fd, peer);
+    grpc::AddInsecureChannelFromFd(server.get(), fd);
+  }
+  std::mutex handing_over;
+  bool shutting_down = false;  // under handing_over
   server_state state;
   dispatcher generic;
   std::unique_ptr<grpc::Server> server;
-  std::optional<sweeper> sweep;  // from start to the last call's end
-  grpc_acceptor acceptor;        // binds first (it throws if it cannot); started once `server` is
+  std::optional<sweeper> sweep;    // from start to the last call's end
+  std::unique_ptr<tls_relay> tls;  // reads the files first (throws for a bad one)
+  grpc_acceptor acceptor;          // binds (it throws if it cannot); started once `server` is
   int port = 0;
 };
 
@@ -357,9 +378,14 @@ int grpc_server::port() const noexcept {
 void grpc_server::shutdown(std::chrono::milliseconds drain) {
   if (!impl_->server) return;
   impl_->acceptor.stop();  // no new connection; those open finish their calls below
+  {
+    std::lock_guard lock(impl_->handing_over);
+    impl_->shutting_down = true;
+  }
   impl_->state.serving = false;
   impl_->server->Shutdown(std::chrono::system_clock::now() + drain);
   impl_->server->Wait();
+  if (impl_->tls) impl_->tls->stop();  // after gRPC: its last answers went out through it
   impl_->sweep.reset();  // after the last call: none is left in the guard
   impl_->server.reset();
 }

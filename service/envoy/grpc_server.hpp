@@ -8,19 +8,21 @@
 //   g.shutdown(5s);   // refuse new calls, finish those in flight
 //
 // Connections are accepted by floodgated (grpc_acceptor: caps, no give-up on EMFILE) and handed
-// to gRPC; every call is ours from its headers (one generic service) and counted until its
-// message arrives (stream_guard: caps and a deadline). Threading: calls arrive on gRPC's
-// threads and are answered from the limiter's handler; one thread ends the calls whose message
-// is late.
+// to gRPC, through a TLS relay when TLS is on (tls_relay.hpp); every call is ours from its headers
+// (one generic service) and counted until its message arrives (stream_guard: caps and a deadline).
+// Threading: calls arrive on gRPC's threads and are answered from the limiter's handler; one thread
+// ends the calls whose message is late.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "connection_table.hpp"
 #include "stream_guard.hpp"
+#include "tls_relay.hpp"
 
 namespace floodgate::service::envoy {
 
@@ -42,6 +44,8 @@ struct grpc_options {
   // Open connections at most, in all and from one client address: a new one over either is
   // closed at once (grpc_acceptor.hpp).
   connection_caps caps;
+  // TLS (mutual with a CA file) on every connection; none: plaintext (tls_relay.hpp).
+  std::optional<tls_files> tls;
 };
 
 class grpc_server {

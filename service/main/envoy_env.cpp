@@ -65,7 +65,10 @@ constexpr upstream_setting settings[] = {
     {"DISABLE_STATS", takes::only, "false", "floodgated always keeps its metrics"},
     {"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", takes::anything, "",
      "floodgated's denied requests never consume"},
-    {"GRPC_SERVER_USE_TLS", takes::only, "false", "gRPC TLS is not implemented yet"},
+    {"GRPC_SERVER_USE_TLS", takes::part, "", ""},
+    {"GRPC_SERVER_TLS_CERT", takes::part, "", ""},
+    {"GRPC_SERVER_TLS_KEY", takes::part, "", ""},
+    {"GRPC_CLIENT_TLS_CACERT", takes::part, "", ""},
     {"TRACING_ENABLED", takes::only, "false", "floodgated has no tracing"},
     {"CONFIG_TYPE", takes::only, "FILE", "floodgated reads configs from files only (no xDS)"},
     {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", takes::only, "false",
@@ -81,9 +84,6 @@ constexpr std::string_view refused_settings[] = {"PROTO",
                                                  "GRPC_UDS",
                                                  "GRPC_MAX_CONNECTION_AGE",
                                                  "GRPC_MAX_CONNECTION_AGE_GRACE",
-                                                 "GRPC_SERVER_TLS_CERT",
-                                                 "GRPC_SERVER_TLS_KEY",
-                                                 "GRPC_CLIENT_TLS_CACERT",
                                                  "GRPC_CLIENT_TLS_SAN",
                                                  "FORCE_START_WITHOUT_INITIAL_CONFIG",
                                                  "CONFIG_GRPC_XDS_NODE_ID",
@@ -271,6 +271,26 @@ std::string redis_url(const reader& env) {
   return scheme + "://" + userinfo + hosts + path + query;
 }
 
+// GRPC_SERVER_USE_TLS and its files as --grpc-tls-cert, --grpc-tls-key and --grpc-tls-ca
+// (mutual TLS when GRPC_CLIENT_TLS_CACERT is set, as upstream's RequireAndVerifyClientCert).
+void grpc_tls(const reader& env, const std::function<void(std::string_view, std::string)>& add) {
+  constexpr std::pair<std::string_view, std::string_view> files[] = {
+      {"GRPC_SERVER_TLS_CERT", "--grpc-tls-cert"},
+      {"GRPC_SERVER_TLS_KEY", "--grpc-tls-key"},
+      {"GRPC_CLIENT_TLS_CACERT", "--grpc-tls-ca"}};
+  const bool tls = env.get_bool("GRPC_SERVER_USE_TLS", false);
+  for (const auto& [name, flag] : files) {
+    const auto file = env.get(name);
+    if (file && !tls)
+      reader::fail(name, *file, "applies to TLS only: set GRPC_SERVER_USE_TLS=true too");
+    if (file) add(flag, *file);
+  }
+  if (tls && (!env.get("GRPC_SERVER_TLS_CERT") || !env.get("GRPC_SERVER_TLS_KEY")))
+    reader::fail("GRPC_SERVER_USE_TLS", "true",
+                 "needs GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY (the server's certificate "
+                 "chain and key, PEM)");
+}
+
 std::string log_level(const reader& env) {
   const auto v = lower(env.get_or("LOG_LEVEL", "warn"));
   if (v == "panic" || v == "fatal") return "critical";
@@ -326,6 +346,7 @@ envoy_env read_envoy_env(const std::function<const char*(const char*)>& getenv,
     return dir + "/" + env.get_or("RUNTIME_APPDIRECTORY", "config");
   });
   add("--envoy-config-watch", [] { return std::string(); });  // upstream always watches
+  grpc_tls(env, [&](std::string_view flag, std::string file) { add(flag, [&] { return file; }); });
   add("--log-level", [&] { return log_level(env); });
   if (const auto format = env.get("LOG_FORMAT")) {
     const auto f = lower(*format);

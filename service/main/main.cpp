@@ -284,6 +284,7 @@ flags parse_flags(int argc, char** argv) {
     usage_error("--admin-host names the admin listener: give --admin-listen too");
   if (f.top_keys != 0 && !f.admin)
     usage_error("--top-keys serves hot keys on the admin listener: give --admin-listen too");
+  if (const auto problem = f.envoy.problem(); !problem.empty()) usage_error(problem);
   if (f.config_path.empty() && f.envoy.configs.empty())
     usage_error("--config FILE is required (or --envoy-config PATH)");
   return f;

@@ -1,6 +1,8 @@
 // A gRPC client for floodgated's Envoy rate limit service that shares no code with floodgate:
 // @grpc/grpc-js and @grpc/proto-loader, loading service/envoy/proto at run time.
-//   node rls_client.js HOST:PORT < calls.json > results.json
+//   node rls_client.js HOST:PORT [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] < calls.json
+// (--tls-ca: over TLS, trusting that CA; --tls-cert/--tls-key: the client's certificate, for
+// mutual TLS.) Results on stdout.
 // calls.json: a JSON list of calls, made in order; each call runs `parallel` copies at once
 // (default 1) and gives one result per copy:
 //   {"check": <RateLimitRequest as JSON>, "deadline_ms": 1000, "parallel": 1}
@@ -24,9 +26,15 @@ const health = grpc.loadPackageDefinition(
   loader.loadSync('grpc/health/v1/health.proto', options)).grpc.health.v1;
 
 const address = process.argv[2];
-const rlsClient = new rls.RateLimitService(address, grpc.credentials.createInsecure());
-const healthClient = new health.Health(address, grpc.credentials.createInsecure());
-const rawClient = new grpc.Client(address, grpc.credentials.createInsecure());
+const flags = {};
+for (let i = 3; i + 1 < process.argv.length; i += 2) flags[process.argv[i]] = process.argv[i + 1];
+const read = (name) => (flags[name] ? fs.readFileSync(flags[name]) : null);
+const credentials = () => (flags['--tls-ca']
+  ? grpc.credentials.createSsl(read('--tls-ca'), read('--tls-key'), read('--tls-cert'))
+  : grpc.credentials.createInsecure());
+const rlsClient = new rls.RateLimitService(address, credentials());
+const healthClient = new health.Health(address, credentials());
+const rawClient = new grpc.Client(address, credentials());
 
 function settle(resolve) {
   return (err, response) => resolve(err ? { code: err.code, details: err.details }

@@ -106,19 +106,24 @@ class rls_process {
   int grpc_port_ = 0;
 };
 
+// `client_args`: rls_client.js's options after the address (--tls-ca FILE ...), each quoted.
 inline std::string node_command(const std::string& address, const std::string& in,
-                                const std::string& out, const std::string& err) {
+                                const std::string& out, const std::string& err,
+                                const std::vector<std::string>& client_args = {}) {
+  std::string args;
+  for (const auto& a : client_args) args += " '" + a + "'";
   return "NODE_PATH='" FLOODGATE_NODE_MODULES "' node '" FLOODGATE_SOURCE_DIR
          "/tests/envoy/rls_client.js' " +
-         address + " < '" + in + "' > '" + out + "' 2> '" + err + "'";
+         address + args + " < '" + in + "' > '" + out + "' 2> '" + err + "'";
 }
 
 // Runs the Node client on `calls` (a JSON array, see rls_client.js) and returns its results.
-inline json::array run_client(const rls_process& p, const json::array& calls) {
+inline json::array run_client(const rls_process& p, const json::array& calls,
+                              const std::vector<std::string>& client_args = {}) {
   const auto in = p.dir() + "/calls.json", out = p.dir() + "/results.json",
              err = p.dir() + "/client.err";
   write_file(in, json::serialize(calls));
-  const int rc = std::system(node_command(p.address(), in, out, err).c_str());
+  const int rc = std::system(node_command(p.address(), in, out, err, client_args).c_str());
   if (rc != 0) throw std::runtime_error("the Node client failed:\n" + read_file(err));
   return json::parse(read_file(out)).as_array();
 }

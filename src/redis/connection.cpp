@@ -192,19 +192,28 @@ script_call connection::form_for(std::uint8_t not_run) const noexcept {
   return functions_ && not_run == 0 ? script_call::fcall : script_call::evalsha;
 }
 
-// The request's command is EVALSHA's: FCALL and EVAL differ in their first two arguments.
+// The request's command is in the form it was encoded in (request::encoded): sent as it is
+// when that is the form wanted, which it is on the hot path; otherwise only the header is
+// written anew (FCALL, EVALSHA and EVAL differ in their first two arguments).
 void connection::append_call(std::string& out, const request& r, script_call form) {
-  if (r.script == nullptr || form == script_call::evalsha) {
+  if (r.script == nullptr || form == r.encoded) {
     out.append(r.command);
     return;
   }
   append_array_header(out, r.argument_count);
-  if (form == script_call::fcall) {
-    append_bulk(out, "FCALL");
-    append_bulk(out, r.script->function);
-  } else {
-    append_bulk(out, "EVAL");
-    append_bulk(out, r.script->source);
+  switch (form) {
+    case script_call::fcall:
+      append_bulk(out, "FCALL");
+      append_bulk(out, r.script->function);
+      break;
+    case script_call::evalsha:
+      append_bulk(out, "EVALSHA");
+      append_bulk(out, r.script->sha1);
+      break;
+    case script_call::eval:
+      append_bulk(out, "EVAL");
+      append_bulk(out, r.script->source);
+      break;
   }
   out.append(r.command, r.body_offset);
 }

@@ -60,11 +60,14 @@ class request {
 
   // The command, RESP-encoded.
   std::string command;
-  // For EVALSHA commands: the script, so that a NOSCRIPT reply (the script did not run) can
-  // be answered by loading it and sending the command again. Null for other commands.
+  // For script calls: the script, so that a NOSCRIPT reply (the script did not run) can be
+  // answered by loading it and sending the command again. Null for other commands.
   const redis::script* script = nullptr;
-  // For EVALSHA commands: the number of arguments, and where the argument after the SHA1
-  // (numkeys) starts in `command`, so the command can be re-sent as EVAL with the source.
+  // For script calls: how `command` is encoded (FCALL <function> or EVALSHA <sha1>), the
+  // number of arguments, and where the argument after the function or SHA1 (numkeys) starts
+  // in `command`, so a connection can send it in another form (connection::append_call)
+  // without encoding it again when the form it needs is this one.
+  script_call encoded = script_call::evalsha;
   std::size_t argument_count = 0;
   std::size_t body_offset = 0;
   // Past it, the call fails with errc::timeout (and a connection it is in flight on is dropped).
@@ -83,8 +86,8 @@ class request {
 
   // A single check may share one call of the batch script with other checks queued on the
   // same connection (connection::flush). Its `command` is then the lone call
-  //   EVALSHA <sha1> 1 <key> <limit> <window_ms> <burst> <cost> <now_ms>
-  // of `script`, and these are the offsets in it of the key's bulk string, of the limit's
+  //   FCALL <function> 1 <key> <limit> <window_ms> <burst> <cost> <now_ms>
+  // of `script` (or EVALSHA <sha1> ...: `encoded`), and these are the offsets in it of the key's bulk string, of the limit's
   // (the first of the four item arguments), and of now_ms's (the last argument). All zero for
   // a request that cannot be batched. `capacity` is the decision's limit (the policy's
   // capacity), which the batch script's reply leaves out.
@@ -100,6 +103,7 @@ class request {
   void take_call(request& from) noexcept {
     command = std::move(from.command);
     script = from.script;
+    encoded = from.encoded;
     argument_count = from.argument_count;
     body_offset = from.body_offset;
     deadline = from.deadline;

@@ -41,7 +41,7 @@ class client::impl final : public node_owner,
                            public io_worker_owner,
                            public std::enable_shared_from_this<impl> {
  public:
-  impl(redis_endpoint endpoint, const redis_options& options, std::vector<const script*> scripts)
+  impl(redis_endpoint endpoint, const redis_options& options, script_set scripts)
       : node_(worker_.context(),
               {endpoint, options, std::move(scripts),
                endpoint.tls ? make_tls_context(options.tls) : tls_context_result{}},
@@ -116,10 +116,9 @@ void client::impl::flush() {
   node_.flush();
 }
 
-client::client(redis_endpoint endpoint, const redis_options& options,
-               std::vector<const script*> scripts_to_load) {
+client::client(redis_endpoint endpoint, const redis_options& options, script_set scripts) {
   validate_options(options);
-  impl_ = std::make_shared<impl>(std::move(endpoint), options, std::move(scripts_to_load));
+  impl_ = std::make_shared<impl>(std::move(endpoint), options, std::move(scripts));
   impl_->start();
 }
 

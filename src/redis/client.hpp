@@ -3,7 +3,7 @@
 // are queued to the least loaded ready connection; each connection coalesces everything queued
 // into one write and matches replies in order.
 //
-//   client c{parse_redis_url(url), options, {&script_for(algorithm::gcra)}};
+//   client c{parse_redis_url(url), options, {{&script_for(algorithm::gcra)}}};
 //   auto r = std::make_unique<my_request>(...);   // command, deadline, complete()
 //   c.submit(std::move(r));                       // completes exactly once, on c's thread
 //
@@ -48,7 +48,7 @@ class client final : public transport {
   // Throws config_error for options that cannot work (no connections, a zero timeout, ...).
   // Connecting starts in the background: the constructor does not wait for the server.
   client(redis_endpoint endpoint, const redis_options& options,
-         std::vector<const script*> scripts_to_load);
+         script_set scripts);
   ~client() override;
   client(const client&) = delete;
   client& operator=(const client&) = delete;

@@ -99,7 +99,7 @@ class cluster_client::impl final : public node_owner,
                                    public std::enable_shared_from_this<impl> {
  public:
   impl(std::vector<redis_endpoint> seeds, const redis_options& options,
-       std::vector<const script*> scripts)
+       script_set scripts)
       : options_(options),
         scripts_(std::move(scripts)),
         deferred_(worker_.context(),
@@ -424,7 +424,7 @@ class cluster_client::impl final : public node_owner,
   }
 
   const redis_options options_;
-  const std::vector<const script*> scripts_;
+  const script_set scripts_;
   redis_endpoint credentials_;  // user, password (and TLS) for every node
   tls_context_result tls_;      // shared by every node's connections
   pool_health health_;          // before the nodes, which report to it
@@ -466,10 +466,10 @@ void slots_call::complete(std::error_code ec, reply* r) noexcept {
 }
 
 cluster_client::cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
-                               std::vector<const script*> scripts_to_load) {
+                               script_set scripts) {
   validate_options(options);
   if (seeds.empty()) throw config_error("redis+cluster: no seed nodes");
-  impl_ = std::make_shared<impl>(std::move(seeds), options, std::move(scripts_to_load));
+  impl_ = std::make_shared<impl>(std::move(seeds), options, std::move(scripts));
   impl_->start();
 }
 

@@ -40,7 +40,7 @@ class cluster_client final : public transport {
  public:
   // Throws config_error for unusable options or no seeds. Does not wait for the cluster.
   cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
-                 std::vector<const script*> scripts_to_load);
+                 script_set scripts);
   ~cluster_client() override;
   cluster_client(const cluster_client&) = delete;
   cluster_client& operator=(const cluster_client&) = delete;

@@ -35,8 +35,9 @@ stream_config stream_config_for(const connection_config& c) {
   out.greeting.password = c.endpoint.password;
   out.greeting.db = c.endpoint.db;
   out.greeting.check_version = true;
-  for (const script* s : c.scripts) out.greeting.scripts.push_back(s->source);
-  if (c.library != nullptr && c.options.use_functions) out.greeting.library = c.library->source;
+  for (const script* s : c.scripts.all) out.greeting.scripts.push_back(s->source);
+  if (c.scripts.library != nullptr && c.options.use_functions)
+    out.greeting.library = c.scripts.library->source;
   out.connect_timeout = c.options.connect_timeout;
   out.max_reply_size = c.options.max_reply_size;
   return out;
@@ -235,7 +236,7 @@ void connection::flush() {
   }
   loads_.clear();
   if (load_library_) {
-    append_command(out, {"FUNCTION", "LOAD", config_.library->source});
+    append_command(out, {"FUNCTION", "LOAD", config_.scripts.library->source});
     in_flight_.push_back({in_flight::kind::load, nullptr, nullptr, now});
     load_library_ = false;
     library_loading_ = true;
@@ -261,7 +262,7 @@ void connection::flush() {
         continue;
       }
       ++in_flight_calls_;
-      if (config_.batch && r->part.batchable() && !r->asking) {
+      if (config_.scripts.batch && r->part.batchable() && !r->asking) {
         add_to_batch(out, open, std::move(r), now);
         continue;
       }
@@ -328,7 +329,7 @@ void connection::send_batch(std::string& out, open_batch& b, request::clock::tim
   std::uint8_t not_run = 0;
   for (const auto& r : b.items) not_run = std::max(not_run, r->noscript_replies);
   const auto form = form_for(not_run);
-  append_batch(out, *config_.batch, b.items, form);
+  append_batch(out, *config_.scripts.batch, b.items, form);
   in_flight f{in_flight::kind::batch, nullptr, nullptr, now};
   f.form = form;
   f.batch = std::move(b.items);
@@ -437,7 +438,7 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script
   }
   // The batch script did not run: as for one call (on_call_reply), load it and send the
   // items again; they may form other batches, and go as EVAL after a second NOSCRIPT.
-  const script* s = config_.batch;
+  const script* s = config_.scripts.batch;
   if (!missing_function && std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
       std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
     loads_.push_back(s);

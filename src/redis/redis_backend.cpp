@@ -17,13 +17,15 @@
 namespace floodgate::redis {
 namespace {
 
-std::vector<const script*> all_scripts() {
-  return {&script_for(algorithm::sliding_log),  &script_for(algorithm::sliding_window),
-          &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
-          &script_for(algorithm::gcra),         &multi_script(),
-          &batch_script(),                      &multi_block_script(),
-          &refund_script(),                     &acquire_script(),
-          &release_script()};
+// Every script the calls below run; lone checks queued together go as one call of the batch
+// script (batch.hpp).
+script_set all_scripts() {
+  return {{&script_for(algorithm::sliding_log), &script_for(algorithm::sliding_window),
+           &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
+           &script_for(algorithm::gcra), &multi_script(), &batch_script(),
+           &multi_block_script(), &refund_script(), &acquire_script(), &release_script()},
+          &batch_script(),
+          &script_library()};
 }
 
 // The scripts answer five integers per item: allowed (0/1), limit, remaining,

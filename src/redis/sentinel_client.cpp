@@ -133,7 +133,7 @@ class sentinel_call final : public request {
 class sentinel_client::impl final : public io_worker_owner,
                                     public std::enable_shared_from_this<impl> {
  public:
-  impl(sentinel_config config, const redis_options& options, std::vector<const script*> scripts)
+  impl(sentinel_config config, const redis_options& options, script_set scripts)
       : config_(std::move(config)),
         options_(options),
         scripts_(std::move(scripts)),
@@ -556,7 +556,7 @@ class sentinel_client::impl final : public io_worker_owner,
 
   const sentinel_config config_;
   const redis_options options_;
-  const std::vector<const script*> scripts_;
+  const script_set scripts_;
   const tls_context_result tls_;  // rediss+sentinel://: the sentinels' and the primary's
   std::string ask_command_, address_command_, subscribe_command_;
 
@@ -594,11 +594,11 @@ void sentinel_call::complete(std::error_code ec, reply* r) noexcept {
 }
 
 sentinel_client::sentinel_client(sentinel_config config, const redis_options& options,
-                                 std::vector<const script*> scripts_to_load) {
+                                 script_set scripts) {
   validate_options(options);
   if (config.sentinels.empty()) throw config_error("redis+sentinel: no sentinels");
   if (config.primary.tls) validate_tls_options(options.tls);
-  impl_ = std::make_shared<impl>(std::move(config), options, std::move(scripts_to_load));
+  impl_ = std::make_shared<impl>(std::move(config), options, std::move(scripts));
   impl_->start();
 }
 

@@ -208,7 +208,9 @@ TEST(batch, a_queued_check_past_its_deadline_fails_alone) {
   o.max_writes_in_flight = 1;
   o.connections = 1;
   redis::client c{redis::parse_redis_url(redis.url()), o,
-                  {&redis::script_for(algorithm::fixed_window), &redis::batch_script()}};
+                  {{&redis::script_for(algorithm::fixed_window), &redis::batch_script()},
+                   &redis::batch_script(),
+                   &redis::script_library()}};
   const auto prefix = unique_prefix("deadline");
   // Wait for the connection (a first check, answered).
   {

@@ -105,7 +105,8 @@ void client::impl::dispatch(request_ptr r) {
   connection* to = node_.admit(probe) ? node_.pick() : nullptr;
   if (to == nullptr) {
     node_.not_sent(probe);
-    return r->complete(errc::not_connected, nullptr);
+    // Through its router, if any: refused here is an outcome a Sentinel acts on.
+    return request::finish(std::move(r), errc::not_connected, nullptr);
   }
   r->observer = &node_;
   r->probe = probe;

@@ -150,9 +150,9 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
 
 void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code ec) {
   for (auto& f : flight) {
-    if (f.call) f.call->finish(ec, nullptr);
+    if (f.call) request::finish(std::move(f.call), ec, nullptr);
     for (auto& item : f.batch)
-      if (item) item->finish(ec, nullptr);
+      if (item) request::finish(std::move(item), ec, nullptr);
   }
 }
 
@@ -283,7 +283,7 @@ void connection::flush() {
     ++writes_in_flight_;
     stream_.flush();  // stream_written() flushes again
   }
-  for (auto& r : expired) r->finish(errc::timeout, nullptr);
+  for (auto& r : expired) request::finish(std::move(r), errc::timeout, nullptr);
 }
 
 void connection::add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
@@ -394,12 +394,13 @@ bool connection::function_missing(const reply& r) {
 void connection::on_call_reply(request_ptr call, reply& r, script_call form) {
   if (!r.is_error()) {
     owner_.call_succeeded();
-    return call->finish({}, &r);
+    return request::finish(std::move(call), {}, &r);
   }
   // A missing function did not run either: sent again as EVALSHA.
   if (form == script_call::fcall && function_missing(r)) {
     call->noscript_replies = 1;
-    if (call->deadline <= request::clock::now()) return call->finish(errc::timeout, nullptr);
+    if (call->deadline <= request::clock::now())
+      return request::finish(std::move(call), errc::timeout, nullptr);
     retries_.push_back(std::move(call));
     return;
   }
@@ -414,12 +415,13 @@ void connection::on_call_reply(request_ptr call, reply& r, script_call form) {
       loads_.push_back(s);
       owner_.script_reloaded();
     }
-    if (call->deadline <= request::clock::now()) return call->finish(errc::timeout, nullptr);
+    if (call->deadline <= request::clock::now())
+      return request::finish(std::move(call), errc::timeout, nullptr);
     retries_.push_back(std::move(call));  // written after the SCRIPT LOAD, by the next flush
     return;
   }
   owner_.problem("call: " + r.str, lasting_error(r.str));
-  call->finish(error_for(r), &r);
+  request::finish(std::move(call), error_for(r), &r);
 }
 
 void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script_call form) {
@@ -448,7 +450,7 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script
   for (auto& item : items) {
     if (!item) continue;  // timed out in flight
     if (item->deadline <= now) {
-      item->finish(errc::timeout, nullptr);
+      request::finish(std::move(item), errc::timeout, nullptr);
       continue;
     }
     item->noscript_replies = static_cast<std::uint8_t>(std::min(item->noscript_replies + 1, 2));
@@ -543,7 +545,7 @@ void connection::on_deadline() {
   if (earliest != request::clock::time_point::max())
     arm_deadline(std::max(earliest, now + deadline_granularity));
 
-  for (auto& r : expired) r->finish(errc::timeout, nullptr);
+  for (auto& r : expired) request::finish(std::move(r), errc::timeout, nullptr);
 }
 
 }  // namespace floodgate::redis

@@ -14,8 +14,9 @@
 // - A connection on which a request timed out in flight is dropped, never reused, so a late
 //   reply can never be taken for the next request's. Requests not yet written move on.
 // - EVALSHA that meets NOSCRIPT (the script did not run) is retried after SCRIPT LOAD on the
-//   same connection, invisibly to the caller. Every connection loads the scripts it is given
-//   when it connects, after AUTH and SELECT.
+//   same connection, invisibly to the caller. Every connection loads the scripts' library when
+//   it connects, after AUTH and SELECT (the scripts themselves only where the library is
+//   refused or turned off), and FCALL that meets a missing function goes again as EVALSHA.
 // - Lost connections are re-established at once, then with capped, jittered exponential
 //   backoff while attempts fail; while every connection is backing off, requests fail fast
 //   with not_connected instead of waiting for their deadlines.

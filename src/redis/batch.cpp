@@ -82,7 +82,7 @@ void complete_batch(std::span<request_ptr> items, reply& r) noexcept {
   if (r.is_error()) {
     const auto ec = error_for(r);
     for (auto& item : items)
-      if (item) item->finish(ec, &r);
+      if (item) request::finish(std::move(item), ec, &r);
     return;
   }
   const auto is_integer = [&](std::size_t at) {
@@ -92,7 +92,8 @@ void complete_batch(std::span<request_ptr> items, reply& r) noexcept {
   if (r.kind == reply::type::array) {
     for (; i < items.size(); ++i) {
       if (at < r.elements.size() && r.elements[at].is_error()) {
-        if (items[i]) items[i]->finish(error_for(r.elements[at]), &r.elements[at]);
+        if (items[i])
+          request::finish(std::move(items[i]), error_for(r.elements[at]), &r.elements[at]);
         ++at;
         continue;
       }
@@ -105,13 +106,13 @@ void complete_batch(std::span<request_ptr> items, reply& r) noexcept {
                                      allowed ? 0 : r.elements[at + 2].integer);
       if (!d) break;
       at += allowed ? 2 : 3;
-      if (items[i]) items[i]->finish_part(*d);
+      if (items[i]) request::finish_part(std::move(items[i]), *d);
     }
   }
   if (i == items.size() && at == r.elements.size()) return;
   // A reply of another shape: what is left cannot be matched to its items.
   for (; i < items.size(); ++i)
-    if (items[i]) items[i]->finish(errc::protocol_error, &r);
+    if (items[i]) request::finish(std::move(items[i]), errc::protocol_error, &r);
 }
 
 }  // namespace floodgate::redis

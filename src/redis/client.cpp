@@ -41,7 +41,7 @@ class client::impl final : public node_owner,
                            public io_worker_owner,
                            public std::enable_shared_from_this<impl> {
  public:
-  impl(redis_endpoint endpoint, const redis_options& options, std::vector<const script*> scripts)
+  impl(redis_endpoint endpoint, const redis_options& options, script_set scripts)
       : node_(worker_.context(),
               {endpoint, options, std::move(scripts),
                endpoint.tls ? make_tls_context(options.tls) : tls_context_result{}},
@@ -105,7 +105,8 @@ void client::impl::dispatch(request_ptr r) {
   connection* to = node_.admit(probe) ? node_.pick() : nullptr;
   if (to == nullptr) {
     node_.not_sent(probe);
-    return r->complete(errc::not_connected, nullptr);
+    // Through its router, if any: refused here is an outcome a Sentinel acts on.
+    return request::finish(std::move(r), errc::not_connected, nullptr);
   }
   r->observer = &node_;
   r->probe = probe;
@@ -116,10 +117,9 @@ void client::impl::flush() {
   node_.flush();
 }
 
-client::client(redis_endpoint endpoint, const redis_options& options,
-               std::vector<const script*> scripts_to_load) {
+client::client(redis_endpoint endpoint, const redis_options& options, script_set scripts) {
   validate_options(options);
-  impl_ = std::make_shared<impl>(std::move(endpoint), options, std::move(scripts_to_load));
+  impl_ = std::make_shared<impl>(std::move(endpoint), options, std::move(scripts));
   impl_->start();
 }
 

@@ -3,7 +3,7 @@
 // are queued to the least loaded ready connection; each connection coalesces everything queued
 // into one write and matches replies in order.
 //
-//   client c{parse_redis_url(url), options, {&script_for(algorithm::gcra)}};
+//   client c{parse_redis_url(url), options, {{&script_for(algorithm::gcra)}}};
 //   auto r = std::make_unique<my_request>(...);   // command, deadline, complete()
 //   c.submit(std::move(r));                       // completes exactly once, on c's thread
 //
@@ -14,8 +14,9 @@
 // - A connection on which a request timed out in flight is dropped, never reused, so a late
 //   reply can never be taken for the next request's. Requests not yet written move on.
 // - EVALSHA that meets NOSCRIPT (the script did not run) is retried after SCRIPT LOAD on the
-//   same connection, invisibly to the caller. Every connection loads the scripts it is given
-//   when it connects, after AUTH and SELECT.
+//   same connection, invisibly to the caller. Every connection loads the scripts' library when
+//   it connects, after AUTH and SELECT (the scripts themselves only where the library is
+//   refused or turned off), and FCALL that meets a missing function goes again as EVALSHA.
 // - Lost connections are re-established at once, then with capped, jittered exponential
 //   backoff while attempts fail; while every connection is backing off, requests fail fast
 //   with not_connected instead of waiting for their deadlines.
@@ -48,7 +49,7 @@ class client final : public transport {
   // Throws config_error for options that cannot work (no connections, a zero timeout, ...).
   // Connecting starts in the background: the constructor does not wait for the server.
   client(redis_endpoint endpoint, const redis_options& options,
-         std::vector<const script*> scripts_to_load);
+         script_set scripts);
   ~client() override;
   client(const client&) = delete;
   client& operator=(const client&) = delete;

@@ -38,51 +38,6 @@ constexpr auto retired_grace = 60s;
 
 }  // namespace
 
-// The wrapper every submitted call travels in: the command moves in, the caller's request
-// stays inside to be completed once the cluster is done redirecting.
-class cluster_call final : public request {
- public:
-  cluster_call(request_ptr inner, cluster_client::impl* owner)
-      : inner_(std::move(inner)), owner_(owner) {
-    take_call(*inner_);
-  }
-
-  void complete(std::error_code ec, reply* r) noexcept override;
-  void complete_part(const decision& d) noexcept override;
-
-  // A fresh call with this one's state, for sending again (the connection destroys this one
-  // when complete() returns).
-  std::unique_ptr<cluster_call> take() {
-    auto c = std::unique_ptr<cluster_call>(new cluster_call(std::move(inner_), owner_, 0));
-    c->take_call(*this);
-    // Sent again alone, never batched: a batch whose keys are partly on a node mid-migration
-    // is answered TRYAGAIN, and would be again for as long as the migration lasts.
-    c->part = {};
-    c->asking = asking;
-    c->target = target;
-    c->redirects = redirects;
-    c->tryagains = tryagains;
-    return c;
-  }
-
-  // The caller's answer: the cluster is done with the call.
-  void answer(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
-  void answer_part(const decision& d) noexcept { inner_->complete_part(d); }
-  // The node it was enqueued on (which observes it: request::observer), or null.
-  node* sent_to() const noexcept { return static_cast<node*>(observer); }
-
-  node* target = nullptr;   // send here regardless of the map (a redirection's target)
-  int redirects = 0;
-  int tryagains = 0;
-
- private:
-  cluster_call(request_ptr inner, cluster_client::impl* owner, int)
-      : inner_(std::move(inner)), owner_(owner) {}
-
-  request_ptr inner_;
-  cluster_client::impl* owner_;
-};
-
 // CLUSTER SLOTS, sent by the client itself.
 class slots_call final : public request {
  public:
@@ -94,12 +49,16 @@ class slots_call final : public request {
   node* asked_;
 };
 
+// Routes each call by its slot (request::route: where redirections sent it so far) and
+// decides what its node's answer means: MOVED and ASK followed, TRYAGAIN retried, the rest
+// answered.
 class cluster_client::impl final : public node_owner,
+                                   public call_router,
                                    public io_worker_owner,
                                    public std::enable_shared_from_this<impl> {
  public:
   impl(std::vector<redis_endpoint> seeds, const redis_options& options,
-       std::vector<const script*> scripts)
+       script_set scripts)
       : options_(options),
         scripts_(std::move(scripts)),
         deferred_(worker_.context(),
@@ -145,10 +104,14 @@ class cluster_client::impl final : public node_owner,
 
   // --- io_worker_owner ---------------------------------------------------------------------
 
-  // Each call is wrapped here, on the io thread: a wrapper is never completed elsewhere, so
-  // on_call_complete() always runs on this thread.
+  // Each call is routed from here, on the io thread: its node's connections complete it on
+  // this thread too, so call_done() always runs here.
   void dispatch_batch(std::vector<request_ptr>& batch) override {
-    for (auto& r : batch) route(std::make_unique<cluster_call>(std::move(r), this));
+    for (auto& r : batch) {
+      r->route = {};
+      r->route.by = this;
+      route(std::move(r));
+    }
     flush_dirty();
   }
 
@@ -173,7 +136,7 @@ class cluster_client::impl final : public node_owner,
   // SLOTS of a refresh is not a routed call: it fails, and the refresh is asked again.
   void redispatch(node&, std::vector<request_ptr> requests) override {
     for (auto& r : requests) {
-      if (dynamic_cast<cluster_call*>(r.get()) == nullptr) {
+      if (r->route.by != this) {
         r->complete(errc::not_connected, nullptr);
         continue;
       }
@@ -194,27 +157,27 @@ class cluster_client::impl final : public node_owner,
 
   // --- completions (io thread) -------------------------------------------------------------
 
-  void on_call_complete(cluster_call& c, std::error_code ec, reply* r) noexcept {
-    // (The node it was sent to heard of the outcome first: request::finish.)
-    if (torn_down_) return c.answer(ec, r);
+  // call_router: a call's node answered it (and heard of it first: request::finish).
+  void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
+    if (torn_down_) return c->complete(ec, r);
     if (r != nullptr && r->is_error()) {
       const auto code = r->error_code();
-      if ((code == "MOVED" || code == "ASK") && c.redirects < max_cluster_redirects) {
+      if ((code == "MOVED" || code == "ASK") && c->route.redirects < max_cluster_redirects) {
         if (auto to = parse_redirect(r->str)) {
           redirections_.fetch_add(1, std::memory_order_relaxed);
+          node* from = static_cast<node*>(c->observer);  // the node it was sent to
           const std::string& host =
-              to->host.empty() && c.sent_to() ? c.sent_to()->config().endpoint.host : to->host;
+              to->host.empty() && from ? from->config().endpoint.host : to->host;
           node* n = node_for(host, to->port);
-          auto again = c.take();
-          ++again->redirects;
-          again->target = n;
-          again->asking = to->what == redirect::kind::ask;
-          again->noscript_replies = 0;  // another node, another script cache
+          again(*c);
+          ++c->route.redirects;
+          c->route.target = n;
+          c->asking = to->what == redirect::kind::ask;
           if (to->what == redirect::kind::moved) {
             slots_[static_cast<std::size_t>(to->slot)] = n;
             request_refresh();  // one slot moved: others probably did too
           }
-          return defer(std::move(again), steady::now());
+          return defer(std::move(c), steady::now());
         }
       }
       if (code == "TRYAGAIN" || code == "CLUSTERDOWN") {
@@ -223,22 +186,17 @@ class cluster_client::impl final : public node_owner,
         // takes: retry with backoff while the deadline allows (not a hop count, which a slow
         // migration outlasts).
         if (code == "CLUSTERDOWN") request_refresh();
-        const auto at = steady::now() + tryagain_backoff * (1 << std::min(c.tryagains, 4));
-        if (at < c.deadline) {
-          auto again = c.take();
-          ++again->tryagains;
-          again->noscript_replies = 0;
-          return defer(std::move(again), at);
+        const auto at =
+            steady::now() + tryagain_backoff * (1 << std::min<int>(c->route.tryagains, 4));
+        if (at < c->deadline) {
+          again(*c);
+          if (c->route.tryagains < 255) ++c->route.tryagains;
+          return defer(std::move(c), at);
         }
       }
     }
     if (ec == errc::not_connected || ec == errc::timeout) request_refresh();
-    c.answer(ec, r);
-  }
-
-  // A check decided in a batch: an answer from its node.
-  void on_part_complete(cluster_call& c, const decision& d) noexcept {
-    c.answer_part(d);
+    c->complete(ec, r);
   }
 
   void on_slots(node* asked, std::error_code ec, reply* r) noexcept {
@@ -300,8 +258,7 @@ class cluster_client::impl final : public node_owner,
       std::vector<request_ptr> none;
       n->stop(none);  // takes its problem and open breaker out of the pool's health
       deferred_.for_each([n](request& r) {
-        auto& c = static_cast<cluster_call&>(r);
-        if (c.target == n) c.target = nullptr;  // routed by the map instead
+        if (r.route.target == n) r.route.target = nullptr;  // routed by the map instead
       });
       std::erase_if(dirty_, [n](connection* c) { return n->owns(c); });
       retired_.push_back({now + retired_grace, std::move(it->second)});
@@ -325,23 +282,23 @@ class cluster_client::impl final : public node_owner,
   // --- routing -----------------------------------------------------------------------------
 
   void route(request_ptr r) {
-    auto& c = static_cast<cluster_call&>(*r);
-    if (node* was = c.sent_to()) {  // given back unsent by a connection: admitted again
+    request& c = *r;
+    if (auto* was = static_cast<node*>(c.observer)) {  // given back unsent: admitted again
       was->not_sent(c.probe);
       c.observer = nullptr;
       c.probe = false;
     }
-    if (c.deadline <= steady::now()) return c.answer(errc::timeout, nullptr);
-    node* n = c.target;
+    if (c.deadline <= steady::now()) return c.complete(errc::timeout, nullptr);
+    node* n = c.route.target;
     if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
     if (!n) n = any_node();
-    if (!n) return c.answer(errc::not_connected, nullptr);
+    if (!n) return c.complete(errc::not_connected, nullptr);
     connection* to = n->admit(c.probe) ? n->pick() : nullptr;
     if (to == nullptr) {
       n->not_sent(c.probe);
       c.probe = false;
       request_refresh();  // a failover may have given the slot to a reachable node
-      return c.answer(errc::not_connected, nullptr);
+      return c.complete(errc::not_connected, nullptr);
     }
     c.observer = n;
     to->enqueue(std::move(r));
@@ -355,8 +312,17 @@ class cluster_client::impl final : public node_owner,
 
   // Calls to send again later (TRYAGAIN) or on the next turn (redirections: not from inside
   // the connection's reply loop). Held in the waiting room, so teardown can complete them.
-  void defer(std::unique_ptr<cluster_call> c, steady::time_point at) {
-    deferred_.hold(std::move(c), at);
+  void defer(request_ptr c, steady::time_point at) { deferred_.hold(std::move(c), at); }
+
+  // A call a node completed goes again: admitted afresh by the next node (route()), and
+  // alone, never batched: a batch whose keys are partly on a node mid-migration is answered
+  // TRYAGAIN, and would be again for as long as the migration lasts. Another node has another
+  // script cache. (ASKING stays for a TRYAGAIN after an ASK.)
+  static void again(request& c) noexcept {
+    c.observer = nullptr;
+    c.probe = false;
+    c.part = {};
+    c.noscript_replies = 0;
   }
 
   void route_all(std::vector<request_ptr>& calls) {
@@ -424,7 +390,7 @@ class cluster_client::impl final : public node_owner,
   }
 
   const redis_options options_;
-  const std::vector<const script*> scripts_;
+  const script_set scripts_;
   redis_endpoint credentials_;  // user, password (and TLS) for every node
   tls_context_result tls_;      // shared by every node's connections
   pool_health health_;          // before the nodes, which report to it
@@ -453,23 +419,15 @@ class cluster_client::impl final : public node_owner,
       nodes_known_{0};
 };
 
-void cluster_call::complete(std::error_code ec, reply* r) noexcept {
-  owner_->on_call_complete(*this, ec, r);
-}
-
-void cluster_call::complete_part(const decision& d) noexcept {
-  owner_->on_part_complete(*this, d);
-}
-
 void slots_call::complete(std::error_code ec, reply* r) noexcept {
   owner_->on_slots(asked_, ec, r);
 }
 
 cluster_client::cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
-                               std::vector<const script*> scripts_to_load) {
+                               script_set scripts) {
   validate_options(options);
   if (seeds.empty()) throw config_error("redis+cluster: no seed nodes");
-  impl_ = std::make_shared<impl>(std::move(seeds), options, std::move(scripts_to_load));
+  impl_ = std::make_shared<impl>(std::move(seeds), options, std::move(scripts));
   impl_->start();
 }
 

@@ -22,7 +22,8 @@
 //   address (MOVED, ASK and TRYAGAIN are routing, not problems); healthy() is false while a
 //   slot has no reachable master, a master's breaker is open, or a node fails for a lasting
 //   reason (NOPERM) until it answers a call again.
-// - Scripts are loaded on every node's connections as they connect; NOSCRIPT as client.hpp.
+// - The library (or the scripts) is loaded on every node's connections as they connect;
+//   NOSCRIPT and a missing function as client.hpp.
 //
 // Threading, completion and shutdown: as client.hpp says.
 #pragma once
@@ -40,7 +41,7 @@ class cluster_client final : public transport {
  public:
   // Throws config_error for unusable options or no seeds. Does not wait for the cluster.
   cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
-                 std::vector<const script*> scripts_to_load);
+                 script_set scripts);
   ~cluster_client() override;
   cluster_client(const cluster_client&) = delete;
   cluster_client& operator=(const cluster_client&) = delete;

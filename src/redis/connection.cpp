@@ -35,8 +35,9 @@ stream_config stream_config_for(const connection_config& c) {
   out.greeting.password = c.endpoint.password;
   out.greeting.db = c.endpoint.db;
   out.greeting.check_version = true;
-  for (const script* s : c.scripts) out.greeting.scripts.push_back(s->source);
-  if (c.library != nullptr && c.options.use_functions) out.greeting.library = c.library->source;
+  for (const script* s : c.scripts.all) out.greeting.scripts.push_back(s->source);
+  if (c.scripts.library != nullptr && c.options.use_functions)
+    out.greeting.library = c.scripts.library->source;
   out.connect_timeout = c.options.connect_timeout;
   out.max_reply_size = c.options.max_reply_size;
   return out;
@@ -149,9 +150,9 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
 
 void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code ec) {
   for (auto& f : flight) {
-    if (f.call) f.call->finish(ec, nullptr);
+    if (f.call) request::finish(std::move(f.call), ec, nullptr);
     for (auto& item : f.batch)
-      if (item) item->finish(ec, nullptr);
+      if (item) request::finish(std::move(item), ec, nullptr);
   }
 }
 
@@ -192,19 +193,28 @@ script_call connection::form_for(std::uint8_t not_run) const noexcept {
   return functions_ && not_run == 0 ? script_call::fcall : script_call::evalsha;
 }
 
-// The request's command is EVALSHA's: FCALL and EVAL differ in their first two arguments.
+// The request's command is in the form it was encoded in (request::encoded): sent as it is
+// when that is the form wanted, which it is on the hot path; otherwise only the header is
+// written anew (FCALL, EVALSHA and EVAL differ in their first two arguments).
 void connection::append_call(std::string& out, const request& r, script_call form) {
-  if (r.script == nullptr || form == script_call::evalsha) {
+  if (r.script == nullptr || form == r.encoded) {
     out.append(r.command);
     return;
   }
   append_array_header(out, r.argument_count);
-  if (form == script_call::fcall) {
-    append_bulk(out, "FCALL");
-    append_bulk(out, r.script->function);
-  } else {
-    append_bulk(out, "EVAL");
-    append_bulk(out, r.script->source);
+  switch (form) {
+    case script_call::fcall:
+      append_bulk(out, "FCALL");
+      append_bulk(out, r.script->function);
+      break;
+    case script_call::evalsha:
+      append_bulk(out, "EVALSHA");
+      append_bulk(out, r.script->sha1);
+      break;
+    case script_call::eval:
+      append_bulk(out, "EVAL");
+      append_bulk(out, r.script->source);
+      break;
   }
   out.append(r.command, r.body_offset);
 }
@@ -226,7 +236,7 @@ void connection::flush() {
   }
   loads_.clear();
   if (load_library_) {
-    append_command(out, {"FUNCTION", "LOAD", config_.library->source});
+    append_command(out, {"FUNCTION", "LOAD", config_.scripts.library->source});
     in_flight_.push_back({in_flight::kind::load, nullptr, nullptr, now});
     load_library_ = false;
     library_loading_ = true;
@@ -252,7 +262,7 @@ void connection::flush() {
         continue;
       }
       ++in_flight_calls_;
-      if (config_.batch && r->part.batchable() && !r->asking) {
+      if (config_.scripts.batch && r->part.batchable() && !r->asking) {
         add_to_batch(out, open, std::move(r), now);
         continue;
       }
@@ -273,7 +283,7 @@ void connection::flush() {
     ++writes_in_flight_;
     stream_.flush();  // stream_written() flushes again
   }
-  for (auto& r : expired) r->finish(errc::timeout, nullptr);
+  for (auto& r : expired) request::finish(std::move(r), errc::timeout, nullptr);
 }
 
 void connection::add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
@@ -319,7 +329,7 @@ void connection::send_batch(std::string& out, open_batch& b, request::clock::tim
   std::uint8_t not_run = 0;
   for (const auto& r : b.items) not_run = std::max(not_run, r->noscript_replies);
   const auto form = form_for(not_run);
-  append_batch(out, *config_.batch, b.items, form);
+  append_batch(out, *config_.scripts.batch, b.items, form);
   in_flight f{in_flight::kind::batch, nullptr, nullptr, now};
   f.form = form;
   f.batch = std::move(b.items);
@@ -384,12 +394,13 @@ bool connection::function_missing(const reply& r) {
 void connection::on_call_reply(request_ptr call, reply& r, script_call form) {
   if (!r.is_error()) {
     owner_.call_succeeded();
-    return call->finish({}, &r);
+    return request::finish(std::move(call), {}, &r);
   }
   // A missing function did not run either: sent again as EVALSHA.
   if (form == script_call::fcall && function_missing(r)) {
     call->noscript_replies = 1;
-    if (call->deadline <= request::clock::now()) return call->finish(errc::timeout, nullptr);
+    if (call->deadline <= request::clock::now())
+      return request::finish(std::move(call), errc::timeout, nullptr);
     retries_.push_back(std::move(call));
     return;
   }
@@ -404,12 +415,13 @@ void connection::on_call_reply(request_ptr call, reply& r, script_call form) {
       loads_.push_back(s);
       owner_.script_reloaded();
     }
-    if (call->deadline <= request::clock::now()) return call->finish(errc::timeout, nullptr);
+    if (call->deadline <= request::clock::now())
+      return request::finish(std::move(call), errc::timeout, nullptr);
     retries_.push_back(std::move(call));  // written after the SCRIPT LOAD, by the next flush
     return;
   }
   owner_.problem("call: " + r.str, lasting_error(r.str));
-  call->finish(error_for(r), &r);
+  request::finish(std::move(call), error_for(r), &r);
 }
 
 void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script_call form) {
@@ -428,7 +440,7 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script
   }
   // The batch script did not run: as for one call (on_call_reply), load it and send the
   // items again; they may form other batches, and go as EVAL after a second NOSCRIPT.
-  const script* s = config_.batch;
+  const script* s = config_.scripts.batch;
   if (!missing_function && std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
       std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
     loads_.push_back(s);
@@ -438,7 +450,7 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script
   for (auto& item : items) {
     if (!item) continue;  // timed out in flight
     if (item->deadline <= now) {
-      item->finish(errc::timeout, nullptr);
+      request::finish(std::move(item), errc::timeout, nullptr);
       continue;
     }
     item->noscript_replies = static_cast<std::uint8_t>(std::min(item->noscript_replies + 1, 2));
@@ -533,7 +545,7 @@ void connection::on_deadline() {
   if (earliest != request::clock::time_point::max())
     arm_deadline(std::max(earliest, now + deadline_granularity));
 
-  for (auto& r : expired) r->finish(errc::timeout, nullptr);
+  for (auto& r : expired) request::finish(std::move(r), errc::timeout, nullptr);
 }
 
 }  // namespace floodgate::redis

@@ -29,15 +29,8 @@ using request_ptr = std::unique_ptr<request>;
 struct connection_config {
   redis_endpoint endpoint;
   redis_options options;
-  std::vector<const script*> scripts;  // loaded on connect
-  tls_context_result tls;              // endpoint.tls only; an error fails every connect
-  // The script that decides many checks in one call (batch.hpp): batchable calls queued
-  // together go as one call of it; null sends every call alone. The pool's choice; the default
-  // is there until client.cpp and cluster_client.cpp say it themselves.
-  const script* batch = &batch_script();
-  // The scripts as one function library: loaded by the greeting and called by FCALL, unless
-  // options.use_functions is false or the server refuses it (then EVALSHA). Null: EVALSHA.
-  const function_library* library = &script_library();
+  script_set scripts;       // what the calls run (the backend's choice: scripts.hpp)
+  tls_context_result tls;   // endpoint.tls only; an error fails every connect
 };
 
 class connection;

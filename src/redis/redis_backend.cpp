@@ -17,13 +17,15 @@
 namespace floodgate::redis {
 namespace {
 
-std::vector<const script*> all_scripts() {
-  return {&script_for(algorithm::sliding_log),  &script_for(algorithm::sliding_window),
-          &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
-          &script_for(algorithm::gcra),         &multi_script(),
-          &batch_script(),                      &multi_block_script(),
-          &refund_script(),                     &acquire_script(),
-          &release_script()};
+// Every script the calls below run; lone checks queued together go as one call of the batch
+// script (batch.hpp).
+script_set all_scripts() {
+  return {{&script_for(algorithm::sliding_log), &script_for(algorithm::sliding_window),
+           &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
+           &script_for(algorithm::gcra), &multi_script(), &batch_script(),
+           &multi_block_script(), &refund_script(), &acquire_script(), &release_script()},
+          &batch_script(),
+          &script_library()};
 }
 
 // The scripts answer five integers per item: allowed (0/1), limit, remaining,
@@ -175,16 +177,30 @@ bool any_penalty(std::span<const check_item> items) noexcept {
   return false;
 }
 
-// EVALSHA <sha1> <numkeys>: the header every script call starts with. Records where the
-// arguments after the SHA1 begin, so the call can be re-sent as EVAL.
-void begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t args) {
+// <FCALL function | EVALSHA sha1> <numkeys>: the header every script call starts with, in
+// `form`. Records where the arguments after the function or SHA1 begin, so a connection can
+// send the call in another form (connection::append_call) after a refusal or NOSCRIPT.
+void begin_script_call(request& r, const script& s, script_call form, std::size_t keys,
+                       std::size_t args) {
   r.script = &s;
+  r.encoded = form;
   r.argument_count = 3 + keys + args;
   append_array_header(r.command, r.argument_count);
-  append_bulk(r.command, "EVALSHA");
-  append_bulk(r.command, s.sha1);
+  if (form == script_call::fcall) {
+    append_bulk(r.command, "FCALL");
+    append_bulk(r.command, s.function);
+  } else {
+    append_bulk(r.command, "EVALSHA");
+    append_bulk(r.command, s.sha1);
+  }
   r.body_offset = r.command.size();
   append_bulk(r.command, static_cast<std::int64_t>(keys));
+}
+
+// Calls off the decision path (refunds, leases): the connection writes their header as FCALL
+// while the library is loaded.
+void begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t args) {
+  begin_script_call(r, s, script_call::evalsha, keys, args);
 }
 
 // limit, window, burst: the numbers the scripts keep the state in (core::params::of: a token
@@ -276,6 +292,8 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   auto call = std::make_unique<check_call>(items.size(), std::move(handler));
   call->deadline = request::clock::now() + options_.timeout;
   call->slot = slot;
+  // As connections send it while the library is loaded: encoded once, sent as it is.
+  const auto form = options_.use_functions ? script_call::fcall : script_call::evalsha;
   std::size_t size = 128;
   for (const auto& item : items) size += 96 + state_key_size(keys, *item.policy, item.key);
   std::string& out = call->command;
@@ -283,7 +301,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   if (any_penalty(items)) {
     // Never batched: the batch script knows no penalties (and checks without one pay nothing
     // for them).
-    begin_evalsha(*call, multi_block_script(), 2 * items.size(), 1 + 6 * items.size());
+    begin_script_call(*call, multi_block_script(), form, 2 * items.size(), 1 + 6 * items.size());
     for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
     for (const auto& item : items) append_block(out, keys, *item.policy, item.key);
     append_now(out, options_);
@@ -294,7 +312,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   } else if (items.size() == 1) {
     const auto& item = items.front();
     const policy& p = *item.policy;
-    begin_evalsha(*call, script_for(p.algo()), 1, 5);
+    begin_script_call(*call, script_for(p.algo()), form, 1, 5);
     // Where the batch script finds its parts (connection::flush may batch it).
     call->part.key = static_cast<std::uint32_t>(out.size());
     append_key(out, keys, p, item.key);
@@ -305,7 +323,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     call->part.capacity = p.capacity();
     append_now(out, options_);
   } else {
-    begin_evalsha(*call, multi_script(), items.size(), 1 + 5 * items.size());
+    begin_script_call(*call, multi_script(), form, items.size(), 1 + 5 * items.size());
     for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
     append_now(out, options_);
     for (const auto& item : items) append_item(out, *item.policy, item.cost);

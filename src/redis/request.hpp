@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <system_error>
@@ -15,7 +16,9 @@
 
 namespace floodgate::redis {
 
+class node;
 class request;
+using request_ptr = std::unique_ptr<request>;
 
 // Who hears of a call's outcome before its caller does: the node it was admitted to (its
 // circuit breaker and health, node.hpp). Io thread.
@@ -27,6 +30,19 @@ class call_observer {
 
  protected:
   ~call_observer() = default;
+};
+
+// Who decides what a call's outcome means before its caller hears it: the topology's routing
+// (a Cluster follows MOVED and ASK and retries TRYAGAIN; Sentinel parks a READONLY call for the
+// new primary). The thread the call completes on.
+class call_router {
+ public:
+  // `r` completed with `ec` and `reply` (as complete() gets them), after its observer heard:
+  // the router either sends it again (it keeps `r`) or answers it with r->complete().
+  virtual void call_done(request_ptr r, std::error_code ec, reply* reply) noexcept = 0;
+
+ protected:
+  ~call_router() = default;
 };
 
 class request {
@@ -46,25 +62,31 @@ class request {
   // batched; the default (for any other) fails it with errc::protocol_error.
   virtual void complete_part(const decision& d) noexcept;
 
-  // How whoever holds the request completes it: `observer` first, then complete() or
-  // complete_part(). (complete() is what a request implements; finish() what connections
-  // call, so a node learns every outcome without wrapping each call in another request.)
-  void finish(std::error_code ec, reply* r) noexcept {
-    if (observer != nullptr) observer->call_finished(*this, ec);
-    complete(ec, r);
+  // How a connection completes the request it holds: `observer` first, then its router
+  // (route.by), which may keep it to send again, else complete() or complete_part().
+  // (complete() is what a request implements; finish() what connections call, so a node and
+  // a router learn every outcome without wrapping each call in another request.)
+  static void finish(request_ptr r, std::error_code ec, reply* reply) noexcept {
+    if (r->observer != nullptr) r->observer->call_finished(*r, ec);
+    if (call_router* by = r->route.by) return by->call_done(std::move(r), ec, reply);
+    r->complete(ec, reply);
   }
-  void finish_part(const decision& d) noexcept {
-    if (observer != nullptr) observer->call_finished(*this, {});
-    complete_part(d);
+  // A batch item's decision is an answer: nothing to route.
+  static void finish_part(request_ptr r, const decision& d) noexcept {
+    if (r->observer != nullptr) r->observer->call_finished(*r, {});
+    r->complete_part(d);
   }
 
   // The command, RESP-encoded.
   std::string command;
-  // For EVALSHA commands: the script, so that a NOSCRIPT reply (the script did not run) can
-  // be answered by loading it and sending the command again. Null for other commands.
+  // For script calls: the script, so that a NOSCRIPT reply (the script did not run) can be
+  // answered by loading it and sending the command again. Null for other commands.
   const redis::script* script = nullptr;
-  // For EVALSHA commands: the number of arguments, and where the argument after the SHA1
-  // (numkeys) starts in `command`, so the command can be re-sent as EVAL with the source.
+  // For script calls: how `command` is encoded (FCALL <function> or EVALSHA <sha1>), the
+  // number of arguments, and where the argument after the function or SHA1 (numkeys) starts
+  // in `command`, so a connection can send it in another form (connection::append_call)
+  // without encoding it again when the form it needs is this one.
+  script_call encoded = script_call::evalsha;
   std::size_t argument_count = 0;
   std::size_t body_offset = 0;
   // Past it, the call fails with errc::timeout (and a connection it is in flight on is dropped).
@@ -81,12 +103,23 @@ class request {
   call_observer* observer = nullptr;
   bool probe = false;
 
+  // Where the topology has sent the call so far, kept by its router (route.by) across sends:
+  // the call itself goes again, never a copy of it.
+  struct routing {
+    call_router* by = nullptr;   // null: completed as it is
+    node* target = nullptr;      // Cluster: a redirection's node, used regardless of the map
+    std::uint64_t epoch = 0;     // Sentinel: the primary it was sent to
+    std::uint8_t redirects = 0;  // Cluster: MOVED and ASK followed; Sentinel: re-sends
+    std::uint8_t tryagains = 0;  // Cluster: TRYAGAIN and CLUSTERDOWN retries
+  };
+  routing route;
+
   // A single check may share one call of the batch script with other checks queued on the
   // same connection (connection::flush). Its `command` is then the lone call
-  //   EVALSHA <sha1> 1 <key> <limit> <window_ms> <burst> <cost> <now_ms>
-  // of `script`, and these are the offsets in it of the key's bulk string, of the limit's
-  // (the first of the four item arguments), and of now_ms's (the last argument). All zero for
-  // a request that cannot be batched. `capacity` is the decision's limit (the policy's
+  //   FCALL <function> 1 <key> <limit> <window_ms> <burst> <cost> <now_ms>
+  // of `script` (or EVALSHA <sha1> ...: `encoded`), and these are the offsets in it of the
+  // key's bulk string, of the limit's (the first of the four item arguments), and of now_ms's
+  // (the last argument). All zero for a request that cannot be batched. `capacity` is the decision's limit (the policy's
   // capacity), which the batch script's reply leaves out.
   struct batch_part {
     std::uint32_t key = 0, args = 0, now = 0;
@@ -94,18 +127,6 @@ class request {
     bool batchable() const noexcept { return key != 0; }
   };
   batch_part part;
-
-  // Moves `from`'s command here with what describes it (script, offsets, deadline, slot,
-  // part): for a request that carries another one through a cluster or a sentinel client.
-  void take_call(request& from) noexcept {
-    command = std::move(from.command);
-    script = from.script;
-    argument_count = from.argument_count;
-    body_offset = from.body_offset;
-    deadline = from.deadline;
-    slot = from.slot;
-    part = from.part;
-  }
 };
 
 // The error code for an error reply: BUSY → server_busy, OOM → out_of_memory, others →

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "floodgate/policy.hpp"
 
@@ -35,6 +36,18 @@ enum class script_call : std::uint8_t { fcall, evalsha, eval };
 struct function_library {
   std::string_view name;    // "floodgate_" and 12 hex digits of a hash of every script
   std::string_view source;  // the exact text sent with FUNCTION LOAD
+};
+
+// What a pool's connections run, as the backend that encodes the calls chose it: the
+// connections need not know which script is which.
+struct script_set {
+  std::vector<const script*> all;  // SCRIPT LOADed where the library is not (stream.hpp)
+  // Decides many checks in one call (batch.hpp, lua/batch.lua): batchable calls queued
+  // together go as one call of it. Null: every call goes alone.
+  const script* batch = nullptr;
+  // The same scripts as one library, loaded by the greeting and called by FCALL unless
+  // redis_options::use_functions is false or the server refuses it. Null: EVALSHA.
+  const function_library* library = nullptr;
 };
 
 const script& script_for(algorithm a) noexcept;

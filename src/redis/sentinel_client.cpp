@@ -94,46 +94,16 @@ sentinel_config parse_sentinel_url(std::string_view url) {
   return out;
 }
 
-// Every submitted call travels in one, so a READONLY (a demoted primary: the script wrote
-// nothing) can be re-sent to the new primary, and failures can start a new look-up.
-class sentinel_call final : public request {
- public:
-  sentinel_call(request_ptr inner, sentinel_client::impl* owner, std::uint64_t sent_to)
-      : epoch(sent_to), inner_(std::move(inner)), owner_(owner) {
-    take_call(*inner_);
-  }
-
-  void complete(std::error_code ec, reply* r) noexcept override;
-  // A check decided in a batch: the primary answered, nothing to follow up.
-  void complete_part(const decision& d) noexcept override {
-    inner_->complete_part(d);
-  }
-
-  // The call again, to be re-sent (once).
-  std::unique_ptr<sentinel_call> take() {
-    auto c = std::make_unique<sentinel_call>(std::move(inner_), owner_, epoch);
-    c->take_call(*this);
-    c->resent = true;
-    return c;
-  }
-
-  // The caller's answer: nothing more is done with the call.
-  void answer(std::error_code ec, reply* r) noexcept { inner_->complete(ec, r); }
-
-  std::uint64_t epoch;  // the primary it was sent to (sentinel_client::impl::epoch_)
-  bool resent = false;
-
- private:
-  request_ptr inner_;
-  sentinel_client::impl* owner_;
-};
-
 // Runs on its own io thread (io_worker): the sentinel connections, the parked calls and their
 // deadlines, the retired clients. Callers' threads touch current_ (under mutex_) only.
+// Routes every call to the current primary's client and decides what its answer means: a
+// READONLY (a demoted primary: the script wrote nothing) is re-sent once, to the new
+// primary, and failures start a new look-up (request::route.epoch: the primary it went to).
 class sentinel_client::impl final : public io_worker_owner,
+                                    public call_router,
                                     public std::enable_shared_from_this<impl> {
  public:
-  impl(sentinel_config config, const redis_options& options, std::vector<const script*> scripts)
+  impl(sentinel_config config, const redis_options& options, script_set scripts)
       : config_(std::move(config)),
         options_(options),
         scripts_(std::move(scripts)),
@@ -193,12 +163,14 @@ class sentinel_client::impl final : public io_worker_owner,
       if (!stopping) c = current_;
       epoch = epoch_;
     }
-    auto call = std::make_unique<sentinel_call>(std::move(r), this, epoch);
+    r->route = {};
+    r->route.by = this;
+    r->route.epoch = epoch;
     if (!c) {
       if (!stopping) suspect();
-      return call->answer(stopping ? errc::shutting_down : errc::not_connected, nullptr);
+      return r->complete(stopping ? errc::shutting_down : errc::not_connected, nullptr);
     }
-    c->submit(std::move(call));
+    c->submit(std::move(r));
   }
 
   bool healthy() const {
@@ -230,21 +202,25 @@ class sentinel_client::impl final : public io_worker_owner,
     return s;
   }
 
-  // On the primary client's thread.
-  void on_complete(sentinel_call& c, std::error_code ec, reply* r) noexcept {
+  // call_router, on the primary client's thread (its node heard first: request::finish).
+  void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
     // NOREPLICAS (min-replicas-to-write) is not parked: it also means a replica is down, and
     // then every call would wait its whole deadline (docs/operations.md measures both).
     const bool readonly = r != nullptr && r->is_error() &&
                           (r->error_code() == "READONLY" ||
                            r->str.find("READONLY You can't write") != std::string::npos);
     // The primary it was sent to is a replica now, whatever a sentinel says (sentinel_answer.hpp).
-    if (readonly) refused_epoch_.store(c.epoch, std::memory_order_relaxed);
+    if (readonly) refused_epoch_.store(c->route.epoch, std::memory_order_relaxed);
     if (readonly || ec == errc::not_connected || ec == errc::timeout) suspect();
-    if (readonly && !c.resent && steady::now() < c.deadline) {
-      // Parked on the io thread until the new primary is known or its deadline passes.
-      return worker_.submit(c.take());
+    if (readonly && c->route.redirects == 0 && steady::now() < c->deadline) {
+      // Parked on the io thread until the new primary is known or its deadline passes; sent
+      // there afresh (the primary's client admits it again).
+      ++c->route.redirects;
+      c->observer = nullptr;
+      c->probe = false;
+      return worker_.submit(std::move(c));
     }
-    c.answer(ec, r);
+    c->complete(ec, r);
   }
 
   // io_worker_owner: calls parked after READONLY.
@@ -256,9 +232,8 @@ class sentinel_client::impl final : public io_worker_owner,
       c = current_;
       epoch = epoch_;
     }
-    for (auto& r : batch) {
-      auto call = std::unique_ptr<sentinel_call>(static_cast<sentinel_call*>(r.release()));
-      if (call->epoch != epoch && c) {
+    for (auto& call : batch) {
+      if (call->route.epoch != epoch && c) {
         // The primary changed since the call was sent: on to the new one at once.
         resent_.fetch_add(1, std::memory_order_relaxed);
         c->submit(std::move(call));
@@ -551,12 +526,12 @@ class sentinel_client::impl final : public io_worker_owner,
   // A parked call past its deadline: answered timeout (it is not retried, so nothing else
   // follows from it).
   static void fail_parked(std::vector<request_ptr>& calls) {
-    for (auto& c : calls) static_cast<sentinel_call&>(*c).answer(errc::timeout, nullptr);
+    for (auto& c : calls) c->complete(errc::timeout, nullptr);
   }
 
   const sentinel_config config_;
   const redis_options options_;
-  const std::vector<const script*> scripts_;
+  const script_set scripts_;
   const tls_context_result tls_;  // rediss+sentinel://: the sentinels' and the primary's
   std::string ask_command_, address_command_, subscribe_command_;
 
@@ -589,16 +564,12 @@ class sentinel_client::impl final : public io_worker_owner,
   std::atomic<std::uint64_t> refused_epoch_{~std::uint64_t{0}};
 };
 
-void sentinel_call::complete(std::error_code ec, reply* r) noexcept {
-  owner_->on_complete(*this, ec, r);
-}
-
 sentinel_client::sentinel_client(sentinel_config config, const redis_options& options,
-                                 std::vector<const script*> scripts_to_load) {
+                                 script_set scripts) {
   validate_options(options);
   if (config.sentinels.empty()) throw config_error("redis+sentinel: no sentinels");
   if (config.primary.tls) validate_tls_options(options.tls);
-  impl_ = std::make_shared<impl>(std::move(config), options, std::move(scripts_to_load));
+  impl_ = std::make_shared<impl>(std::move(config), options, std::move(scripts));
   impl_->start();
 }
 

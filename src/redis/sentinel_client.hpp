@@ -51,7 +51,7 @@ sentinel_config parse_sentinel_url(std::string_view url);
 class sentinel_client final : public transport {
  public:
   sentinel_client(sentinel_config config, const redis_options& options,
-                  std::vector<const script*> scripts_to_load);
+                  script_set scripts);
   ~sentinel_client() override;
   sentinel_client(const sentinel_client&) = delete;
   sentinel_client& operator=(const sentinel_client&) = delete;

@@ -202,8 +202,9 @@ void stream::connected(const session_ptr& s) {
 }
 
 // The greeting goes in one write, with whatever the owner queued behind it: AUTH, SELECT,
-// HELLO, FUNCTION LOAD, then SCRIPT LOADs, so a ready connection does not meet NOSCRIPT (or a
-// missing function) unless the scripts are flushed later.
+// HELLO, then FUNCTION LOAD or, without a library, SCRIPT LOADs (load_scripts), so a ready
+// connection does not meet NOSCRIPT (or a missing function) unless the scripts are flushed
+// later.
 void stream::greet(const session_ptr& s) {
   const auto& g = config_.greeting;
   std::string hello;
@@ -228,10 +229,7 @@ void stream::greet(const session_ptr& s) {
     s->function_load = s->due.size();
     s->due.emplace_back("FUNCTION LOAD");
   }
-  for (const auto source : g.scripts) {
-    append_command(hello, {"SCRIPT", "LOAD", source});
-    s->due.emplace_back("SCRIPT LOAD");
-  }
+  if (g.library.empty()) load_scripts(*s, hello);
   s->greeted = true;
   s->pending.insert(0, hello);
   read(s);
@@ -240,6 +238,13 @@ void stream::greet(const session_ptr& s) {
     if (s != session_) return;
   }
   write(s);
+}
+
+void stream::load_scripts(session& s, std::string& out) const {
+  for (const auto source : config_.greeting.scripts) {
+    append_command(out, {"SCRIPT", "LOAD", source});
+    s.due.emplace_back("SCRIPT LOAD");
+  }
 }
 
 void stream::ready(const session_ptr& s) {
@@ -273,7 +278,12 @@ bool stream::greeting_reply(const session_ptr& s, reply& r) {
     // Not fatal: without the library, calls go as EVALSHA (an ACL without FUNCTION or FCALL,
     // a replica, a proxy). A library of that name is this one: the name is its text's hash.
     s->functions = library_loaded(r);
-    if (!s->functions) s->functions_refused = r.str;
+    if (!s->functions) {
+      s->functions_refused = r.str;
+      // Calls will go as EVALSHA: their scripts, before the connection is ready.
+      load_scripts(*s, s->pending);
+      write(s);
+    }
     if (++s->answered == s->due.size()) ready(s);
     return s == session_;
   }

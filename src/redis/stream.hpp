@@ -52,7 +52,11 @@ struct stream_greeting {
   std::optional<std::string> password;   // none: no AUTH
   std::int64_t db = 0;                   // SELECT it when not 0
   bool check_version = false;            // HELLO, refusing a Redis older than 7.0
-  std::vector<std::string_view> scripts;  // SCRIPT LOAD each (the text outlives the stream)
+  // SCRIPT LOAD each (the text outlives the stream): when there is no library, or once the
+  // server refused it (then in a second write, after FUNCTION LOAD's reply). Calls of a loaded
+  // library go as FCALL and never need them; a call sent as EVALSHA later (the library
+  // flushed) loads its script on demand after NOSCRIPT.
+  std::vector<std::string_view> scripts;
   // FUNCTION LOAD it, unless empty (the text outlives the stream). Its error does not fail
   // the stream: see stream::functions_loaded().
   std::string_view library;
@@ -122,6 +126,8 @@ class stream {
   void connect(const session_ptr& s);
   void connected(const session_ptr& s);
   void greet(const session_ptr& s);
+  // Appends a SCRIPT LOAD of each greeting script to `out`, each a reply due in `s`.
+  void load_scripts(session& s, std::string& out) const;
   void write(const session_ptr& s);
   void read(const session_ptr& s);
   // Consumes a greeting reply; false when it failed the stream.

@@ -119,7 +119,7 @@ TEST(fake_redis, noscript_is_retried_after_script_load_then_as_eval) {
   ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
   std::vector<std::string> calls;
   const auto all = fake.commands();
-  // After the handshake's HELLO, FUNCTION LOAD (refused) and SCRIPT LOAD of every script.
+  // After the handshake's HELLO, FUNCTION LOAD (refused) and then SCRIPT LOAD of every script.
   ASSERT_GE(all.size(), 2u);
   EXPECT_TRUE(is_function_load(all[1]));
   std::size_t first = 2;
@@ -171,6 +171,28 @@ TEST(fake_redis, a_missing_function_is_retried_as_evalsha_and_the_library_reload
   EXPECT_EQ(fcall[1], redis::script_for(algorithm::gcra).function);
   EXPECT_EQ(std::vector<std::string>(fcall.begin() + 2, fcall.end()),
             std::vector<std::string>(evalsha.begin() + 2, evalsha.end()));
+}
+
+// A server that loads the library: calls go as FCALL, so the greeting loads no scripts (a
+// call sent as EVALSHA later loads its own after NOSCRIPT).
+TEST(fake_redis, a_loaded_library_needs_no_script_loads) {
+  const auto& lib = redis::script_library();
+  const std::string lib_reply =
+      "$" + std::to_string(lib.name.size()) + "\r\n" + std::string(lib.name) + "\r\n";
+  fake_redis fake([&](const fake_redis::command& c) -> std::string {
+    if (fake_redis::is_script_load(c)) return fake_redis::sha_reply(c);
+    if (is_function_load(c)) return lib_reply;
+    return good_reply;
+  });
+  backend_options o = patient();
+  o.redis.connections = 1;
+  ASSERT_EQ(check_once(fake.url(), o).outcome, outcome::allowed);
+  std::vector<std::string> sent;
+  for (const auto& c : fake.commands())
+    sent.push_back(is_function_load(c)           ? "FUNCTION LOAD"
+                   : fake_redis::is_script_load(c) ? "SCRIPT LOAD"
+                                                   : c[0]);
+  EXPECT_EQ(sent, (std::vector<std::string>{"HELLO", "FUNCTION LOAD", "FCALL"}));
 }
 
 TEST(fake_redis, noscript_forever_is_an_error_not_a_loop) {

@@ -120,7 +120,8 @@ TEST(noscript, function_and_script_flushes_in_a_loop_are_invisible_and_never_dou
 
 // By default the scripts run as functions: one library, loaded by the first connection's
 // greeting (the others find it there), called by FCALL for single checks, batches and
-// all-or-nothing checks alike; with ?functions=no, EVALSHA as before.
+// all-or-nothing checks alike, with no script loaded; with ?functions=no, EVALSHA after the
+// greeting's SCRIPT LOADs.
 TEST(noscript, scripts_run_as_functions_of_one_library_unless_turned_off) {
   redis_server redis;
   const auto& lib = redis::script_library();
@@ -151,6 +152,7 @@ TEST(noscript, scripts_run_as_functions_of_one_library_unless_turned_off) {
   EXPECT_GT(command_stat(redis, "fcall", "calls"), 0);
   EXPECT_EQ(command_stat(redis, "fcall", "failed_calls"), 0);
   EXPECT_EQ(command_stat(redis, "evalsha", "calls"), 0);
+  EXPECT_EQ(command_stat(redis, "script|load", "calls"), 0) << "FCALL needs no script loaded";
 
   redis.command({"CONFIG", "RESETSTAT"});
   {
@@ -161,6 +163,10 @@ TEST(noscript, scripts_run_as_functions_of_one_library_unless_turned_off) {
   EXPECT_EQ(command_stat(redis, "function|load", "calls"), 0);
   EXPECT_EQ(command_stat(redis, "fcall", "calls"), 0);
   EXPECT_GT(command_stat(redis, "evalsha", "calls"), 0);
+  // Every script, by the greeting of each connection that connected (2 by default).
+  const auto loads = command_stat(redis, "script|load", "calls");
+  EXPECT_GT(loads, 0);
+  EXPECT_EQ(loads % 11, 0) << loads;
 }
 
 TEST(noscript, a_restarted_redis_is_used_again_after_reconnecting) {

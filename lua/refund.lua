@@ -13,7 +13,7 @@ local refunds = {}
 -- The newest live units go first: the live count drops from tail_total - base to
 -- target = tail_total - cost (all of it if that is base or less). The entry where the totals
 -- pass target is found by a binary search over ranks (totals grow with rank), and it and
--- every newer entry go in one ZREMRANGEBYRANK; that entry comes back with the units below
+-- every newer entry go in one ZREMRANGEBYSCORE; that entry comes back with the units below
 -- target, if it had any. O(log^2 n) and one removal in Redis's C, whatever the log's length
 -- and the cost (before: a ZREM and a ZRANGE per entry removed).
 function refunds.sliding_log(key, now, l, w, b, cost)
@@ -40,7 +40,9 @@ function refunds.sliding_log(key, now, l, w, b, cost)
     end
     local cut = redis.call('ZRANGE', key, str(lo), str(lo), 'WITHSCORES')
     local total, own = log_entry(cut[1])
-    redis.call('ZREMRANGEBYRANK', key, str(lo), '-1')
+    -- Each time is in the log once (lua/sliding_log.lua), so the cut's rank onwards is its time
+    -- onwards: ZREMRANGEBYSCORE, which the documented ACL user may run (not ...BYRANK).
+    redis.call('ZREMRANGEBYSCORE', key, cut[2], '+inf')
     if total - own < target then
       redis.call('ZADD', key, cut[2], str(target) .. ':' .. str(target - (total - own)))
     end

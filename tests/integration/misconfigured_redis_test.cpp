@@ -128,7 +128,7 @@ const std::vector<std::string> acl_before_incrby = {
 
 TEST(misconfigured_redis, the_documented_acl_user_runs_every_algorithm) {
   auto commands = acl_before_incrby;
-  for (const char* c : {"+incrby", "+fcall", "+function|load"}) commands.push_back(c);
+  for (const char* c : {"+incrby", "+fcall", "+function|load", "+unlink"}) commands.push_back(c);
   EXPECT_GT(runs_every_algorithm_as(commands), 0) << "as functions";
 }
 

@@ -464,6 +464,8 @@ void limiter::async_refund(std::string_view key, const policy& p, std::int64_t c
     } else {
       r.outcome = outcome::allowed;
       r.decision = reply.decisions.front();
+      r.refunded = reply.refunded;
+      r.replayed = reply.replayed;
     }
     pending->handler(std::move(r));
   };

@@ -39,6 +39,10 @@ struct check_item {
 struct backend_reply {
   std::error_code error;
   std::vector<decision> decisions;
+  // async_refund: the cost given back (as check_result::refunded), and whether its idempotency
+  // key had been used already (as check_result::replayed).
+  std::int64_t refunded = 0;
+  bool replayed = false;
 };
 
 // Counters for metrics, monotonic since the backend was built (a gauge where noted); each
@@ -85,10 +89,11 @@ class backend {
 
   // Gives back item.cost (1..capacity) of what (key, policy) consumed, never creating capacity
   // beyond the policy's (docs/algorithms.md, "Refunds"), as one atomic step; a penalty's block
-  // stays. Answers one decision: a peek (cost 0) after the refund. `idempotency_key` (empty:
-  // none; else valid_idempotency_key): a refund of (key, policy) under a key already used for
-  // it within refund_key_memory(policy) gives nothing back and answers the peek. Backends that
-  // keep no state answer errc::unsupported.
+  // stays. Answers one decision: a peek (cost 0) after the refund, and `refunded`.
+  // `idempotency_key` (empty: none; else valid_idempotency_key): a refund of (key, policy)
+  // under a key already used for it within refund_key_memory(policy) gives nothing back and
+  // answers the peek, `replayed` and the first refund's `refunded`. Backends that keep no state
+  // answer errc::unsupported.
   virtual void async_refund(const check_item& item, std::string_view idempotency_key,
                             backend_handler handler) {
     (void)item;

@@ -52,6 +52,12 @@ struct check_result {
   // call; decision.remaining then counts the key's units left at the reservation plus this
   // process's unspent ones.
   bool reserved = false;
+  // limiter::refund: the cost given back, 0..cost; 0 when the state held none of it (nothing
+  // consumed, or all of it back already). A part of a unit (token_bucket, gcra) counts as one.
+  std::int64_t refunded = 0;
+  // limiter::refund: its idempotency key was used already; `refunded` is what that first refund
+  // gave back, and nothing came back now.
+  bool replayed = false;
 
   // Admitted only because the backend failed and the policy fails open, or decided in local
   // mode.

@@ -81,12 +81,13 @@ class limiter {
 
   // Gives back `cost` (1..p.capacity()) of what (key, p) consumed, when an admitted request's
   // work did not happen; never creates capacity beyond the policy's (docs/algorithms.md,
-  // "Refunds"). outcome::allowed with a peek's decision after the refund, or invalid_request
-  // / backend_error (no failure mode applies: nothing was given back). Drops this limiter's
-  // local denial of the key. A backend error may have given back all the same (a timeout:
-  // the script may have run): give an `idempotency_key` (valid_idempotency_key, one per
-  // request refunded) and retry under it; a refund already made under it gives nothing back
-  // again (remembered for refund_key_memory(p)).
+  // "Refunds"). outcome::allowed with a peek's decision after the refund and the cost that
+  // came back (check_result::refunded: 0 when nothing was consumed), or invalid_request /
+  // backend_error (no failure mode applies). Drops this limiter's local denial of the key. A
+  // backend error may have given back all the same (a timeout: the script may have run): give
+  // an `idempotency_key` (valid_idempotency_key, one per request refunded) and retry under it;
+  // a refund already made under it gives nothing back again and answers replayed with the
+  // first one's `refunded` (remembered for refund_key_memory(p)).
   check_result refund(std::string_view key, const policy& p, std::int64_t cost = 1,
                       std::string_view idempotency_key = {});
   void async_refund(std::string_view key, const policy& p, std::int64_t cost,

@@ -69,29 +69,38 @@ bool outcome_unknown(std::error_code e) noexcept {
   return !(e == errc::server_busy || e == errc::out_of_memory || e == errc::server_error);
 }
 
+http_response render_refund(const check_result& result) {
+  if (result.outcome == outcome::invalid_request)
+    return error_response(400, result.error.message());
+  // No failure mode applies: a refund that did not happen is said so, and one that may
+  // have happened (the call timed out) says that instead.
+  if (result.outcome != outcome::allowed) {
+    json::object o;
+    const bool unknown = outcome_unknown(result.error);
+    o["error"] = valid_utf8(
+        "backend unavailable (" + result.error.message() +
+        (unknown ? "): the refund may or may not have been made" : "): nothing was refunded"));
+    o["outcome"] = unknown ? "unknown" : "not_refunded";
+    return json_response(503, o);
+  }
+  const auto& d = result.decision;
+  json::object body;
+  body["outcome"] = result.replayed       ? "replayed"
+                    : result.refunded > 0 ? "refunded"
+                                          : "nothing_to_refund";
+  body["refunded"] = result.refunded;
+  body["limit"] = d.limit;
+  body["remaining"] = d.remaining;
+  body["reset_after_ms"] = d.reset_after.count();
+  return json_response(200, body);
+}
+
 http_response render(const check_plan& plan, const multi_check_result& result) {
   if (result.outcome == outcome::invalid_request)
     return error_response(400, result.error.message());
-  if (plan.kind == check_plan::style::refund) {
-    // No failure mode applies: a refund that did not happen is said so, and one that may
-    // have happened (the call timed out) says that instead.
-    if (result.outcome == outcome::backend_error || result.decisions.size() != 1) {
-      json::object o;
-      const bool unknown = outcome_unknown(result.error);
-      o["error"] = valid_utf8(
-          "backend unavailable (" + result.error.message() +
-          (unknown ? "): the refund may or may not have been made" : "): nothing was refunded"));
-      o["outcome"] = unknown ? "unknown" : "not_refunded";
-      return json_response(503, o);
-    }
-    const auto& d = result.decisions.front();
-    json::object body;
-    body["refunded"] = plan.items.front().cost;
-    body["limit"] = d.limit;
-    body["remaining"] = d.remaining;
-    body["reset_after_ms"] = d.reset_after.count();
-    return json_response(200, body);
-  }
+  // A refund is rendered by render_refund; a refund plan reaching here is a bug of ours.
+  if (plan.kind == check_plan::style::refund)
+    return error_response(500, "internal error: a refund rendered as a check");
   if (result.decisions.size() != plan.items.size())
     return error_response(500, "internal error: the backend answered a different number of items");
   if (is_shadow(plan)) return render_shadow(plan, result);

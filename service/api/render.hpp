@@ -17,6 +17,11 @@ namespace floodgate::service {
 
 // The answer to a check.
 http_response render(const check_plan& plan, const multi_check_result& result);
+// The answer to /v1/refund: 200 with "outcome" (refunded, nothing_to_refund: the key held none
+// of the cost, replayed: its Idempotency-Key was used already), "refunded" (the cost given back;
+// a replay's is the first refund's) and the state after; 503 "unknown" when the call may have
+// run, "not_refunded" when Redis refused it; 400 for a bad request.
+http_response render_refund(const check_result& result);
 // The answers to /v1/acquire, and to /v1/release and /v1/renew.
 http_response render_acquire(const check_plan& plan, const acquire_result& result);
 http_response render_lease(const check_plan& plan, const lease_result& result);

@@ -514,21 +514,31 @@ class session : public std::enable_shared_from_this<session> {
     });
   }
 
-  // /v1/refund: one item, its result rendered as a check's (the state after the refund).
+  // /v1/refund: one item; the answer says what came back, and the state after the refund.
   void refund_call() {
     const auto& item = items_.front();
     server_.limiter->async_refund(
-        item.key, *item.policy, item.cost, plan_.idempotency_key, [s = this](check_result c) {
-          multi_check_result r;
-          r.outcome = c.outcome;
-          r.error = c.error;
-          if (c.outcome == outcome::allowed) r.decisions.push_back(c.decision);
+        item.key, *item.policy, item.cost, plan_.idempotency_key, [s = this](check_result r) {
           auto self = std::move(s->in_flight_);
           if (r.outcome == outcome::backend_error) self->server_.warn_backend_error(r.error);
           auto executor = self->stream_.get_executor();
-          asio::dispatch(
-              executor, [self = std::move(self), r = std::move(r)]() mutable { self->decided(r); });
+          asio::dispatch(executor, [self = std::move(self), r = std::move(r)]() mutable {
+            self->refunded(r);
+          });
         });
+  }
+
+  void refunded(const check_result& r) {
+    observe_refund(server_.stats, plan_, r);  // a refund is no decision
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("msg=\"refund\" peer={} rule={} key={} cost={} refunded={}{}{}",
+                    quote(request_.peer_address), quote(plan_.items.front().rule->name()),
+                    quote(plan_.items.front().key), plan_.items.front().cost, r.refunded,
+                    r.replayed ? " replayed=true" : "",
+                    r.error ? " error=" + quote(r.error.message()) : std::string());
+    auto res = render_refund(r);
+    plan_.rules.reset();  // the snapshot need not outlive the request
+    respond(std::move(res), false);
   }
 
   // Everything on the admin listener: answered at once, or later from the key inspector.
@@ -590,9 +600,7 @@ class session : public std::enable_shared_from_this<session> {
   }
 
   void decided(const multi_check_result& r) {
-    if (plan_.kind == check_plan::style::refund)  // a refund is no decision, nor is a peek
-      observe_refund(server_.stats, plan_, r);
-    else if (!plan_.peek)
+    if (!plan_.peek)  // a peek is no decision
       observe_decision(server_.stats, server_.options.top, plan_, r);
     const auto v = verdict_of(r);
     if (spdlog::should_log(spdlog::level::debug))

@@ -63,8 +63,8 @@ constexpr bool lease_outcome_of(std::size_t op, std::size_t outcome) {
   }
   return false;
 }
-constexpr std::array<std::string_view, 4> refund_result_names = {"refunded", "failed", "invalid",
-                                                                 "unknown"};
+constexpr std::array<std::string_view, 6> refund_result_names = {
+    "refunded", "failed", "invalid", "unknown", "nothing_to_refund", "replayed"};
 
 // Rules are few and never forgotten (counters must not go backwards across reloads); a map's
 // elements never move, so the reference outlives the lock.
@@ -91,11 +91,11 @@ void metrics::record_lease(std::string_view rule, lease_operation op, lease_outc
       .fetch_add(1, std::memory_order_relaxed);
 }
 
-void metrics::record_refund(std::string_view rule, refund_result r, std::int64_t cost) {
+void metrics::record_refund(std::string_view rule, refund_result r, std::int64_t given) {
   auto& c = entry_of(decisions_mutex_, refunds_, rule);
   c.results[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
-  if (r == refund_result::refunded && cost > 0)
-    c.cost.fetch_add(static_cast<std::uint64_t>(cost), std::memory_order_relaxed);
+  if (r == refund_result::refunded && given > 0)
+    c.cost.fetch_add(static_cast<std::uint64_t>(given), std::memory_order_relaxed);
 }
 
 void metrics::record_rule(std::string_view rule, verdict v, std::int64_t cost, const decision* d,
@@ -210,8 +210,8 @@ std::string metrics::render() const {
         refunds.sample({{"rule", rule}, {"result", refund_result_names[r]}},
                        load(counts.results[r]));
     prometheus_family refunded(out, "floodgate_cost_refunded_total", metric_type::counter,
-                               "Cost asked back by refunds that were made (what came back is at "
-                               "most that: a refund never makes capacity beyond the limit).");
+                               "Cost given back by refunds (what the key held of the cost asked; "
+                               "a replay is not counted again).");
     for (const auto& [rule, counts] : refunds_)
       refunded.sample({{"rule", rule}}, load(counts.cost));
   }

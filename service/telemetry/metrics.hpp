@@ -64,10 +64,12 @@ constexpr std::size_t lease_outcome_count = 8;
 
 // A refund (/v1/refund) and how it ended.
 enum class refund_result {
-  refunded,  // given back (at most up to the limit)
-  failed,    // Redis refused it (BUSY, OOM, an error): nothing given back, a 503
-  invalid,   // the limiter refused the request (a 400)
-  unknown,   // no answer (timeout, connection lost): maybe given back, a 503
+  refunded,           // gave back some of its cost (never beyond the limit)
+  failed,             // Redis refused it (BUSY, OOM, an error): nothing given back, a 503
+  invalid,            // the limiter refused the request (a 400)
+  unknown,            // no answer (timeout, connection lost): maybe given back, a 503
+  nothing_to_refund,  // made, but the key held none of its cost (never consumed, or back)
+  replayed,           // its Idempotency-Key was used already: nothing given back again
 };
 
 // Which connection cap a new connection met, and what was done about it.
@@ -96,8 +98,8 @@ class metrics {
   void record_backend_call(std::chrono::nanoseconds latency, std::error_code error);
   // A concurrency limit's call (lease_outcome says which outcomes each operation has).
   void record_lease(std::string_view rule, lease_operation op, lease_outcome o);
-  // A refund of `cost` (the cost asked back, counted when refunded).
-  void record_refund(std::string_view rule, refund_result r, std::int64_t cost);
+  // A refund that gave back `given` (counted when refunded).
+  void record_refund(std::string_view rule, refund_result r, std::int64_t given);
   void record_response(int status) noexcept;
   void record_reload(bool ok) noexcept;
   void record_connection_cap(connection_cap cap, cap_action action) noexcept;
@@ -153,8 +155,8 @@ class metrics {
     std::array<counter, 3 * lease_outcome_count> calls{};  // [operation * count + outcome]
   };
   struct refund_counters {
-    std::array<counter, 4> results{};
-    counter cost{0};  // cost asked back by refunds that were made
+    std::array<counter, 6> results{};  // by refund_result
+    counter cost{0};                   // cost given back by refunds
   };
 
   mutable std::shared_mutex decisions_mutex_;

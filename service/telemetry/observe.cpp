@@ -63,13 +63,15 @@ void observe_lease(metrics& stats, const check_plan& plan, const lease_result& r
                      renew ? lease_operation::renew : lease_operation::release, o);
 }
 
-void observe_refund(metrics& stats, const check_plan& plan, const multi_check_result& r) {
-  const auto& item = plan.items.front();
+void observe_refund(metrics& stats, const check_plan& plan, const check_result& r) {
   auto result = r.outcome == outcome::allowed         ? refund_result::refunded
                 : r.outcome == outcome::backend_error ? refund_result::failed
                                                       : refund_result::invalid;
   if (result == refund_result::failed && outcome_unknown(r.error)) result = refund_result::unknown;
-  stats.record_refund(item.rule->name(), result, item.cost);
+  if (result == refund_result::refunded && r.replayed) result = refund_result::replayed;
+  if (result == refund_result::refunded && r.refunded == 0)
+    result = refund_result::nothing_to_refund;
+  stats.record_refund(plan.items.front().rule->name(), result, r.refunded);
 }
 
 }  // namespace floodgate::service

@@ -31,7 +31,7 @@ void observe_decision(metrics& stats, hot_keys* top, const check_plan& plan,
 void observe_lease(metrics& stats, const check_plan& plan, const acquire_result& r);
 void observe_lease(metrics& stats, const check_plan& plan, const lease_result& r);
 
-// A refund (/v1/refund), per rule: its result, and the cost asked back when it was made.
-void observe_refund(metrics& stats, const check_plan& plan, const multi_check_result& r);
+// A refund (/v1/refund), per rule: its result, and the cost it gave back.
+void observe_refund(metrics& stats, const check_plan& plan, const check_result& r);
 
 }  // namespace floodgate::service

@@ -68,7 +68,7 @@ void memory_backend::maybe_sweep(shard& s, std::int64_t now) {
 void memory_backend::drop_expired(shard& s, std::int64_t now) {
   std::erase_if(s.entries, [now](const auto& kv) { return kv.second.expires_at <= now; });
   std::erase_if(s.leases, [now](const auto& kv) { return core::expiry(kv.second, now) <= 0; });
-  std::erase_if(s.refund_keys, [now](const auto& kv) { return kv.second <= now; });
+  std::erase_if(s.refund_keys, [now](const auto& kv) { return kv.second.forget_at <= now; });
   s.size_after_sweep = held(s);
 }
 
@@ -281,23 +281,29 @@ void memory_backend::async_refund(const check_item& item, std::string_view idemp
   {
     shard& s = shard_of(k);
     std::lock_guard lock(s.mutex);
-    bool replayed = false;
-    if (!idempotency_key.empty()) {
-      auto [it, added] = s.refund_keys.try_emplace(k + '\n' + std::string(idempotency_key), 0);
-      replayed = !added && it->second > t;
-      if (!replayed) it->second = t + refund_key_memory(*item.policy).count();
-      if (added && s.refund_keys.size() > max_per_shard_) {
-        std::erase_if(s.refund_keys, [t](const auto& kv) { return kv.second <= t; });
-        if (s.refund_keys.size() > max_per_shard_)
-          s.refund_keys.erase(std::min_element(
-              s.refund_keys.begin(), s.refund_keys.end(),
-              [](const auto& a, const auto& b) { return a.second < b.second; }));
-      }
-    }
+    // A live marker is a replay: its first refund's amount, nothing given back now.
+    const std::string marker =
+        idempotency_key.empty() ? std::string() : k + '\n' + std::string(idempotency_key);
+    const auto mark = marker.empty() ? s.refund_keys.end() : s.refund_keys.find(marker);
+    reply.replayed = mark != s.refund_keys.end() && mark->second.forget_at > t;
     entry* found = live_entry(s, k, t);
-    if (found && !replayed) {
-      core::refund(found->state, t, params, item.cost);
+    if (reply.replayed) {
+      reply.refunded = mark->second.refunded;
+    } else if (found) {
+      reply.refunded = core::refund(found->state, t, params, item.cost);
       found->expires_at = t + core::expiry(found->state, t, params);
+    }
+    if (!marker.empty() && !reply.replayed) {
+      s.refund_keys.insert_or_assign(
+          marker, refund_mark{t + refund_key_memory(*item.policy).count(), reply.refunded});
+      if (s.refund_keys.size() > max_per_shard_) {
+        std::erase_if(s.refund_keys, [t](const auto& kv) { return kv.second.forget_at <= t; });
+        if (s.refund_keys.size() > max_per_shard_)
+          s.refund_keys.erase(std::min_element(s.refund_keys.begin(), s.refund_keys.end(),
+                                               [](const auto& a, const auto& b) {
+                                                 return a.second.forget_at < b.second.forget_at;
+                                               }));
+      }
     }
     reply.decisions.push_back(
         decide(found && found->expires_at > t ? found : nullptr, {item.key, item.policy, 0}, t));

@@ -49,14 +49,19 @@ class memory_backend final : public backend, public lease_backend {
     core::any_state state;
     std::int64_t expires_at;  // ms; the state is empty from then on
   };
+  struct refund_mark {
+    std::int64_t forget_at;  // ms
+    std::int64_t refunded;   // the cost that refund gave back
+  };
   struct shard {
     mutable std::mutex mutex;
     std::unordered_map<std::string, entry> entries;
     // Concurrency limits' leases, under "<name>:cc:<key>"; a set with none live is swept.
     std::unordered_map<std::string, core::lease_set> leases;
-    // Refunds' idempotency keys, "<state key>\n<idempotency key>" -> when forgotten (ms); at
-    // most the shard's share of max_keys, the closest to being forgotten going first.
-    std::unordered_map<std::string, std::int64_t> refund_keys;
+    // Refunds' idempotency keys, "<state key>\n<idempotency key>" -> when forgotten (ms) and
+    // what that refund gave back; at most the shard's share of max_keys, the closest to being
+    // forgotten going first.
+    std::unordered_map<std::string, refund_mark> refund_keys;
     std::int64_t next_sweep = 0;
     std::size_t size_after_sweep = 0;
   };

@@ -331,11 +331,49 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   client_->submit(std::move(call));
 }
 
+namespace {
+
+// The refund script's reply: a peek's five integers, the cost given back (0..cost) and 1 for a
+// replay under the idempotency key, else 0.
+class refund_call final : public request {
+ public:
+  refund_call(std::int64_t cost, backend_handler handler)
+      : cost_(cost), handler_(std::move(handler)) {}
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    backend_reply out;
+    if (!ec && (r->kind != reply::type::array || r->elements.size() != 7))
+      ec = errc::protocol_error;
+    if (!ec) {
+      const auto& e = r->elements;
+      if (e[5].kind != reply::type::integer || e[6].kind != reply::type::integer ||
+          e[5].integer < 0 || e[5].integer > cost_ || (e[6].integer != 0 && e[6].integer != 1))
+        ec = errc::protocol_error;
+      else
+        ec = decode(std::span<const reply>(e).first(5), 1, out.decisions);
+    }
+    if (ec) {
+      out.error = ec;
+      out.decisions.clear();
+    } else {
+      out.refunded = r->elements[5].integer;
+      out.replayed = r->elements[6].integer == 1;
+    }
+    handler_(std::move(out));
+  }
+
+ private:
+  std::int64_t cost_;
+  backend_handler handler_;
+};
+
+}  // namespace
+
 void redis_backend::async_refund(const check_item& item, std::string_view idempotency_key,
                                  backend_handler handler) {
   const key_format keys{options_.key_prefix, options_.max_plain_key_size};
   const policy& p = *item.policy;
-  auto call = std::make_unique<check_call>(1, std::move(handler));
+  auto call = std::make_unique<refund_call>(item.cost, std::move(handler));
   call->deadline = request::clock::now() + options_.timeout;
   if (cluster_) call->slot = slot_of(item);
   const bool keyed = !idempotency_key.empty();

@@ -98,6 +98,14 @@ void render_all(const check_plan& plan, std::uint8_t seed) {
   auto fewer = decisions(true);
   fewer.pop_back();  // a backend answering the wrong number of items: a 500, still well formed
   check_response(render(plan, {outcome::allowed, std::move(fewer), {}, false}));
+  if (plan.kind == service::check_plan::style::refund) {
+    check_result r;
+    r.outcome = outcome::allowed;
+    r.decision = decisions(true).front();
+    r.refunded = seed & 3;
+    r.replayed = (seed & 4) != 0;
+    check_response(render_refund(r));
+  }
 }
 
 service::http_request convert(http::request<http::string_body>& msg) {

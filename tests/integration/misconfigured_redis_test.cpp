@@ -83,7 +83,8 @@ TEST(misconfigured_redis, noperm_on_evalsha_is_not_ready_until_fixed) {
 // The least-privilege ACL user docs/operations.md gives works for every algorithm, and for
 // the version check (HELLO).
 // The user docs/operations.md documents, and the one it documented before fixed_window used
-// INCRBY (the scripts then fall back to SET ... KEEPTTL): each runs every algorithm.
+// INCRBY (the scripts then fall back to SET ... KEEPTTL): each runs every algorithm, and its
+// refunds.
 // Returns the FCALLs Redis ran.
 long long runs_every_algorithm_as(const std::vector<std::string>& commands) {
   redis_server redis;
@@ -105,6 +106,14 @@ long long runs_every_algorithm_as(const std::vector<std::string>& commands) {
       EXPECT_EQ(l.check(key, q).outcome, outcome::allowed)
           << to_string(a) << " check " << i << ": " << l.get_backend().last_error();
     EXPECT_EQ(l.check(key, q).outcome, outcome::over_limit) << to_string(a);
+    // Refunds too, with a marker: part of the state (sliding_log cuts its newest entries),
+    // then the rest (the state goes).
+    for (const auto& [cost, id] : {std::pair{5, "part"}, std::pair{12, "rest"}}) {
+      const auto r = l.refund(key, q, cost, id);
+      EXPECT_EQ(r.outcome, outcome::allowed)
+          << to_string(a) << " refund " << cost << ": " << l.get_backend().last_error();
+      EXPECT_EQ(r.refunded, cost == 5 ? 5 : 7) << to_string(a);
+    }
     EXPECT_EQ(l.reset(key, q), std::error_code{}) << to_string(a);
   }
   EXPECT_TRUE(l.get_backend().healthy());
@@ -119,7 +128,7 @@ const std::vector<std::string> acl_before_incrby = {
 
 TEST(misconfigured_redis, the_documented_acl_user_runs_every_algorithm) {
   auto commands = acl_before_incrby;
-  for (const char* c : {"+incrby", "+fcall", "+function|load"}) commands.push_back(c);
+  for (const char* c : {"+incrby", "+fcall", "+function|load", "+unlink"}) commands.push_back(c);
   EXPECT_GT(runs_every_algorithm_as(commands), 0) << "as functions";
 }
 

@@ -683,20 +683,50 @@ TEST(handler, refund_end_to_end_gives_back_what_was_consumed) {
   const auto refund =
       routed_plan(post_refund(R"({"rule":"api","key":"refund-me","cost":30})"), rules);
   const auto& item = refund.items.front();
-  const auto r = lim.refund(item.key, item.rule->policy, item.cost);
-  multi_check_result m;
-  m.outcome = r.outcome;
-  m.decisions.push_back(r.decision);
-  const auto res = render(refund, m);
+  const auto res = render_refund(lim.refund(item.key, item.rule->policy, item.cost));
   ASSERT_EQ(res.status, 200) << res.body;
   auto body = body_of(res);
+  EXPECT_EQ(body["outcome"].as_string(), "refunded");
   EXPECT_EQ(body["refunded"].as_int64(), 30);
   EXPECT_EQ(body["remaining"].as_int64(), 30);
   EXPECT_EQ(body["limit"].as_int64(), 100);
-  multi_check_result failed;
+  check_result failed;
   failed.outcome = outcome::backend_error;
   failed.error = errc::timeout;
-  EXPECT_EQ(render(refund, failed).status, 503);
+  EXPECT_EQ(render_refund(failed).status, 503);
+  // A refund plan never renders as a check.
+  EXPECT_EQ(render(refund, lim.check_all(refund.check_items())).status, 500);
+}
+
+// What a refund gave back, in the body and the metric: nothing for a key that consumed
+// nothing, and a replay under its Idempotency-Key (the first refund's amount) apart.
+TEST(handler, a_refund_says_what_it_gave_back) {
+  const auto refund = routed_plan(post_refund(R"({"rule":"api","key":"k","cost":3})"));
+  auto made = [](std::int64_t given, bool replayed) {
+    check_result r;
+    r.outcome = outcome::allowed;
+    r.decision = {true, 100, 100, 0ms, 0ms};
+    r.refunded = given;
+    r.replayed = replayed;
+    return r;
+  };
+  metrics m;
+  for (const auto& [r, said] :
+       {std::pair{made(0, false), "nothing_to_refund"}, std::pair{made(2, false), "refunded"},
+        std::pair{made(2, true), "replayed"}}) {
+    const auto res = render_refund(r);
+    EXPECT_EQ(res.status, 200);
+    auto body = body_of(res);
+    EXPECT_EQ(body["outcome"].as_string(), said) << res.body;
+    EXPECT_EQ(body["refunded"].as_int64(), r.refunded) << res.body;
+    observe_refund(m, refund, r);
+  }
+  const auto text = m.render();
+  for (const char* line : {R"(floodgate_refunds_total{rule="api",result="refunded"} 1)",
+                           R"(floodgate_refunds_total{rule="api",result="nothing_to_refund"} 1)",
+                           R"(floodgate_refunds_total{rule="api",result="replayed"} 1)",
+                           R"(floodgate_cost_refunded_total{rule="api"} 2)"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
 
 // Issue 28, item 7: a refund whose call timed out (or lost its connection, or got a reply we
@@ -706,13 +736,13 @@ TEST(handler, refund_end_to_end_gives_back_what_was_consumed) {
 TEST(handler, a_refund_that_timed_out_is_outcome_unknown_not_nothing_refunded) {
   const auto refund = routed_plan(post_refund(R"({"rule":"api","key":"k","cost":3})"));
   auto failed_with = [](errc e) {
-    multi_check_result r;
+    check_result r;
     r.outcome = outcome::backend_error;
     r.error = e;
     return r;
   };
   for (const errc e : {errc::timeout, errc::not_connected, errc::protocol_error}) {
-    const auto res = render(refund, failed_with(e));
+    const auto res = render_refund(failed_with(e));
     EXPECT_EQ(res.status, 503);
     auto body = body_of(res);
     EXPECT_EQ(body["outcome"].as_string(), "unknown") << res.body;
@@ -724,7 +754,7 @@ TEST(handler, a_refund_that_timed_out_is_outcome_unknown_not_nothing_refunded) {
         << m.render();
   }
   for (const errc e : {errc::server_busy, errc::out_of_memory, errc::server_error}) {
-    const auto res = render(refund, failed_with(e));
+    const auto res = render_refund(failed_with(e));
     EXPECT_EQ(res.status, 503);
     auto body = body_of(res);
     EXPECT_EQ(body["outcome"].as_string(), "not_refunded") << res.body;

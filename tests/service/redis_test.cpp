@@ -351,17 +351,21 @@ TEST(redis, refund_gives_back_a_unit_over_http) {
   EXPECT_EQ(c.request("POST", "/v1/check", check).status, 200);
   EXPECT_EQ(c.request("POST", "/v1/check", check).status, 429);
 
-  // /metrics: the four refunds made; the five bad ones were refused while parsing (cost 3 >
-  // the capacity 2 too), so they are 400s of floodgate_http_responses_total only.
+  // /metrics: the four refunds made, three of which gave back (the last found nothing left to
+  // give); the five bad ones were refused while parsing (cost 3 > the capacity 2 too), so they
+  // are 400s of floodgate_http_responses_total only.
   const auto metrics = c.request("GET", "/metrics").body;
   EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="refunded"})"),
-            4)
+            3)
       << metrics;
+  EXPECT_EQ(metric_value(metrics,
+                         R"(floodgate_refunds_total{rule="upstream",result="nothing_to_refund"})"),
+            1);
   EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="failed"})"),
             0);
   EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="invalid"})"),
             0);
-  EXPECT_EQ(metric_value(metrics, R"(floodgate_cost_refunded_total{rule="upstream"})"), 4);
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_cost_refunded_total{rule="upstream"})"), 3);
   // A refund is no decision: the checks alone are counted as decisions.
   EXPECT_EQ(metric_value(metrics, R"(floodgate_decisions_total{rule="upstream",result="allowed"})"),
             5);
@@ -481,8 +485,10 @@ TEST(redis, a_refund_that_timed_out_is_unknown_and_its_retry_gives_back_once) {
       << "the refund answered 503 was made: " << peek.body;
   const auto retried = c.request("POST", "/v1/refund", check, once);
   ASSERT_EQ(retried.status, 200) << retried.body;
-  EXPECT_EQ(json::parse(retried.body).as_object().at("remaining").as_int64(), 1)
-      << "the retry gave back again";
+  const auto retried_body = json::parse(retried.body).as_object();
+  EXPECT_EQ(retried_body.at("remaining").as_int64(), 1) << "the retry gave back again";
+  EXPECT_EQ(retried_body.at("outcome").as_string(), "replayed") << retried.body;
+  EXPECT_EQ(retried_body.at("refunded").as_int64(), 1) << "what the timed-out refund gave back";
   const auto marker = redis.command({"PTTL", "floodgate:upstream:sl:{svc}:rf:req-42"}).integer;
   EXPECT_GT(marker, 3'500'000) << "kept for the rule's window (1h)";
   EXPECT_LE(marker, 3'600'000);
@@ -500,7 +506,61 @@ TEST(redis, a_refund_that_timed_out_is_unknown_and_its_retry_gives_back_once) {
   EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="failed"})"),
             0);
   EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="refunded"})"),
-            2);
+            1);
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result="replayed"})"),
+            1);
+}
+
+// A refund says what it gave back (issue 28, item 10's "a refund of a never-consumed key says
+// refunded"): nothing for a key that consumed nothing (it said "refunded": the cost asked), what
+// the state held when that is less than the cost, and a retry under its Idempotency-Key repeats
+// the first answer, marked replayed, without giving back again. The metrics count what came back.
+TEST(redis, a_refund_says_how_much_it_gave_back_over_http) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: upstream, algorithm: sliding_log, limit: 5, window: 1h}
+)";
+  START_ON_REDIS(fg, rules, redis.url());
+  http_connection c(fg->port());
+  auto refund = [&](std::string_view body,
+                    const std::vector<std::pair<std::string, std::string>>& headers = {}) {
+    const auto res = c.request("POST", "/v1/refund", body, headers);
+    EXPECT_EQ(res.status, 200) << res.body;
+    return json::parse(res.body).as_object();
+  };
+  auto text = [](const json::object& o, std::string_view field) {
+    const auto* v = o.if_contains(field);
+    return v && v->is_string() ? std::string(v->as_string()) : std::string("(none)");
+  };
+  const auto never = refund(R"({"rule":"upstream","key":"svc","cost":2})");
+  EXPECT_EQ(never.at("refunded").as_int64(), 0) << "a key that consumed nothing";
+  EXPECT_EQ(text(never, "outcome"), "nothing_to_refund");
+  EXPECT_EQ(never.at("remaining").as_int64(), 5);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(c.request("POST", "/v1/check", check_body("upstream", "svc")).status, 200);
+  const auto two = refund(R"({"rule":"upstream","key":"svc","cost":2})");
+  EXPECT_EQ(two.at("refunded").as_int64(), 2);
+  EXPECT_EQ(text(two, "outcome"), "refunded");
+  EXPECT_EQ(two.at("remaining").as_int64(), 4);
+  const std::vector<std::pair<std::string, std::string>> once = {{"Idempotency-Key", "req-7"}};
+  const auto part = refund(R"({"rule":"upstream","key":"svc","cost":4})", once);
+  EXPECT_EQ(part.at("refunded").as_int64(), 1) << "only 1 was still consumed";
+  EXPECT_EQ(part.at("remaining").as_int64(), 5);
+  const auto replay = refund(R"({"rule":"upstream","key":"svc","cost":4})", once);
+  EXPECT_EQ(replay.at("refunded").as_int64(), 1) << "the first answer, repeated";
+  EXPECT_EQ(text(replay, "outcome"), "replayed");
+  EXPECT_EQ(replay.at("remaining").as_int64(), 5);
+  const auto metrics = c.request("GET", "/metrics").body;
+  auto count = [&](std::string_view result) {
+    return metric_value(metrics, R"(floodgate_refunds_total{rule="upstream",result=")" +
+                                     std::string(result) + "\"}")
+        .value_or(-1);
+  };
+  EXPECT_EQ(count("refunded"), 2) << metrics;
+  EXPECT_EQ(count("nothing_to_refund"), 1);
+  EXPECT_EQ(count("replayed"), 1);
+  EXPECT_EQ(metric_value(metrics, R"(floodgate_cost_refunded_total{rule="upstream"})"), 3)
+      << "what came back, not what was asked";
 }
 
 }  // namespace

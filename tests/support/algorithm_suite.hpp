@@ -362,6 +362,37 @@ TEST_P(algorithm_suite, a_refund_retried_under_its_idempotency_key_gives_back_on
   EXPECT_FALSE(check(p).decision.allowed) << "a bad idempotency key gave something back";
 }
 
+// A refund says what it gave back: nothing for a key that consumed nothing (it answered like
+// any refund), what the state held when that is less than the cost, and a replay under its
+// idempotency key repeats the first amount (docs/algorithms.md, "Refunds").
+TEST_P(algorithm_suite, a_refund_says_what_it_gave_back) {
+  const auto p = make(4, 10s);
+  auto r = limiter_.refund(key_, p, 2);
+  ASSERT_EQ(r.outcome, outcome::allowed) << r.error.message();
+  EXPECT_EQ(r.refunded, 0) << "a key that consumed nothing";
+  EXPECT_FALSE(r.replayed);
+  ASSERT_TRUE(check(p, 3).decision.allowed);
+  r = limiter_.refund(key_, p, 2);
+  EXPECT_EQ(r.refunded, 2);
+  EXPECT_EQ(r.decision.remaining, 3);
+  r = limiter_.refund(key_, p, 4, "req-1");
+  EXPECT_EQ(r.refunded, 1) << "1 was still consumed";
+  EXPECT_FALSE(r.replayed);
+  r = limiter_.refund(key_, p, 4, "req-1");
+  EXPECT_EQ(r.refunded, 1) << "the first refund's amount";
+  EXPECT_TRUE(r.replayed);
+  EXPECT_EQ(r.decision.remaining, 4);
+  EXPECT_EQ(limiter_.refund(key_, p, 1, "req-2").refunded, 0) << "all back already";
+  const auto algo = GetParam().algo;
+  if (algo == algorithm::token_bucket || algo == algorithm::gcra) {
+    // Half a unit refilled of 3 consumed: 2.5 come back, counted as 3 (a part counts).
+    ASSERT_TRUE(check(p, 3).decision.allowed);
+    clock_.advance(1250ms);
+    EXPECT_EQ(limiter_.refund(key_, p, 4).refunded, 3);
+    EXPECT_EQ(limiter_.refund(key_, p, 1).refunded, 0);
+  }
+}
+
 TEST_P(algorithm_suite, refund_keeps_a_block) {
   const auto p = make(1, 10s).with_block_for(1h);
   ASSERT_TRUE(check(p).decision.allowed);

@@ -32,6 +32,19 @@ json::object health_check() {
 }
 
 // The client's first result: its gRPC status code when it failed, else -1.
+// A plain TCP connection to floodgated's gRPC port that sends nothing; -1 if it failed.
+int connect_silently(const rls_process& p) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(p.address().substr(10))));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  ::close(fd);
+  return -1;
+}
+
 std::int64_t failure_code(const json::array& results, std::size_t i) {
   const auto& r = results.at(i).as_array().at(0).as_object();
   return r.contains("code") ? r.at("code").as_int64() : -1;
@@ -91,13 +104,8 @@ TEST(grpc_tls, mutual_tls_refuses_a_client_without_a_certificate_the_ca_signed) 
 TEST(grpc_tls, a_handshake_that_never_comes_is_cut_at_its_deadline) {
   tls_certificates certs;
   rls_process p("", tls_flags(certs));
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = connect_silently(p);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(p.address().substr(10))));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const auto start = std::chrono::steady_clock::now();
   constexpr auto handshake_timeout = 5s;
   pollfd pfd{fd, POLLIN, 0};
@@ -119,13 +127,8 @@ TEST(grpc_tls, tls_connections_count_under_the_caps) {
   rls_process p("", flags);
   const std::vector<std::string> over_tls = {"--tls-ca", certs.path("ca.crt")};
   const auto call = check(request_of({{"remote_address", "198.51.100.9"}}));
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = connect_silently(p);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(std::stoi(p.address().substr(10))));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   auto results = run_client(p, {call}, over_tls);  // the silent connection holds the one place
   EXPECT_EQ(failure_code(results, 0), unavailable) << json::serialize(results);
   ::close(fd);

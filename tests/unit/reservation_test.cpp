@@ -135,6 +135,21 @@ TEST(reservations, a_changed_policy_or_a_reset_starts_afresh) {
   EXPECT_EQ(l.check("k", p).outcome, outcome::over_limit);
 }
 
+// docs/library.md shows the policy and the check of this test.
+TEST(reservations, a_hot_key_is_answered_from_reserved_units) {
+  floodgate::limiter limiter{"memory://"};
+  floodgate::policy hot{"hot", floodgate::algorithm::fixed_window, 100'000, 1min};
+  // Up to 100 units at once, each grant spent within 1 s (and within its window).
+  hot = hot.with_reserve(100, 1s);
+  auto r = limiter.check("tenant-7", hot);  // most answers come from this process's units
+  ASSERT_EQ(r.outcome, outcome::allowed);
+  for (int i = 0; i < 99; ++i) {
+    ASSERT_EQ(limiter.check("tenant-7", hot).outcome, outcome::allowed);
+  }
+  EXPECT_GE(limiter.stats().reserved_decisions, 90u);
+  EXPECT_LE(limiter.stats().reservations, 10u);
+}
+
 TEST(reservations, policy_refuses_what_it_cannot_keep) {
   const policy fw{"p", algorithm::fixed_window, 10, 1s};
   EXPECT_THROW(fw.with_reserve(11, 1s), config_error);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 #include <string>
+#include <type_traits>
 
 #include "deny_cache.hpp"
 #include "floodgate/errors.hpp"
@@ -332,11 +333,6 @@ void limiter::async_check_all(std::span<const check_item> items,
 // One item without check_all's containers: it is the hot path.
 void limiter::async_check(std::string_view key, const policy& p, std::int64_t cost,
                           std::function<void(check_result)> handler) {
-  // A policy with reservations admits from this process's units when it holds enough (a
-  // validated request: an invalid one is refused by check_one).
-  if (p.reserve() > 0 && !key.empty() && key.size() <= options_.max_key_size && cost > 0 &&
-      reservations_->check(key, p, cost, handler))
-    return;
   check_one<check_result>({key, &p, cost}, std::move(handler));
 }
 
@@ -349,6 +345,20 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
     return handler(answer::from(refused));
   }
   const policy& p = *item.policy;
+  // A policy with reservations admits from this process's units when it holds enough, or
+  // takes a reservation; else (none to take now) it asks the backend below.
+  if (p.reserve() > 0 && item.cost > 0) {
+    if constexpr (std::is_same_v<Result, check_result>) {
+      if (reservations_->check(item.key, p, item.cost, handler)) return;
+    } else {
+      auto held = std::make_shared<std::function<void(Result)>>(std::move(handler));
+      std::function<void(check_result)> as_single = [held](check_result r) {
+        (*held)(answer::from(r));
+      };
+      if (reservations_->check(item.key, p, item.cost, as_single)) return;
+      handler = std::move(*held);  // not taken: as_single was never called
+    }
+  }
   bool probing = false;
   if (local_mode_ && p.on_failure() == failure_mode::local) {
     const auto route = local_mode_->route_now();

@@ -16,9 +16,9 @@
 namespace floodgate::service {
 namespace {
 
-constexpr std::string_view known_fields[] = {"name",         "algorithm", "limit",     "window",
-                                             "burst",        "key",       "block_for", "lease",
-                                             "failure_mode", "shadow"};
+constexpr std::string_view known_fields[] = {
+    "name",      "algorithm", "limit",        "window", "burst",   "key",
+    "block_for", "lease",     "failure_mode", "shadow", "reserve", "reserve_for"};
 
 // RFC 9110 token characters: what a header name may hold.
 bool is_tchar(char c) {
@@ -179,6 +179,17 @@ class parser {
     if (auto it = fields.find("block_for"); it != fields.end())
       block_for = duration_field(what, "block_for", it->second, "30s, 15m or 1h");
 
+    // Reservations (docs/algorithms.md): reserve_for defaults to 1 s, or the window if shorter.
+    std::int64_t reserve = 0;
+    std::chrono::milliseconds reserve_for =
+        std::min<std::chrono::milliseconds>(window, std::chrono::seconds{1});
+    if (auto it = fields.find("reserve"); it != fields.end())
+      reserve = int_field(what, "reserve", it->second);
+    if (auto it = fields.find("reserve_for"); it != fields.end()) {
+      if (reserve == 0) fail(it->second.second, what + ": reserve_for applies only with reserve");
+      reserve_for = duration_field(what, "reserve_for", it->second, "500ms or 1s");
+    }
+
     key_source key;
     if (auto it = fields.find("key"); it != fields.end()) {
       const auto text = string_field(what, "key", it->second);
@@ -207,7 +218,9 @@ class parser {
     }
 
     try {
-      return rule{policy(name, *algo, limit, window, burst, on_failure).with_block_for(block_for),
+      return rule{policy(name, *algo, limit, window, burst, on_failure)
+                      .with_block_for(block_for)
+                      .with_reserve(reserve, reserve_for),
                   std::move(key), std::nullopt, shadow};
     } catch (const config_error& e) {
       fail_policy(e, "policy '" + name + "': ", fields, node, what);
@@ -217,7 +230,8 @@ class parser {
   // algorithm: concurrency: name, limit, lease, optional failure_mode (open or closed).
   rule parse_concurrency(const YAML::Node& node, const std::string& name, const std::string& what,
                          const field_map& fields) {
-    for (const char* other : {"window", "burst", "block_for", "key", "shadow"})
+    for (const char* other :
+         {"window", "burst", "block_for", "key", "shadow", "reserve", "reserve_for"})
       if (auto it = fields.find(other); it != fields.end())
         fail(it->second.second, what + ": " + other +
                                     " does not apply to algorithm: concurrency (it takes limit "

@@ -92,6 +92,34 @@ TEST(config, block_for_is_a_duration_and_bad_ones_name_their_line) {
       std::string::npos);
 }
 
+TEST(config, reserve_sets_reservations_and_bad_ones_name_their_line) {
+  const auto cfg = parse_config(
+      "rules:\n  - {name: hot, algorithm: fixed_window, limit: 1000, window: 1m, reserve: 50}\n"
+      "  - {name: fast, algorithm: fixed_window, limit: 100, window: 200ms, reserve: 10}\n"
+      "  - {name: set, algorithm: fixed_window, limit: 100, window: 1m, reserve: 10,"
+      " reserve_for: 250ms}\n"
+      "  - {name: api, algorithm: fixed_window, limit: 5, window: 1m}\n",
+      "rules.yaml");
+  EXPECT_EQ(cfg.find("hot")->policy.reserve(), 50);
+  EXPECT_EQ(cfg.find("hot")->policy.reserve_for(), 1s) << "1 s unless told";
+  EXPECT_EQ(cfg.find("fast")->policy.reserve_for(), 200ms) << "never past the window";
+  EXPECT_EQ(cfg.find("set")->policy.reserve_for(), 250ms);
+  EXPECT_EQ(cfg.find("api")->policy.reserve(), 0);
+  const std::string r = "  - {name: r, algorithm: fixed_window, limit: 10, window: 1s";
+  const std::pair<std::string, std::string> bad[] = {
+      {r + ", reserve: 11}\n", "rules.yaml:2: rule 'r': reserve must be in 0..limit (10), got 11"},
+      {r + ", reserve: 5, reserve_for: 2s}\n", "rules.yaml:2: rule 'r': reserve_for must be in"},
+      {r + ", reserve_for: 1s}\n", "reserve_for applies only with reserve"},
+      {"  - {name: r, algorithm: gcra, limit: 10, window: 1s, reserve: 5}\n",
+       "reserve applies only to fixed_window so far, not gcra"},
+      {"  - {name: r, algorithm: concurrency, limit: 2, lease: 1s, reserve: 1}\n",
+       "reserve does not apply"},
+  };
+  for (const auto& [text, expected] : bad)
+    EXPECT_NE(error_for(std::string(header) + text).find(expected), std::string::npos)
+        << error_for(std::string(header) + text);
+}
+
 TEST(config, concurrency_rules_take_limit_and_lease_and_stay_out_of_groups) {
   const auto cfg = parse_config(
       "rules:\n  - {name: exports, algorithm: concurrency, limit: 20, lease: 30s}\n"

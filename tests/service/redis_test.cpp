@@ -294,6 +294,28 @@ TEST(redis, repeated_denials_are_answered_locally_and_counted) {
   EXPECT_GE(local, 5);
 }
 
+// A rule with reserve: /v1/check (a one-item check_all inside) answers most checks from
+// units floodgated reserved, and the window still admits exactly its limit. Before the
+// reservations reached one-item check_alls, every check was a script call.
+TEST(redis, reserve_in_the_rules_file_answers_from_reserved_units) {
+  redis_server redis;
+  const std::string rules = R"(rules:
+  - {name: hot, algorithm: fixed_window, limit: 300, window: 1h, reserve: 50}
+)";
+  START_ON_REDIS(fg, rules, redis.url());
+  redis.command({"CONFIG", "RESETSTAT"});
+  http_connection c(fg->port());
+  int allowed = 0, denied = 0;
+  for (int i = 0; i < 400; ++i) {
+    const int status = c.request("POST", "/v1/check", check_body("hot", "k")).status;
+    allowed += status == 200;
+    denied += status == 429;
+  }
+  EXPECT_EQ(allowed, 300);
+  EXPECT_EQ(denied, 100);
+  EXPECT_LT(script_calls(redis), 60) << "checks answered from reservations make no call";
+}
+
 // A rule with block_for: refused once, refused for the whole block though the window admits
 // again, with Retry-After telling when (docs/algorithms.md, "Penalties"); the block is a key
 // of its own in Redis.

@@ -42,6 +42,14 @@ void append_limiter_metrics(std::string& out, limiter& l) {
   family("floodgate_local_mode_active", gauge,
          "1 while this instance decides failure_mode: local rules locally (an outage).",
          local.local_mode_active ? 1 : 0);
+  family("floodgate_reservations_total", counter,
+         "Reservations taken for rules with reserve (one backend call each).",
+         local.reservations);
+  family("floodgate_reserved_units_total", counter, "Units those reservations granted.",
+         local.reserved_units);
+  family("floodgate_reserved_decisions_total", counter,
+         "Checks admitted from reserved units, without a backend call.",
+         local.reserved_decisions);
   family("floodgate_instances", gauge,
          "Instances sharing the backend, as local mode divides limits (heartbeats or "
          "--instances).",

@@ -314,6 +314,15 @@ TEST(redis, reserve_in_the_rules_file_answers_from_reserved_units) {
   EXPECT_EQ(allowed, 300);
   EXPECT_EQ(denied, 100);
   EXPECT_LT(script_calls(redis), 60) << "checks answered from reservations make no call";
+  const auto metrics = http_request_once(fg->port(), "GET", "/metrics").body;
+  const auto taken = metric_value(metrics, "floodgate_reservations_total");
+  const auto units = metric_value(metrics, "floodgate_reserved_units_total");
+  const auto spent = metric_value(metrics, "floodgate_reserved_decisions_total");
+  ASSERT_TRUE(taken && units && spent) << metrics;
+  EXPECT_GE(*taken, 1);
+  EXPECT_LE(*units, 300) << "never more than the window had";
+  EXPECT_GE(*spent, 240) << "most admissions spent reserved units";
+  EXPECT_LE(*spent, 300);
 }
 
 // A rule with block_for: refused once, refused for the whole block though the window admits

@@ -168,8 +168,6 @@ struct pending_call {
   bool claim() noexcept { return !answered.exchange(true, std::memory_order_acq_rel); }
 };
 
-// Runs `call_backend`; an exception from it is answered as `failed` unless the handler ran.
-// Handlers must not throw (limiter.hpp): one that does is not answered twice either.
 // Local countdowns run on the test clock when there is one, else on the steady clock.
 std::int64_t steady_ms(const clock_fn& clock) {
   if (clock) return clock().count();
@@ -178,6 +176,8 @@ std::int64_t steady_ms(const clock_fn& clock) {
       .count();
 }
 
+// Runs `call_backend`; an exception from it is answered as `failed` unless the handler ran.
+// Handlers must not throw (limiter.hpp): one that does is not answered twice either.
 template <class Pending, class Call, class Failed>
 void guarded(const std::shared_ptr<Pending>& pending, Call&& call_backend, Failed&& failed) {
   try {

@@ -6,6 +6,7 @@
 
 #include "core/penalty.hpp"
 #include "core/refund.hpp"
+#include "core/reserve.hpp"
 #include "core/state_unit.hpp"
 #include "floodgate/errors.hpp"
 
@@ -257,11 +258,13 @@ void memory_backend::async_reserve(std::string_view key, const policy& p, std::i
     make_room(s, 1, t);
     entry* found = live_entry(s, k, t);
     // min(wanted, what one request could be admitted now), committed as one request of it.
-    const check_item grant{key, &p, std::min(wanted, decide(found, {key, &p, 0}, t).remaining)};
-    if (grant.cost > 0 && decide(found, grant, t).allowed) {
-      commit(s, k, found, grant, t);
-      reply.granted = grant.cost;
-      found = live_entry(s, k, t);
+    core::any_state state = found ? found->state : core::empty_state(p.algo());
+    const auto params = core::params::of(p);
+    reply.granted = core::reserve(state, t, params, wanted);
+    if (reply.granted > 0) {
+      entry& e = found ? *found : s.entries[k];
+      e = entry{state, t + core::expiry(state, t, params)};
+      found = &e;
     }
     reply.after = decide(found, {key, &p, 0}, t);
     // With nothing left, when one more unit will be: a check of 1, denied, says.

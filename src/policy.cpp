@@ -103,8 +103,8 @@ policy policy::with_reserve(std::int64_t n, std::chrono::milliseconds d) const {
   if (d.count() < 1 || d > window_)
     fail(name_, "reserve_for must be in 1ms..window (" + std::to_string(window_.count()) +
                     "ms), got " + std::to_string(d.count()) + "ms");
-  if (algorithm_ != algorithm::fixed_window)
-    fail(name_, "reserve applies only to fixed_window so far, not " +
+  if (algorithm_ != algorithm::fixed_window && algorithm_ != algorithm::sliding_window)
+    fail(name_, "reserve applies only to fixed_window and sliding_window so far, not " +
                     std::string(to_string(algorithm_)) +
                     " (docs/algorithms.md, \"Reservations\")");
   if (failure_mode_ == failure_mode::local)

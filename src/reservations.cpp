@@ -49,8 +49,21 @@ check_result reservations::admitted(const entry& e, const policy& p, std::int64_
   r.decision.allowed = true;
   r.decision.limit = p.capacity();
   r.decision.remaining = e.left + std::max<std::int64_t>(0, e.key_left);
-  r.decision.reset_after = std::chrono::milliseconds{std::max<std::int64_t>(0, e.window_end - now)};
+  r.decision.reset_after = std::chrono::milliseconds{std::max<std::int64_t>(0, e.reset_at - now)};
   return r;
+}
+
+// Until when a grant taken at `sent` may be spent: the end of the window its units were
+// recorded in (on the backend's clock it ends no earlier: `after` was measured after `sent`).
+// A unit spent later would count in the next window, where the algorithm weighs it less
+// (sliding_window) or not at all (fixed_window).
+std::int64_t reservations::window_end(const policy& p, std::int64_t sent, const decision& after) {
+  const std::int64_t reset = after.reset_after.count();
+  // sliding_window's reset_after, with units in the current window, is the end of the next
+  // one (they weigh on the estimate until then); without, nothing is spendable anyway.
+  if (p.algo() == algorithm::sliding_window)
+    return sent + std::max<std::int64_t>(0, reset - p.window().count());
+  return sent + reset;
 }
 
 bool reservations::check(std::string_view key, const policy& p, std::int64_t cost,
@@ -129,8 +142,8 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     e.granted = r.granted;
     e.left = r.granted;
     e.key_left = r.after.remaining;
-    // Times from before the call was sent: the window ends no earlier on the backend's clock.
-    e.window_end = sent + r.after.reset_after.count();
+    e.reset_at = sent + r.after.reset_after.count();
+    e.window_end = window_end(p, sent, r.after);
     e.until = std::min(e.window_end, sent + p.reserve_for().count());
     if (r.granted >= cost && now < e.until) {
       e.left -= cost;

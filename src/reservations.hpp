@@ -55,6 +55,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t left = 0;        // units reserved and not spent
     std::int64_t until = 0;       // steady ms: spend before this
     std::int64_t window_end = 0;  // steady ms: the end of the grant's window, or earlier
+    std::int64_t reset_at = 0;    // steady ms: the key's reset_after at the grant
     std::int64_t key_left = -1;   // what the key had left at the last grant; -1: unknown
     std::int64_t next_size = 1;   // what the next reservation asks for
     std::int64_t granted = 0;     // the last grant
@@ -67,6 +68,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
 
   static std::string name_of(std::string_view key, const policy& p);
   shard& shard_of(const std::string& name);
+  static std::int64_t window_end(const policy& p, std::int64_t sent, const decision& after);
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
   void granted(const std::string& name, const policy& p, std::int64_t cost, std::int64_t sent,
                const reserve_reply& r, std::function<void(check_result)> handler);

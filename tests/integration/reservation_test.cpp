@@ -28,11 +28,11 @@ struct counts {
 // One child: its threads check the key until each has been denied 30 times in a row. A
 // process is denied only when it holds no reserved unit, so at the end none is stranded and
 // every unit the key had was spent somewhere.
-void child(burst_child& me, const std::string& url, const std::string& prefix) {
+void child(burst_child& me, const std::string& url, const std::string& prefix, algorithm a) {
   backend_options o = redis_options_for(prefix, fixed_clock());  // one window for the run
   o.redis.timeout = 5s;  // this is about counting, not latency
   limiter l{url, o};
-  const auto p = policy{"hot", algorithm::fixed_window, limit, 1h}.with_reserve(200, 1s);
+  const auto p = policy{"hot", a, limit, 1h}.with_reserve(200, 1s);
   if (!wait_healthy(l.get_backend())) ::_exit(4);
   std::atomic<int> admitted{0}, reserved{0}, errors{0};
   std::vector<std::thread> threads;
@@ -57,12 +57,14 @@ void child(burst_child& me, const std::string& url, const std::string& prefix) {
   me.report(counts{admitted.load(), reserved.load(), errors.load()});
 }
 
-TEST(reservations, processes_spending_one_key_admit_exactly_its_limit) {
+class processes_spending_one_key : public ::testing::TestWithParam<algorithm> {};
+
+TEST_P(processes_spending_one_key, admit_exactly_its_limit) {
   redis_server redis;
   const auto prefix = unique_prefix("reserve");
   const long long calls_before = script_calls(redis);
-  const auto results =
-      forked_burst<counts>(processes, [&](burst_child& me) { child(me, redis.url(), prefix); });
+  const auto results = forked_burst<counts>(
+      processes, [&](burst_child& me) { child(me, redis.url(), prefix, GetParam()); });
   ASSERT_TRUE(results) << "a child failed";
   counts sum;
   for (const auto& c : *results) {
@@ -78,6 +80,10 @@ TEST(reservations, processes_spending_one_key_admit_exactly_its_limit) {
   EXPECT_GT(sum.from_reservations, limit * 3 / 4);
   EXPECT_LT(calls, limit / 3) << sum.from_reservations << " admitted from reservations";
 }
+
+INSTANTIATE_TEST_SUITE_P(reservations, processes_spending_one_key,
+                         ::testing::Values(algorithm::fixed_window, algorithm::sliding_window),
+                         [](const auto& param_info) { return std::string(to_string(param_info.param)); });
 
 }  // namespace
 }  // namespace floodgate::test

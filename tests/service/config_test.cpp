@@ -111,7 +111,7 @@ TEST(config, reserve_sets_reservations_and_bad_ones_name_their_line) {
       {r + ", reserve: 5, reserve_for: 2s}\n", "rules.yaml:2: rule 'r': reserve_for must be in"},
       {r + ", reserve_for: 1s}\n", "reserve_for applies only with reserve"},
       {"  - {name: r, algorithm: gcra, limit: 10, window: 1s, reserve: 5}\n",
-       "reserve applies only to fixed_window so far, not gcra"},
+       "reserve applies only to fixed_window and sliding_window so far, not gcra"},
       {"  - {name: r, algorithm: concurrency, limit: 2, lease: 1s, reserve: 1}\n",
        "reserve does not apply"},
   };

@@ -64,6 +64,41 @@ TEST(reservations, never_admit_more_than_the_limit_in_any_window) {
   EXPECT_GT(reserved, backend_calls * 2) << checks << " checks";
 }
 
+// sliding_window: every admission, judged by the algorithm's own definition over what was
+// actually admitted (this window's admissions before it, plus the last window's weighed by
+// how much of it still overlaps), is one the algorithm admits. A unit spent in the window after
+// the one it was recorded in would weigh less in the backend's estimate than it does here.
+TEST(reservations, sliding_window_admits_only_what_its_estimate_allows) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  std::vector<std::unique_ptr<limiter>> fleet;
+  for (int i = 0; i < 3; ++i) fleet.push_back(std::make_unique<limiter>(b, on(clock)));
+  const std::int64_t l = 50, w = 1000;
+  const auto p = policy{"hot", algorithm::sliding_window, l, 1s}.with_reserve(20, 500ms);
+  std::mt19937_64 rng(11);
+  std::map<std::int64_t, std::int64_t> admitted;  // window index -> admitted so far
+  std::int64_t total = 0;
+  const std::int64_t start = clock.now();
+  while (clock.now() < start + 40'000) {
+    // Alternating flooded and quiet stretches of 1.5 windows, so floods start mid-window.
+    const int gap = (clock.now() - start) / 1500 % 2 == 0 ? 4 : 40;
+    clock.advance(static_cast<std::int64_t>(rng() % (2 * gap)));
+    const std::int64_t now = clock.now();
+    const auto r = fleet[rng() % fleet.size()]->check("k", p);
+    ASSERT_NE(r.outcome, outcome::backend_error);
+    if (r.outcome != outcome::allowed) continue;
+    const std::int64_t i = now / w, e = now % w;
+    const std::int64_t used = admitted[i] + (admitted[i - 1] * (w - e) + w - 1) / w;
+    ASSERT_LE(used + 1, l) << "at " << now - start << " ms: " << admitted[i]
+                           << " in this window, " << admitted[i - 1] << " in the last";
+    ++admitted[i];
+    ++total;
+  }
+  std::uint64_t reserved = 0;
+  for (const auto& f : fleet) reserved += f->stats().reserved_decisions;
+  EXPECT_GT(reserved, static_cast<std::uint64_t>(total) / 2) << total << " admitted";
+}
+
 // The grant is counted in the window it was taken in: units left at its end are not spent in
 // the next one, where the backend's count starts afresh.
 TEST(reservations, are_not_spent_past_their_window) {
@@ -157,6 +192,9 @@ TEST(reservations, policy_refuses_what_it_cannot_keep) {
   EXPECT_THROW(fw.with_reserve(5, 0ms), config_error);
   EXPECT_THROW(fw.with_reserve(5, 2s), config_error);
   EXPECT_THROW((policy{"p", algorithm::gcra, 10, 1s}.with_reserve(5, 1s)), config_error);
+  EXPECT_THROW((policy{"p", algorithm::token_bucket, 10, 1s}.with_reserve(5, 1s)), config_error);
+  EXPECT_THROW((policy{"p", algorithm::sliding_log, 10, 1s}.with_reserve(5, 1s)), config_error);
+  EXPECT_EQ((policy{"p", algorithm::sliding_window, 10, 1s}.with_reserve(5, 1s).reserve()), 5);
   EXPECT_THROW(
       (policy{"p", algorithm::fixed_window, 10, 1s, std::nullopt, failure_mode::local}.with_reserve(
           5, 1s)),

@@ -131,6 +131,30 @@ TEST(options, bad_command_lines_say_why) {
   EXPECT_NE(message({"--http", "http://h:1", "--inflight", "2"}).find("--inflight"),
             std::string::npos);
   EXPECT_NE(message({"--redis", "postgres://h:1"}).find("--redis"), std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--algorithm", "gcra", "--reserve", "5"})
+                .find("reserve applies only to fixed_window and sliding_window"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--reserve-for", "1s"}).find("needs --reserve"),
+            std::string::npos);
+  EXPECT_NE(message({"--http", "http://h:1", "--algorithm", "fixed_window", "--reserve", "5"})
+                .find("'reserve:' in the rules file"),
+            std::string::npos);
+  EXPECT_NE(message({"--redis", "memory://", "--algorithm", "fixed_window", "--limit", "10",
+                     "--reserve", "11"})
+                .find("reserve must be in 0..limit"),
+            std::string::npos);
+}
+
+TEST(options, reserve_makes_a_reserving_policy) {
+  const auto o = parse({"--redis", "memory://", "--algorithm", "sliding_window", "--window",
+                        "500ms", "--reserve", "50"});
+  EXPECT_EQ(o.make_policy().reserve(), 50);
+  EXPECT_EQ(o.make_policy().reserve_for(), std::chrono::milliseconds{500}) << "at most the window";
+  const auto longer = parse({"--redis", "memory://", "--algorithm", "fixed_window", "--window",
+                             "1h", "--reserve", "50", "--reserve-for", "3s"});
+  EXPECT_EQ(longer.make_policy().reserve_for(), std::chrono::seconds{3});
+  EXPECT_EQ(parse({"--redis", "memory://", "--algorithm", "fixed_window"}).make_policy().reserve(),
+            0);
 }
 
 TEST(options, open_loop) {

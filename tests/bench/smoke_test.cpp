@@ -93,6 +93,25 @@ TEST_F(bench_smoke, exact_algorithms_admit_exactly_the_capacity_of_a_burst) {
   }
 }
 
+// --reserve on a real Redis: 3 processes flooding one key admit exactly the limit, most of it
+// from reserved units (counted apart in the report), and never over it.
+TEST_F(bench_smoke, reservations_admit_exactly_the_limit_mostly_without_a_call) {
+  for (auto algo : {"fixed_window", "sliding_window"}) {
+    SCOPED_TRACE(algo);
+    redis_->command({"FLUSHALL"});
+    const auto o = run_json({"--redis", redis_->url(), "--algorithm", algo, "--limit", "2000",
+                             "--window", "1h", "--burst", "300", "--processes", "3", "--threads",
+                             "4", "--reserve", "100"});
+    expect_report_shape(o);
+    EXPECT_EQ(integer(o, "over_admitted"), 0);
+    EXPECT_EQ(integer(o, "allowed"), 2000) << "3,600 asked";
+    EXPECT_EQ(integer(o, "errors"), 0);
+    EXPECT_GT(integer(o, "reserved"), 1000);
+    EXPECT_LE(integer(o, "reserved"), integer(o, "allowed"));
+    EXPECT_EQ(integer(o, "reserve"), 100);
+  }
+}
+
 TEST_F(bench_smoke, the_naive_limiter_over_admits_a_burst) {
   // 4 processes x 4 threads x 25 requests on one key, limit 5: every worker's first GET races.
   // A race needs two workers between one GET and its SET; on a loaded machine the scheduler

@@ -83,7 +83,9 @@ TEST_P(processes_spending_one_key, admit_exactly_its_limit) {
 
 INSTANTIATE_TEST_SUITE_P(reservations, processes_spending_one_key,
                          ::testing::Values(algorithm::fixed_window, algorithm::sliding_window),
-                         [](const auto& param_info) { return std::string(to_string(param_info.param)); });
+                         [](const auto& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
 
 }  // namespace
 }  // namespace floodgate::test

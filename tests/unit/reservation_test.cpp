@@ -89,8 +89,8 @@ TEST(reservations, sliding_window_admits_only_what_its_estimate_allows) {
     if (r.outcome != outcome::allowed) continue;
     const std::int64_t i = now / w, e = now % w;
     const std::int64_t used = admitted[i] + (admitted[i - 1] * (w - e) + w - 1) / w;
-    ASSERT_LE(used + 1, l) << "at " << now - start << " ms: " << admitted[i]
-                           << " in this window, " << admitted[i - 1] << " in the last";
+    ASSERT_LE(used + 1, l) << "at " << now - start << " ms: " << admitted[i] << " in this window, "
+                           << admitted[i - 1] << " in the last";
     ++admitted[i];
     ++total;
   }

@@ -39,7 +39,7 @@ class library_target final : public target {
       const std::int64_t at = cell ? *cell : -1;
       switch (r.outcome) {
         case outcome::allowed:
-          done({answer::verdict::allowed, {}, at});
+          done({answer::verdict::allowed, {}, at, r.reserved});
           break;
         case outcome::over_limit:
           done({answer::verdict::denied, {}, at});

@@ -66,7 +66,10 @@ concurrency_policy bench_options::make_concurrency_policy() const {
 
 policy bench_options::make_policy() const {
   try {
-    return policy(rule, algo, limit, window, burst_size, failure_mode::closed);
+    const policy p(rule, algo, limit, window, burst_size, failure_mode::closed);
+    if (reserve == 0) return p;
+    return p.with_reserve(reserve,
+                          reserve_for.value_or(std::min(window, std::chrono::milliseconds{1000})));
   } catch (const config_error& e) {
     throw usage_error(std::string("policy: ") + e.what());
   }
@@ -189,6 +192,12 @@ bench_options parse_options(int argc, const char* const* argv) {
          o.burst_size = parse_integer<std::int64_t>("--burst-size", v, 1, INT64_MAX);
          burst_size_given = true;
        }},
+      {"--reserve",
+       [&](std::string_view v) {
+         o.reserve = parse_integer<std::int64_t>("--reserve", v, 1, INT64_MAX);
+       }},
+      {"--reserve-for",
+       [&](std::string_view v) { o.reserve_for = parse_duration_flag("--reserve-for", v); }},
       {"--cost",
        [&](std::string_view v) {
          o.cost = parse_integer<std::int64_t>("--cost", v, 1, INT64_MAX);
@@ -357,7 +366,12 @@ bench_options parse_options(int argc, const char* const* argv) {
     o.make_concurrency_policy();  // validates limit and lease
     return o;
   }
-  const auto p = o.make_policy();  // validates limit, window, burst size
+  if (o.reserve_for && o.reserve == 0) throw usage_error("--reserve-for needs --reserve");
+  if (o.reserve > 0 && o.target != target_kind::library)
+    throw usage_error(
+        "--reserve is for the library target (--redis URL without --naive); for floodgated, "
+        "give its rule 'reserve:' in the rules file");
+  const auto p = o.make_policy();  // validates limit, window, burst size, reserve
   if (o.cost > p.capacity())
     throw usage_error("--cost " + std::to_string(o.cost) + " exceeds the policy's capacity " +
                       std::to_string(p.capacity()) + ": every request would be refused");
@@ -408,6 +422,10 @@ Policy (for --http and --grpc, describe the service's rule: the accuracy check u
   --window W             default 1s
   --burst-size B         token_bucket and gcra only (default: L)
   --cost C               cost of each request (default 1)
+  --reserve N            each process reserves up to N units of a key's quota in one backend
+                         call and admits from them with none (policy::with_reserve;
+                         fixed_window and sliding_window; library target)
+  --reserve-for D        how long a grant may be spent (default 1s, or the window if shorter)
 Concurrency (--algorithm concurrency, library target, closed loop): each thread acquires
 a lease on a key (floodgate::semaphore), holds it, releases it, and goes on; a refused
 acquire is retried at once. Reports acquires/s and their latency, grants, refusals,

@@ -74,6 +74,10 @@ struct bench_options {
   std::chrono::milliseconds window{1000};
   std::optional<std::int64_t> burst_size;
   std::int64_t cost = 1;
+  // Reservations (policy::with_reserve, library target): units each process reserves at
+  // most at once (0: off), and how long a grant may be spent (default 1 s or the window).
+  std::int64_t reserve = 0;
+  std::optional<std::chrono::milliseconds> reserve_for;
 
   // --algorithm concurrency: each request acquires a lease of --limit concurrent holders per
   // key, holds it for `hold` (the simulated work), then releases it; `lease` is its TTL.

@@ -99,7 +99,9 @@ void report::run_fields(std::ostream& o) const {
     o << ",\"duration_ms\":" << opts.duration.count();
   o << ",\"elapsed_s\":" << number(elapsed_s()) << ",\"decisions\":" << result.decisions()
     << ",\"decisions_per_sec\":" << number(decisions_per_sec()) << ",\"allowed\":" << result.allowed
-    << ",\"denied\":" << result.denied << ",\"errors\":" << result.errors;
+    << ",\"denied\":" << result.denied << ",\"errors\":" << result.errors
+    << ",\"started_unix_ms\":" << result.started_us / 1000
+    << ",\"finished_unix_ms\":" << result.finished_us / 1000;
 }
 
 std::string report::lease_json() const {
@@ -134,12 +136,13 @@ std::string report::json() const {
     << ",\"mode\":" << quoted(opts.is_burst() ? "burst" : "duration")
     << ",\"algorithm\":" << quoted(to_string(rule.algo())) << ",\"limit\":" << rule.limit()
     << ",\"window_ms\":" << rule.window().count() << ",\"burst_size\":" << rule.burst()
-    << ",\"cost\":" << opts.cost << ",\"processes\":" << opts.processes
+    << ",\"cost\":" << opts.cost << ",\"reserve\":" << rule.reserve()
+    << ",\"reserve_for_ms\":" << rule.reserve_for().count() << ",\"processes\":" << opts.processes
     << ",\"threads\":" << opts.threads << ",\"inflight\":" << opts.inflight
     << ",\"connections\":" << opts.connections << ",\"keys\":" << opts.keys
     << ",\"zipf\":" << opts.zipf;
   run_fields(o);
-  o << ",\"over_admitted\":" << accuracy.over_admitted
+  o << ",\"reserved\":" << result.reserved << ",\"over_admitted\":" << accuracy.over_admitted
     << ",\"accuracy\":{\"bound\":" << quoted(accuracy.bound)
     << ",\"admitted\":" << accuracy.admitted << ",\"undetermined\":" << accuracy.undetermined
     << ",\"clock_tolerance_ms\":" << opts.clock_tolerance.count();
@@ -215,6 +218,19 @@ std::string report::text() const {
                 static_cast<unsigned long long>(result.denied),
                 static_cast<unsigned long long>(result.errors));
   out += line;
+  if (rule.reserve() > 0) {
+    std::snprintf(
+        line, sizeof line,
+        "reserved    up to %lld units a grant, spent within %lld ms: %llu of the %llu "
+        "admitted (%.1f%%) answered from reserved units, with no backend call\n",
+        static_cast<long long>(rule.reserve()), static_cast<long long>(rule.reserve_for().count()),
+        static_cast<unsigned long long>(result.reserved),
+        static_cast<unsigned long long>(result.allowed),
+        result.allowed
+            ? 100.0 * static_cast<double>(result.reserved) / static_cast<double>(result.allowed)
+            : 0.0);
+    out += line;
+  }
   std::snprintf(line, sizeof line,
                 "latency us  p50 %llu   p90 %llu   p99 %llu   p99.9 %llu   max %llu\n",
                 static_cast<unsigned long long>(h.percentile(0.5)),

@@ -55,6 +55,7 @@ void run_result::merge(const run_result& other) {
   allowed += other.allowed;
   denied += other.denied;
   errors += other.errors;
+  reserved += other.reserved;
   latency_us.merge(other.latency_us);
   corrected_latency_us.merge(other.corrected_latency_us);
   dropped += other.dropped;
@@ -76,6 +77,7 @@ std::string run_result::serialize() const {
   put(out, allowed);
   put(out, denied);
   put(out, errors);
+  put(out, reserved);
   put(out, started_us);
   put(out, finished_us);
   put(out, latency_us.max());
@@ -103,6 +105,7 @@ run_result run_result::deserialize(std::string_view bytes) {
   r.allowed = c.get<std::uint64_t>();
   r.denied = c.get<std::uint64_t>();
   r.errors = c.get<std::uint64_t>();
+  r.reserved = c.get<std::uint64_t>();
   r.started_us = c.get<std::int64_t>();
   r.finished_us = c.get<std::int64_t>();
   const auto max = c.get<std::uint64_t>();

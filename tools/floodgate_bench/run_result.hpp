@@ -19,7 +19,8 @@ struct run_result {
   std::uint64_t allowed = 0;
   std::uint64_t denied = 0;
   std::uint64_t errors = 0;
-  histogram latency_us;  // send to answer (service time), every decision
+  std::uint64_t reserved = 0;  // of allowed: answered from reserved units (--reserve)
+  histogram latency_us;        // send to answer (service time), every decision
   // Open loop: from the intended send time to the answer (a request that waited for a slot
   // counts its wait), every decision; and the requests dropped after waiting --max-lag.
   histogram corrected_latency_us;

@@ -27,6 +27,7 @@ struct answer {
   // The millisecond the deciding clock read, when the target knows it (the library target
   // with --replay gives the backend its clock); -1 otherwise.
   std::int64_t decided_ms = -1;
+  bool reserved = false;  // admitted from units this process had reserved (no backend call)
 };
 
 using completion = std::function<void(answer)>;

@@ -61,6 +61,7 @@ void record(const shared_plan& plan, thread_state& st, std::uint32_t key, std::i
     switch (a.result) {
       case answer::verdict::allowed:
         ++r.allowed;
+        if (a.reserved) ++r.reserved;
         r.admissions.push_back({(send_us - plan.tolerance_us) / 1000,
                                 (receive_us + plan.tolerance_us) / 1000, cost, key, 0});
         break;

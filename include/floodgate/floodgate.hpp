@@ -8,4 +8,5 @@
 #include "floodgate/limiter.hpp"
 #include "floodgate/options.hpp"
 #include "floodgate/policy.hpp"
+#include "floodgate/reference.hpp"
 #include "floodgate/semaphore.hpp"

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <limits>
 
 namespace floodgate::bench {
@@ -104,6 +105,43 @@ TEST(replay, an_empty_record_is_clean) {
   EXPECT_EQ(r.judged, 0u);
   EXPECT_EQ(r.share(r.wrongly_admitted), 0.0);
   EXPECT_EQ(r.mean_over_admission, 0.0);
+}
+
+// By the algorithm's own definition: a fixed window of 2 per 100 ms admits at 99 what sliding_log
+// refuses (the window turned at 100, not), and a third admission in one window is wrong.
+TEST(replay_own_definition, judges_by_the_runs_own_algorithm) {
+  const policy fw{"r", algorithm::fixed_window, 2, std::chrono::milliseconds{100}};
+  const std::vector<decision_record> stream = {admit(1000), admit(1099), admit(1100),
+                                               admit(1101), deny(1150),  admit(1160)};
+  const auto own = replay_own_definition(fw, stream, no_cutoff);
+  EXPECT_EQ(own.judged, 6u);
+  EXPECT_EQ(own.wrongly_admitted, 1u) << "the third in [1100, 1200)";
+  EXPECT_EQ(own.wrongly_denied, 0u);
+  EXPECT_GT(replay_sliding_log(2, 100, stream, no_cutoff).wrongly_admitted, 1u)
+      << "sliding_log's definition also counts the window boundary";
+  // A denial where the window had room is wrong; the next window's first is right.
+  const auto denied = replay_own_definition(fw, {admit(1000), deny(1001), deny(1100)}, no_cutoff);
+  EXPECT_EQ(denied.wrongly_denied, 2u);
+}
+
+TEST(replay_own_definition, admissions_count_even_when_wrong) {
+  // gcra 1 per 100 ms, burst 1: the wrongly admitted one at 10 pushes the next slot to 200, so
+  // a denial at 150 is right (as the run's own history had it), and one at 200 is wrong.
+  const policy g{"g", algorithm::gcra, 1, std::chrono::milliseconds{100}};
+  const auto r =
+      replay_own_definition(g, {admit(1000), admit(1010), deny(1150), deny(1200)}, no_cutoff);
+  EXPECT_EQ(r.wrongly_admitted, 1u);
+  EXPECT_EQ(r.wrongly_denied, 1u) << "only the one at 1200";
+}
+
+TEST(replay_own_definition, keys_cutoff_and_same_millisecond_as_sliding_log) {
+  const policy fw{"r", algorithm::fixed_window, 1, std::chrono::milliseconds{1000}};
+  const auto r = replay_own_definition(
+      fw, {deny(7, 0), admit(7, 0), admit(8, 1), admit(2000, 1), admit(2001, 1)}, 2000);
+  EXPECT_EQ(r.judged, 3u);
+  EXPECT_EQ(r.unjudged, 2u);
+  EXPECT_EQ(r.wrongly_denied, 0u) << "admitted first within a millisecond";
+  EXPECT_EQ(r.wrongly_admitted, 0u) << "key 1 is its own";
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 //
 // With --replay it also learns the millisecond each decision was made at: the backend gets a
 // clock (memory_options::clock, or redis_options::test_clock, so Redis's scripts take "now"
-// as an argument) that is this host's clock, and writes what it read into the call's cell.
+// as an argument) that is this host's clock, and writes what it read into the call's cell;
+// so does the limiter (limiter_options::clock), for what it answers without the backend.
 // Both backends read it on the calling thread inside async_check (the memory backend decides
 // there; the Redis backend encodes the call there), so a thread-local pointer finds the cell;
 // the cell travels to the completion, which may run on another thread.
@@ -66,11 +67,15 @@ std::shared_ptr<limiter> make_bench_limiter(const bench_options& opts) {
   backend_options b;
   b.redis.connections = opts.connections;
   b.redis.timeout = opts.timeout;
+  limiter_options l;
   if (opts.replay) {
     b.memory.clock = recording_clock;
     b.redis.test_clock = recording_clock;
+    // Decisions the limiter answers itself (from reserved units, or a local denial) are
+    // decided on its clock: the same one, so they are recorded too.
+    l.clock = recording_clock;
   }
-  return std::make_shared<limiter>(opts.url, b);
+  return std::make_shared<limiter>(opts.url, b, l);
 }
 
 target_maker make_library_target(const bench_options& opts, const policy& p) {

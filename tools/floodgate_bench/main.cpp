@@ -41,12 +41,17 @@ int main(int argc, char** argv) {
         opts, [&](double f, std::uint64_t n) { bar.update(f, n); }, held ? &*held : nullptr);
     bar.clear();
     const auto accuracy = check_accuracy(policy, std::move(result.admissions));
-    std::optional<replay_report> replayed;
+    std::optional<replay_report> replayed, own;
+    if (opts.replay) {
+      own = replay_own_definition(policy, result.decision_log, result.decision_log_cutoff_ms);
+      own->unjudged = result.decisions() - own->judged;
+    }
     if (opts.replay)
       replayed = replay_sliding_log(policy.limit(), policy.window().count(),
                                     std::move(result.decision_log), result.decision_log_cutoff_ms);
     if (replayed) replayed->unjudged = result.decisions() - replayed->judged;
-    const report r{opts, policy, result, accuracy, replayed, held ? &*held : nullptr};
+    const report r{
+        opts, policy, result, accuracy, replayed, held ? &*held : nullptr, own ? &*own : nullptr};
     std::cout << (opts.json ? r.json() + "\n" : r.text()) << std::flush;
     return 0;
   } catch (const interrupted& e) {

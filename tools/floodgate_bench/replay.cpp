@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <tuple>
 #include <utility>
+
+#include "floodgate/reference.hpp"
 
 namespace floodgate::bench {
 namespace {
@@ -13,11 +16,10 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return a / b - (a % b != 0 && a < 0);
 }
 
-}  // namespace
-
-replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
-                                 std::vector<decision_record> records, std::int64_t cutoff_ms) {
-  replay_report out;
+// Drops the records at or after the cutoff (counted as unjudged) and sorts the rest by key,
+// then time, admitted ones first within a millisecond.
+void judged_in_order(replay_report& out, std::vector<decision_record>& records,
+                     std::int64_t cutoff_ms) {
   out.recorded = records.size();
   std::erase_if(records, [&](const decision_record& r) {
     if (r.time_ms < cutoff_ms) return false;
@@ -27,6 +29,34 @@ replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
   std::sort(records.begin(), records.end(), [](const decision_record& a, const decision_record& b) {
     return std::tuple(a.key, a.time_ms, b.allowed) < std::tuple(b.key, b.time_ms, a.allowed);
   });
+}
+
+}  // namespace
+
+replay_report replay_own_definition(const policy& p, std::vector<decision_record> records,
+                                    std::int64_t cutoff_ms) {
+  replay_report out;
+  judged_in_order(out, records, cutoff_ms);
+  std::optional<reference_key> key;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
+    if (i == 0 || r.key != records[i - 1].key) key.emplace(p);
+    ++out.judged;
+    const bool exact_admits = key->decide(r.time_ms, r.cost).allowed;
+    if (r.allowed) {
+      if (!exact_admits) ++out.wrongly_admitted;
+      key->record(r.time_ms, r.cost);
+    } else if (exact_admits) {
+      ++out.wrongly_denied;
+    }
+  }
+  return out;
+}
+
+replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
+                                 std::vector<decision_record> records, std::int64_t cutoff_ms) {
+  replay_report out;
+  judged_in_order(out, records, cutoff_ms);
 
   double over_sum = 0;
   std::deque<std::pair<std::int64_t, std::int64_t>> live;  // admitted (time, cost) in the window

@@ -1,4 +1,5 @@
 // The wrong-decision rate: every recorded decision replayed through sliding_log's definition
+// (and, by replay_own_definition, through the run's own algorithm's)
 // (docs/algorithms.md: admit when the cost admitted for the key in (now − W, now] plus this
 // cost is at most L) against the run's own admitted history, which is exactly the state an
 // exact sliding log would hold. A decision differs when the algorithm admitted what the
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "decision_record.hpp"
+#include "floodgate/policy.hpp"
 
 namespace floodgate::bench {
 
@@ -43,5 +45,13 @@ struct replay_report {
 // Judges the records with time_ms < cutoff_ms (complete below it: see run_result).
 replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
                                  std::vector<decision_record> records, std::int64_t cutoff_ms);
+
+// The same records judged by the policy's own algorithm (floodgate::reference_key: the step
+// functions the backends decide by), fed the run's own admissions in the same order: what an
+// approximate algorithm gets wrong by design is not counted here, so what remains is what
+// the distributed run added (races, clocks, reservations). Fills recorded, judged, unjudged,
+// wrongly_admitted and wrongly_denied; the over-admission fields stay 0 (sliding_log's).
+replay_report replay_own_definition(const policy& p, std::vector<decision_record> records,
+                                    std::int64_t cutoff_ms);
 
 }  // namespace floodgate::bench

@@ -178,6 +178,15 @@ std::string report::json() const {
       << ",\"mean\":" << w.mean_over_admission << ",\"key_windows\":" << w.key_windows
       << ",\"key_windows_over\":" << w.key_windows_over << "}}";
   }
+  if (own) {
+    char shares[160];
+    std::snprintf(shares, sizeof shares,
+                  ",\"wrongly_admitted_share\":%.9f,\"wrongly_denied_share\":%.9f",
+                  own->share(own->wrongly_admitted), own->share(own->wrongly_denied));
+    o << ",\"own_definition\":{\"algorithm\":" << quoted(to_string(rule.algo()))
+      << ",\"judged\":" << own->judged << ",\"wrongly_admitted\":" << own->wrongly_admitted
+      << ",\"wrongly_denied\":" << own->wrongly_denied << shares << "}";
+  }
   if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
   o << "}";
   return o.str();
@@ -302,6 +311,17 @@ std::string report::text() const {
                   static_cast<long long>(w.max_over_admission), w.mean_over_admission,
                   static_cast<unsigned long long>(w.key_windows_over),
                   static_cast<unsigned long long>(w.key_windows));
+    out += line;
+  }
+  if (own) {
+    std::snprintf(line, sizeof line,
+                  "            vs %s's own definition: wrongly admitted %llu (%.4f%%)   wrongly "
+                  "denied %llu (%.4f%%)\n",
+                  std::string(to_string(rule.algo())).c_str(),
+                  static_cast<unsigned long long>(own->wrongly_admitted),
+                  100 * own->share(own->wrongly_admitted),
+                  static_cast<unsigned long long>(own->wrongly_denied),
+                  100 * own->share(own->wrongly_denied));
     out += line;
   }
   if (!result.first_error.empty()) out += "first error " + result.first_error + "\n";

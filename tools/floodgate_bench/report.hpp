@@ -17,7 +17,9 @@
 // max_held is the most leases of one key held at once as the bench saw them (held_board.hpp).
 // --replay adds wrong_decisions {reference: "sliding_log", recorded, judged, unjudged,
 // wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share,
-// over_admission {max, mean, key_windows, key_windows_over}} (replay.hpp).
+// over_admission {max, mean, key_windows, key_windows_over}} and own_definition {algorithm,
+// judged, wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share}:
+// the same decisions judged by the run's own algorithm (replay.hpp).
 #pragma once
 
 #include <iosfwd>
@@ -40,6 +42,7 @@ struct report {
   const accuracy_report& accuracy;
   const std::optional<replay_report>& replayed;  // --replay
   const held_board* held = nullptr;              // --algorithm concurrency
+  const replay_report* own = nullptr;            // --replay: by the algorithm's own definition
 
   double elapsed_s() const;
   double decisions_per_sec() const;

@@ -43,14 +43,24 @@ TEST(sentinel_durability, failover_with_min_replicas_to_write) {
   limiter l{s.url(), o};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"hot", algorithm::gcra, 40000, 1h};
-  load ld(l, "alice", p, 4);
-  ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, 10s));
+  // Paced so that the limit lasts the failover (given up after failover_timeout) and the
+  // client's switch (its 1 s recheck): at this rate, what the old primary would admit after its
+  // replica left (without min-replicas) is still several times the bound asserted below.
+  constexpr int threads = 4;
+  const auto switched_limit = redis_sentinel::failover_timeout + 1s;
+  load ld(l, "alice", p, threads,
+          static_cast<double>(p.limit()) /
+              (threads * std::chrono::duration<double>(switched_limit).count()));
+  ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, ld.time_for(200)));
   const auto failover = s.failover();
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
+  ASSERT_TRUE(wait_for([&] { return s.node(1).command({"ROLE"}).elements.at(0).str == "master"; },
+                       redis_sentinel::failover_timeout));
   ASSERT_TRUE(
-      wait_for([&] { return s.node(1).command({"ROLE"}).elements.at(0).str == "master"; }, 20s));
-  ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; }, 20s));
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; }, 30s)) << "admitted " << ld.admitted;
+      wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; }, switched_limit));
+  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; },
+                       ld.time_for(p.limit() - ld.admitted + 500)))
+      << "admitted " << ld.admitted;
   ld.stop();
   const auto extra = ld.admitted - p.limit();
   std::cout << "min-replicas failover: " << ld.total() << " checks, " << ld.errors << " errors ("

@@ -20,17 +20,22 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   limiter l{s.url(), o};
   EXPECT_EQ(l.get_backend().kind(), "redis-sentinel");
   ASSERT_TRUE(wait_healthy(l.get_backend()));
-  // Enough capacity to outlast the failover: unpaced, the load admitted over 30,000 on the old
-  // primary in the 0.9 s before the client switched, so a limit of 40,000 ran out before the
-  // failover was asked (2 of 3 runs red). Paced so that the limit lasts the failover (the
-  // sentinels give it up after failover_timeout) and the client's switch (its 1 s recheck, if
-  // it missed the sentinels' message); and the denials at the end do not spin.
-  const policy p{"hot", algorithm::gcra, 150000, 1h};
+  // Capacity that outlasts the failover at the load's rate: unpaced, the load admitted over
+  // 30,000 on the old primary in the 0.9 s before the client switched, so a limit of 40,000
+  // ran out before the failover was asked (2 of 3 runs red). Paced, the load cannot spend the
+  // limit before the failover is asked (SENTINEL FAILOVER is asked again while refused, for
+  // up to `asked_within`) and over (the sentinels give it up after failover_timeout), and the
+  // client has switched (its 1 s recheck, if it missed the sentinels' message).
   constexpr int threads = 4;
+  constexpr double per_thread = load::default_per_thread;
+  constexpr auto asked_within = 10s;
   const auto switched_limit = redis_sentinel::failover_timeout + 1s;
-  load ld(l, "alice", p, threads,
-          static_cast<double>(p.limit()) /
-              (threads * std::chrono::duration<double>(switched_limit).count()));
+  const policy p{"hot", algorithm::gcra,
+                 static_cast<std::int64_t>(
+                     threads * per_thread *
+                     std::chrono::duration<double>(asked_within + switched_limit).count()),
+                 1h};
+  load ld(l, "alice", p, threads, per_thread);
   ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, ld.time_for(200)));
   // A point the replica is known to hold: every admission counted before this INFO was
   // acknowledged before it, so it is inside `sent`, which the replica then has.
@@ -41,7 +46,7 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   const long long admitted_at_sync = ld.admitted;
   const long long sent = offset(0, "master_repl_offset");
   ASSERT_TRUE(wait_for([&] { return offset(1, "slave_repl_offset") >= sent; }, 10s));
-  const auto failover = s.failover();  // asked again while -NOGOODSLAVE (fixture)
+  const auto failover = s.failover(asked_within);  // asked again while -NOGOODSLAVE
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_EQ(failover.str, "OK");
   const auto asked = std::chrono::steady_clock::now();
@@ -66,9 +71,10 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
                        redis_sentinel::demotion_limit));
   std::this_thread::sleep_for(100ms);
   const long long admitted_at_demotion = ld.admitted;
-  // The rest of the limit at the rate the load has had so far, three times over.
+  // The rest of the limit on the new primary, which counts at least what the replica held at
+  // `sent` (what the old primary admitted after it may be lost, and is admitted again).
   ASSERT_TRUE(
-      wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - admitted_at_demotion + 500)))
+      wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - admitted_at_sync + 500)))
       << "admitted " << ld.admitted;
   ld.stop();
   // Calls that met READONLY on the demoted primary were re-sent to the new one; calls lost in

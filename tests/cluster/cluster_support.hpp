@@ -63,7 +63,10 @@ class load {
 
   load(limiter& l, std::string key, const policy& p, int threads,
        double per_thread = default_per_thread)
-      : limiter_(l), key_(std::move(key)), policy_(p), per_thread_(per_thread),
+      : limiter_(l),
+        key_(std::move(key)),
+        policy_(p),
+        per_thread_(per_thread),
         threads_count_(threads) {
     for (int t = 0; t < threads; ++t)
       threads_.emplace_back([this] {

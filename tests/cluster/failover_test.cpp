@@ -58,8 +58,8 @@ TEST(cluster_failover, resharding_a_hot_slot_under_load_keeps_the_limit) {
   c.move_slot(
       slot, from, to, [] { std::this_thread::sleep_for(5ms); }, 1);
   const auto admitted_at_move = ld.admitted.load();
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; },
-                       ld.time_for(p.limit() - admitted_at_move + 500)))
+  ASSERT_TRUE(
+      wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - admitted_at_move + 500)))
       << "admitted " << ld.admitted;
   ld.stop();
   stop_multi = true;
@@ -162,8 +162,7 @@ TEST(cluster_failover, manual_failover_under_load_keeps_the_limit) {
   c.command(replica, {"CLUSTER", "FAILOVER"});
   EXPECT_EQ(c.wait_master_for(slot, m, c.manual_failover_limit()), replica);
   EXPECT_LT(ld.admitted, p.limit()) << "the failover must happen while capacity is left";
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; },
-                       ld.time_for(p.limit() - ld.admitted + 500)))
+  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - ld.admitted + 500)))
       << "admitted " << ld.admitted;
   ld.stop();
   EXPECT_EQ(ld.errors, 0) << "slowest error " << ld.error_us / 1000 << " ms; "
@@ -250,8 +249,8 @@ TEST(cluster_failover, killed_master_answers_the_failure_mode_then_recovers) {
   const auto down_for = std::chrono::steady_clock::now() - killed_at;
   // Calls keep working on the new master (the client finds it by itself), which counts at
   // least what the replica held at `sent`.
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; },
-                       ld.time_for(p.limit() - admitted_at_sync + 500)))
+  ASSERT_TRUE(
+      wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - admitted_at_sync + 500)))
       << "admitted " << ld.admitted;
   const auto errors_after = ld.errors.load();
   std::this_thread::sleep_for(200ms);

@@ -64,7 +64,9 @@ TEST(rls_grpc, envoys_wire_format_round_trips) {
 // minute starts with half of one left (the burst and its check took 12 s once on a loaded
 // machine, and a minute boundary between them reset /api to 1000). Each client run is a node
 // process with no deadline of its own: half a minute is the most a test can ask for.
-void start_early_in_a_minute() { inside_one_window(std::chrono::minutes(1), 30s); }
+void start_early_in_a_minute() {
+  inside_one_window(std::chrono::minutes(1), 30s);
+}
 
 // 4 processes × 25 calls at once for remote_address (30 a minute) AND /api (1000).
 void burst_admits_exactly_the_limit(const std::string& backend_url) {

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <thread>
 
-#include "integration_support.hpp"
 #include "info_text.hpp"
+#include "integration_support.hpp"
 #include "pacer.hpp"
 
 namespace floodgate::test {

@@ -72,8 +72,10 @@ observed checks_during(limiter& l, const std::string& key, const policy& p,
         std::lock_guard lock(m);
         ++seen.calls;
         seen.slowest = std::max(seen.slowest, took);
-        if (r.outcome == outcome::allowed) ++seen.admitted;
-        else if (r.outcome == outcome::over_limit) ++seen.denied;
+        if (r.outcome == outcome::allowed)
+          ++seen.admitted;
+        else if (r.outcome == outcome::over_limit)
+          ++seen.denied;
         else {
           ++seen.errors[r.error.message()];
           const bool open = p.on_failure() == failure_mode::open;

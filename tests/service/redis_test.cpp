@@ -15,8 +15,8 @@
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
-#include "metrics_text.hpp"
 #include "info_text.hpp"
+#include "metrics_text.hpp"
 #include "pacer.hpp"
 #include "redis_server.hpp"
 

@@ -42,13 +42,14 @@ TEST(cluster_failover, resharding_a_hot_slot_under_load_keeps_the_limit) {
   std::atomic<bool> stop_multi{false};
   std::atomic<std::int64_t> multi_admitted{0}, multi_errors{0};
   std::thread multi([&] {
+    // Paced like load's threads: a denial remembered in-process spins at millions a second.
+    pacer pace{load::default_per_thread};
     while (!stop_multi) {
+      pace();
       const auto r = l.check_all({{key, &p, 1}, {key, &q, 1}});
       if (r.outcome == outcome::allowed) ++multi_admitted;
       if (r.outcome == outcome::backend_error || r.outcome == outcome::invalid_request)
         ++multi_errors;
-      // Paced like load's threads: a denial remembered in-process spins at millions a second.
-      if (r.outcome == outcome::over_limit) std::this_thread::sleep_for(1ms);
     }
   });
   load ld(l, key, p, 3);
@@ -57,7 +58,9 @@ TEST(cluster_failover, resharding_a_hot_slot_under_load_keeps_the_limit) {
   c.move_slot(
       slot, from, to, [] { std::this_thread::sleep_for(5ms); }, 1);
   const auto admitted_at_move = ld.admitted.load();
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; }, 30s)) << "admitted " << ld.admitted;
+  ASSERT_TRUE(
+      wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - admitted_at_move + 500)))
+      << "admitted " << ld.admitted;
   ld.stop();
   stop_multi = true;
   multi.join();
@@ -145,13 +148,22 @@ TEST(cluster_failover, manual_failover_under_load_keeps_the_limit) {
   limiter l{c.url(), options_for(unique_prefix("manual"), 2s)};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"hot", algorithm::sliding_log, 6000, 1h};
-  load ld(l, key, p, 4);
-  ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, 10s));
+  // Load throughout the failover: at this rate the limit lasts as long as the failover may
+  // (unpaced, the limit was spent in a second or, once denials were remembered, the load
+  // spun on them at millions a second and starved the failover of CPU).
+  constexpr int threads = 4;
+  const double per_thread =
+      static_cast<double>(p.limit()) /
+      (threads * std::chrono::duration<double>(c.manual_failover_limit()).count());
+  load ld(l, key, p, threads, per_thread);
+  ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, ld.time_for(200)));
   // The replica catches up with the master (which pauses its clients meanwhile) before
   // taking over: no acknowledged write is lost.
   c.command(replica, {"CLUSTER", "FAILOVER"});
-  EXPECT_EQ(c.wait_master_for(slot, m, 15s), replica);
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; }, 30s)) << "admitted " << ld.admitted;
+  EXPECT_EQ(c.wait_master_for(slot, m, c.manual_failover_limit()), replica);
+  EXPECT_LT(ld.admitted, p.limit()) << "the failover must happen while capacity is left";
+  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - ld.admitted + 500)))
+      << "admitted " << ld.admitted;
   ld.stop();
   EXPECT_EQ(ld.errors, 0) << "slowest error " << ld.error_us / 1000 << " ms; "
                           << ld.error_summary();
@@ -188,7 +200,7 @@ TEST(cluster_failover, a_node_that_leaves_the_map_is_dropped) {
       << clients_of(leaving) << " clients, expected " << pool;
 
   c.command(replica, {"CLUSTER", "FAILOVER"});
-  ASSERT_EQ(c.wait_master_for(redis::key_slot(key), leaving, 15s), replica);
+  ASSERT_EQ(c.wait_master_for(redis::key_slot(key), leaving, c.manual_failover_limit()), replica);
   // The next call meets MOVED (or a refresh finds the new master): the map is read again,
   // and the demoted node, a replica now, is no longer in it.
   ASSERT_TRUE(wait_for([&] { return l.check(key, p).outcome == outcome::allowed; }, 10s));
@@ -212,7 +224,7 @@ TEST(cluster_failover, killed_master_answers_the_failure_mode_then_recovers) {
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"hot", algorithm::fixed_window, 20000, 1h};  // failure mode: closed
   load ld(l, key, p, 4);
-  ASSERT_TRUE(wait_for([&] { return ld.admitted > 2000; }, 10s));
+  ASSERT_TRUE(wait_for([&] { return ld.admitted > 2000; }, ld.time_for(2000)));
   // The replica streams what the master had a moment ago: on a loaded machine it can lag far
   // behind, and then its whole backlog would count as "lost writes", not a replication lag.
   const auto offset = [&](int node, const std::string& field) {
@@ -232,11 +244,14 @@ TEST(cluster_failover, killed_master_answers_the_failure_mode_then_recovers) {
   // promoted only after the cluster's node timeout, far longer.
   std::this_thread::sleep_for(100ms);
   const long long admitted_at_kill = ld.admitted;
-  const int promoted = c.wait_master_for(slot, m, 20s);
+  const int promoted = c.wait_master_for(slot, m, c.failover_limit());
   ASSERT_GE(promoted, 0) << "no replica took over";
   const auto down_for = std::chrono::steady_clock::now() - killed_at;
-  // Calls keep working on the new master (the client finds it by itself).
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; }, 30s)) << "admitted " << ld.admitted;
+  // Calls keep working on the new master (the client finds it by itself), which counts at
+  // least what the replica held at `sent`.
+  ASSERT_TRUE(
+      wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - admitted_at_sync + 500)))
+      << "admitted " << ld.admitted;
   const auto errors_after = ld.errors.load();
   std::this_thread::sleep_for(200ms);
   ld.stop();
@@ -278,7 +293,7 @@ TEST(cluster_failover, stalled_master_opens_the_breaker_and_closes_after) {
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"hot", algorithm::gcra, 1'000'000, 1h};
   load ld(l, key, p, 2);
-  ASSERT_TRUE(wait_for([&] { return ld.admitted > 100; }, 10s));
+  ASSERT_TRUE(wait_for([&] { return ld.admitted > 100; }, ld.time_for(100)));
   c.node(m).pause();
   ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().breakers_open == 1; }, 5s));
   // While open, a check of that node answers at once instead of waiting for its deadline.
@@ -291,7 +306,7 @@ TEST(cluster_failover, stalled_master_opens_the_breaker_and_closes_after) {
   c.node(m).resume();
   ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().breakers_open == 0; }, 5s));
   const auto admitted = ld.admitted.load();
-  ASSERT_TRUE(wait_for([&] { return ld.admitted > admitted + 100; }, 5s));
+  ASSERT_TRUE(wait_for([&] { return ld.admitted > admitted + 100; }, ld.time_for(100)));
   ld.stop();
   EXPECT_GE(l.get_backend().stats().breaker_opens, 1u);
   EXPECT_TRUE(wait_healthy(l.get_backend(), 2s));

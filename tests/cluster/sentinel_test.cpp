@@ -20,13 +20,23 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   limiter l{s.url(), o};
   EXPECT_EQ(l.get_backend().kind(), "redis-sentinel");
   ASSERT_TRUE(wait_healthy(l.get_backend()));
-  // Enough capacity to outlast the failover at any speed: on a quiet machine the load admitted
-  // over 30,000 on the old primary in the 0.9 s before the client switched, so a limit of
-  // 40,000 ran out before the failover was asked (2 of 3 runs red).
-  const policy p{"hot", algorithm::gcra, 150000, 1h};
-  const auto load_started = std::chrono::steady_clock::now();
-  load ld(l, "alice", p, 4);
-  ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, 10s));
+  // Capacity that outlasts the failover at the load's rate: unpaced, the load admitted over
+  // 30,000 on the old primary in the 0.9 s before the client switched, so a limit of 40,000
+  // ran out before the failover was asked (2 of 3 runs red). Paced, the load cannot spend the
+  // limit before the failover is asked (SENTINEL FAILOVER is asked again while refused, for
+  // up to `asked_within`) and over (the sentinels give it up after failover_timeout), and the
+  // client has switched (its 1 s recheck, if it missed the sentinels' message).
+  constexpr int threads = 4;
+  constexpr double per_thread = load::default_per_thread;
+  constexpr auto asked_within = 10s;
+  const auto switched_limit = redis_sentinel::failover_timeout + 1s;
+  const policy p{"hot", algorithm::gcra,
+                 static_cast<std::int64_t>(
+                     threads * per_thread *
+                     std::chrono::duration<double>(asked_within + switched_limit).count()),
+                 1h};
+  load ld(l, "alice", p, threads, per_thread);
+  ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, ld.time_for(200)));
   // A point the replica is known to hold: every admission counted before this INFO was
   // acknowledged before it, so it is inside `sent`, which the replica then has.
   const auto offset = [&](int node, const std::string& field) {
@@ -36,18 +46,19 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   const long long admitted_at_sync = ld.admitted;
   const long long sent = offset(0, "master_repl_offset");
   ASSERT_TRUE(wait_for([&] { return offset(1, "slave_repl_offset") >= sent; }, 10s));
-  const auto failover = s.failover();  // asked again while -NOGOODSLAVE (fixture)
+  const auto failover = s.failover(asked_within);  // asked again while -NOGOODSLAVE
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_EQ(failover.str, "OK");
   const auto asked = std::chrono::steady_clock::now();
-  ASSERT_TRUE(
-      wait_for([&] { return s.node(1).command({"ROLE"}).elements.at(0).str == "master"; }, 20s));
+  ASSERT_TRUE(wait_for([&] { return s.node(1).command({"ROLE"}).elements.at(0).str == "master"; },
+                       redis_sentinel::failover_timeout));
   const auto promoted = std::chrono::steady_clock::now();
   const auto admitted_at_promotion = ld.admitted.load();
-  ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; }, 20s));
+  ASSERT_TRUE(
+      wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; }, switched_limit));
   const auto switched = std::chrono::steady_clock::now();
   const auto admitted_at_switch = ld.admitted.load();
-  ASSERT_TRUE(s.wait_primary_port(s.node(1).port(), 20s));
+  ASSERT_TRUE(s.wait_primary_port(s.node(1).port(), redis_sentinel::failover_timeout));
   auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
   std::cout << "sentinel failover: replica promoted " << ms(promoted - asked)
             << " ms after SENTINEL FAILOVER; client switched " << ms(switched - promoted)
@@ -56,17 +67,15 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   EXPECT_LT(ld.admitted, p.limit()) << "the failover must happen while capacity is left";
   // The old primary acknowledges writes until it is made a replica itself; 100 ms later every
   // reply it sent has been counted (loopback).
-  ASSERT_TRUE(
-      wait_for([&] { return s.node(0).command({"ROLE"}).elements.at(0).str == "slave"; }, 20s));
+  ASSERT_TRUE(wait_for([&] { return s.node(0).command({"ROLE"}).elements.at(0).str == "slave"; },
+                       redis_sentinel::demotion_limit));
   std::this_thread::sleep_for(100ms);
   const long long admitted_at_demotion = ld.admitted;
-  // The rest of the limit at the rate the load has had so far, three times over.
-  const double per_ms = std::max(
-      1.0, static_cast<double>(admitted_at_demotion) /
-               std::max<long long>(1, ms(std::chrono::steady_clock::now() - load_started)));
-  const auto exhausted = std::chrono::milliseconds(
-      10'000 + static_cast<long long>(3 * (p.limit() - admitted_at_demotion) / per_ms));
-  ASSERT_TRUE(wait_for([&] { return ld.denied > 500; }, exhausted)) << "admitted " << ld.admitted;
+  // The rest of the limit on the new primary, which counts at least what the replica held at
+  // `sent` (what the old primary admitted after it may be lost, and is admitted again).
+  ASSERT_TRUE(
+      wait_for([&] { return ld.denied > 500; }, ld.time_for(p.limit() - admitted_at_sync + 500)))
+      << "admitted " << ld.admitted;
   ld.stop();
   // Calls that met READONLY on the demoted primary were re-sent to the new one; calls lost in
   // flight when the old primary dropped its clients failed within their deadline.

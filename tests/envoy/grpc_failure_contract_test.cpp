@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "metrics_text.hpp"
+#include "real_clock_window.hpp"
 #include "redis_server.hpp"
 #include "rls_process.hpp"
 
@@ -133,6 +134,10 @@ TEST(grpc_failure_contract, health_goes_not_serving_when_the_drain_begins) {
 TEST(grpc_failure_contract, a_call_its_client_gave_up_on_still_charges_and_is_counted) {
   redis_server redis;
   rls_process p(redis.url());
+  // The charge is read back from the address's 30 a minute (a fixed window on the real clock)
+  // after two client runs (node processes, up to 2 s each to start on a loaded machine), the
+  // 1.2 s pause and a 5 s wait for the metric.
+  inside_one_window(1min, 2 * 2s + 1200ms + 5s);
   // Redis is paused once Node has started (its first call answered: Node's start-up took
   // over a second on a loaded machine), and the client's call, with a 100 ms deadline, waits
   // on it; the pause (1.2 s) ends before floodgated's own deadlines would give the call up.

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "real_clock_window.hpp"
 #include "rls_process.hpp"
 #include "tls_certificates.hpp"
 
@@ -58,6 +59,9 @@ TEST(grpc_tls, a_tls_call_is_answered_and_a_plaintext_client_refused) {
   EXPECT_NE(p.fg().log().find("tls=on"), std::string::npos) << p.fg().log();
   const std::vector<std::string> over_tls = {"--tls-ca", certs.path("ca.crt")};
   const auto call = check(request_of({{"remote_address", "198.51.100.7"}}));
+  // 30 a minute (a fixed window on the real clock), counted across three client runs (a node
+  // process each, up to 2 s to start on a loaded machine) and a 5 s wait for the log.
+  inside_one_window(1min, 3 * 2s + 5s);
 
   auto results = run_client(p, {call, health_check()}, over_tls);
   EXPECT_EQ(response(results, 0).at("overall_code"), "OK");

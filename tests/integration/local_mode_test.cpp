@@ -7,6 +7,8 @@
 
 #include "fault_relay.hpp"
 #include "integration_support.hpp"
+#include "pacer.hpp"
+#include "real_clock_window.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -15,11 +17,17 @@ using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 using fault = fault_relay::fault;
 
+constexpr auto deadline = 100ms;
+
 backend_options options_for(const std::string& prefix) {
-  backend_options o = redis_options_for(prefix, {}, 100ms);
+  backend_options o = redis_options_for(prefix, {}, deadline);
   o.redis.connect_timeout = 300ms;
   return o;
 }
+
+// Checks decided locally answer in a microsecond: loops that wait for an outage to end ask
+// at this rate, well above the probe interval's.
+constexpr double checks_per_second = 200;
 
 TEST(local_mode, an_outage_costs_one_deadline_then_decides_at_limit_over_n_and_recovers) {
   redis_server redis;
@@ -31,6 +39,10 @@ TEST(local_mode, an_outage_costs_one_deadline_then_decides_at_limit_over_n_and_r
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"p", algorithm::fixed_window, 10, 1h, std::nullopt, failure_mode::local,
                  local_denials::off};
+  // Redis's count and the local one each in one window (real clock): the test's waits are
+  // 22 deadlines at most, 600 ms and the 5 s recovery.
+  constexpr auto recovery_limit = 5s;
+  inside_one_window(p.window(), 22 * deadline + 600ms + recovery_limit);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
   EXPECT_FALSE(l.stats().local_mode_active);
 
@@ -64,8 +76,11 @@ TEST(local_mode, an_outage_costs_one_deadline_then_decides_at_limit_over_n_and_r
   relay.set_fault(fault::none);
   // Back to Redis once a probe gets through.
   start = clock::now();
-  do r = l.check("k", p);
-  while (r.local_mode && clock::now() - start < 5s);
+  pacer pace{checks_per_second};  // local answers come at once: not millions of them
+  do {
+    pace();
+    r = l.check("k", p);
+  } while (r.local_mode && clock::now() - start < recovery_limit);
   ASSERT_FALSE(r.local_mode) << "still local after 5 s";
   EXPECT_EQ(r.outcome, outcome::allowed);
   // Redis's count: the 3 before, this one, and any probe that reached Redis but answered after
@@ -88,8 +103,12 @@ TEST(local_mode, instances_count_each_other_and_together_stay_within_the_limit) 
   for (int i = 0; i < 3; ++i)
     instances.push_back(std::make_unique<limiter>(relay.url(), options_for(prefix), lo));
   const policy p{"p", algorithm::fixed_window, 30, 1h, std::nullopt, failure_mode::local};
+  // The local shares counted in one window (real clock): the heartbeats' 5 s, then 3 × 25
+  // checks of which each instance's first waits a deadline.
+  constexpr auto heartbeats_limit = 5s;
+  inside_one_window(p.window(), heartbeats_limit + 3 * deadline + 1s);
   for (auto& l : instances) ASSERT_EQ(l->check("k", p).outcome, outcome::allowed);
-  for (auto until = clock::now() + 5s; clock::now() < until;) {
+  for (auto until = clock::now() + heartbeats_limit; clock::now() < until;) {
     bool all = true;
     for (auto& l : instances) all = all && l->stats().instances == 3;
     if (all) break;
@@ -136,6 +155,9 @@ TEST(local_mode, an_uneven_limit_is_shared_rounded_down) {
                       failure_mode::local, local_denials::off};
   const policy bucket{"bucket", algorithm::token_bucket, 11, 1h, 11, failure_mode::local,
                       local_denials::off};
+  // The window's 3 local admissions in one window (real clock): 12 checks, the first waits a
+  // deadline.
+  inside_one_window(window.window(), 12 * deadline + 1s);
   relay.set_fault(fault::black_hole);
   for (const policy* p : {&window, &bucket}) {
     int admitted = 0;
@@ -188,27 +210,34 @@ TEST(local_mode, repeated_outages_hand_out_the_local_share_once_per_window) {
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"p", algorithm::fixed_window, 10, 1h, std::nullopt, failure_mode::local,
                  local_denials::off};
+  constexpr auto pause = 700ms;
+  constexpr int outages = 4;
+  constexpr auto recovery_limit = 5s;
+  // Every outage in the window of the first 10 (real clock), or the local share is rightly
+  // handed out again in the next one: 20 counted in a run at 20:00 UTC. The test's waits:
+  // each outage's pause and recovery, and a second for the 11 checks before.
+  inside_one_window(p.window(), outages * (pause + recovery_limit) + 1s);
   for (int i = 0; i < 10; ++i) ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
   ASSERT_EQ(l.check("k", p).outcome, outcome::over_limit);
 
-  constexpr auto pause = 700ms;
   int local_admitted = 0, outages_seen = 0;
-  for (int outage = 0; outage < 4; ++outage) {
+  for (int outage = 0; outage < outages; ++outage) {
     ASSERT_EQ(redis.command({"CLIENT", "PAUSE", std::to_string(pause.count()), "WRITE"}).str, "OK");
     bool seen = false;
     check_result r;
     // Until a check is decided by Redis again: the pause, then a probe's answer (paced).
-    const auto until = clock::now() + pause + 5s;
+    const auto until = clock::now() + pause + recovery_limit;
+    pacer pace{checks_per_second};
     do {
+      pace();
       r = l.check("k", p);
       seen = seen || r.local_mode;
       if (r.local_mode && r.outcome == outcome::allowed) ++local_admitted;
-      std::this_thread::sleep_for(5ms);
     } while ((!seen || r.local_mode) && clock::now() < until);
     ASSERT_FALSE(r.local_mode) << "still local 5 s after the pause";
     outages_seen += seen;
   }
-  EXPECT_EQ(outages_seen, 4);
+  EXPECT_EQ(outages_seen, outages);
   EXPECT_EQ(local_admitted, 10) << "the local share (10 ÷ 1) once in the window, not per outage";
 }
 
@@ -222,9 +251,12 @@ TEST(local_mode, a_deny_cache_hit_on_the_probe_does_not_end_the_outage) {
   limiter l{redis.url(), options_for(unique_prefix("local_probe")), lo};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
   const policy p{"p", algorithm::fixed_window, 1, 1h, std::nullopt, failure_mode::local};
+  constexpr auto pause = 3000ms;
+  // "denied" stays denied only within its window (real clock): the test lasts at most the pause.
+  inside_one_window(p.window(), pause + 1s);
   ASSERT_EQ(l.check("denied", p).outcome, outcome::allowed);
   ASSERT_EQ(l.check("denied", p).outcome, outcome::over_limit);  // remembered for 1 s
-  ASSERT_EQ(redis.command({"CLIENT", "PAUSE", "3000", "WRITE"}).str, "OK");
+  ASSERT_EQ(redis.command({"CLIENT", "PAUSE", std::to_string(pause.count()), "WRITE"}).str, "OK");
   const auto r = l.check("other", p);  // times out: the outage starts
   ASSERT_TRUE(r.local_mode) << r.error.message();
   ASSERT_TRUE(l.stats().local_mode_active);

@@ -11,6 +11,7 @@
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
 #include "metrics_text.hpp"
+#include "real_clock_window.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {
@@ -73,6 +74,9 @@ TEST(cost_metrics, local_admissions_in_an_outage_are_charged) {
   }
   http_connection c(fg.port());
   ASSERT_EQ(c.request("POST", "/v1/check", R"({"rule":"api","key":"a","cost":2})").status, 200);
+  // The local 10 are the rule's 1 h window on the real clock: 4 checks (the first waits its
+  // 100 ms deadline) inside one.
+  inside_one_window(std::chrono::hours(1), std::chrono::seconds(1));
   relay.set_fault(fault_relay::fault::black_hole);
   // Locally at 10 ÷ 1: 3 + 3 + 3 admitted, the fourth 3 does not fit.
   for (int i = 0; i < 3; ++i) {

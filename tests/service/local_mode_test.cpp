@@ -10,6 +10,7 @@
 #include "fault_relay.hpp"
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
+#include "real_clock_window.hpp"
 #include "redis_server.hpp"
 
 namespace floodgate::test {
@@ -42,6 +43,9 @@ TEST(local_mode, redis_unreachable_decides_at_limit_over_instances_and_says_so) 
     ASSERT_LT(std::chrono::steady_clock::now(), until) << fg.log();
     std::this_thread::sleep_for(10ms);
   }
+  // The rule's 1 h window on the real clock: the 9 checks (the first local one waits its
+  // 100 ms deadline) and /metrics all inside it.
+  inside_one_window(1h, 2s);
   for (int i = 0; i < 2; ++i) ASSERT_EQ(c.request("POST", "/v1/check", body).status, 200);
 
   relay.set_fault(fault_relay::fault::black_hole);
@@ -85,13 +89,20 @@ TEST(local_mode, repeated_outages_admit_at_most_the_limit_plus_one_local_share) 
       opts);
   const std::string body = R"({"rule":"api","key":"alice"})";
   http_connection c(fg.port());
+  constexpr auto pause = 700ms;
+  constexpr auto recovery_limit = 5s;
+  constexpr auto remembered = 1100ms;  // past the 1 s a denial is remembered
+  constexpr int outages = 4;
+  // Every outage in the window of the first 10 (the rule's 1 h, real clock), or the local
+  // share is rightly handed out again in the next one. The test's waits: each outage's
+  // pause, recovery and the wait past the remembered denial; a second for the first 10.
+  inside_one_window(1h, outages * (pause + recovery_limit + remembered) + 1s);
   int from_redis = 0;
   for (int i = 0; i < 10; ++i) from_redis += c.request("POST", "/v1/check", body).status == 200;
   ASSERT_EQ(from_redis, 10);
 
-  constexpr auto pause = 700ms;
   int local_admitted = 0;
-  for (int outage = 0; outage < 4; ++outage) {
+  for (int outage = 0; outage < outages; ++outage) {
     const auto paused_at = std::chrono::steady_clock::now();
     ASSERT_EQ(redis.command({"CLIENT", "PAUSE", std::to_string(pause.count()), "WRITE"}).str, "OK");
     // Checks while Redis is paused (the first waits its deadline), paced.
@@ -106,7 +117,7 @@ TEST(local_mode, repeated_outages_admit_at_most_the_limit_plus_one_local_share) 
     EXPECT_TRUE(seen_local) << "outage " << outage << " was never decided locally";
     redis.command({"SET", "barrier", "1"});  // answers once the pause is over
     // Until Redis decides again (the probe's answer ends the outage): paced, bounded.
-    const auto until = std::chrono::steady_clock::now() + 5s;
+    const auto until = std::chrono::steady_clock::now() + recovery_limit;
     http_reply r;
     do {
       std::this_thread::sleep_for(20ms);
@@ -116,7 +127,7 @@ TEST(local_mode, repeated_outages_admit_at_most_the_limit_plus_one_local_share) 
     ASSERT_EQ(r.body.find("degraded"), std::string::npos) << "still local 5 s after the pause";
     EXPECT_EQ(r.status, 429) << r.body;
     // Past the 1 s a denial is remembered, so the next outage's first check reaches Redis.
-    std::this_thread::sleep_for(1100ms);
+    std::this_thread::sleep_for(remembered);
   }
   EXPECT_EQ(local_admitted, 10) << "the local share (10 ÷ 1) once in the window, not per outage";
 }

@@ -9,7 +9,7 @@ namespace floodgate::test {
 
 using namespace std::chrono_literals;
 
-redis_cluster::redis_cluster(options opts) {
+redis_cluster::redis_cluster(options opts) : node_timeout_(opts.node_timeout) {
   redis_server::options node_options;
   node_options.cluster_port = true;  // a node on a port above 55535 exits at start
   node_options.extra_args = {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
@@ -128,6 +128,28 @@ std::vector<int> redis_cluster::masters() const {
 
 std::string redis_cluster::node_id(int i) const {
   return command(i, {"CLUSTER", "MYID"}).str;
+}
+
+namespace {
+
+constexpr std::chrono::milliseconds manual_failover_timeout{5000};  // CLUSTER_MF_TIMEOUT
+
+std::chrono::milliseconds auth_timeout(std::chrono::milliseconds node_timeout) {
+  return std::max(2 * node_timeout, std::chrono::milliseconds(2000));
+}
+
+}  // namespace
+
+std::chrono::milliseconds redis_cluster::manual_failover_limit() const {
+  return manual_failover_timeout + auth_timeout(node_timeout_) + node_timeout_;
+}
+
+std::chrono::milliseconds redis_cluster::failover_limit() const {
+  const auto election = auth_timeout(node_timeout_);
+  const auto detection = 2 * node_timeout_;
+  const auto replica_delay = 1000ms;
+  // An election, a wait of twice its timeout, a second election.
+  return detection + replica_delay + election + 2 * election + election + node_timeout_;
 }
 
 bool redis_cluster::wait_ok(std::chrono::milliseconds limit) const {

@@ -62,6 +62,18 @@ class redis_cluster {
   // Waits until every live node says cluster_state:ok; false on timeout.
   bool wait_ok(std::chrono::milliseconds limit) const;
 
+  // How long a failover can take in this cluster, by Redis's rules (cluster.c) and this
+  // cluster's node timeout: what a test waits for one, instead of a guess. The election's
+  // auth timeout is max(2 × node timeout, 2 s); one failed election is retried after twice it.
+  // Each ends with a node timeout for every node to learn the new map (cluster_state:ok).
+  //
+  // CLUSTER FAILOVER on a replica: Redis gives a manual failover up after 5 s
+  // (CLUSTER_MF_TIMEOUT) if it has not started its election by then; then one election.
+  std::chrono::milliseconds manual_failover_limit() const;
+  // A master that died: a node timeout to suspect it (PFAIL), up to another for the majority's
+  // FAIL, the replica's delay (500 ms + up to 500 ms), and an election, retried once.
+  std::chrono::milliseconds failover_limit() const;
+
   // Moves one slot from master `from` to master `to` with SETSLOT IMPORTING/MIGRATING,
   // MIGRATE of its keys in batches, then SETSLOT NODE everywhere. `between_batches` runs
   // after each MIGRATE batch (the window in which clients meet ASK).
@@ -82,6 +94,7 @@ class redis_cluster {
   int index_of_port(long long port) const;
   std::string node_id(int i) const;
 
+  std::chrono::milliseconds node_timeout_;
   std::vector<std::unique_ptr<redis_server>> nodes_;
   std::vector<std::uint16_t> tls_ports_;
 };

@@ -100,8 +100,10 @@ void redis_sentinel::start_sentinel(int i, std::uint16_t primary_port) {
                         << "dir " << dir_ << "\nlogfile " << log << "\n"
                         << "sentinel monitor " << master_name << " 127.0.0.1 " << primary_port
                         << " 2\n"
-                        << "sentinel down-after-milliseconds " << master_name << " 1000\n"
-                        << "sentinel failover-timeout " << master_name << " 5000\n";
+                        << "sentinel down-after-milliseconds " << master_name << " "
+                        << down_after.count() << "\n"
+                        << "sentinel failover-timeout " << master_name << " "
+                        << failover_timeout.count() << "\n";
     if (!options_.password.empty())
       std::ofstream(conf, std::ios::app) << "requirepass " << options_.password << "\n"
                                          << "sentinel sentinel-pass " << options_.password << "\n";

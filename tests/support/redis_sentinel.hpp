@@ -22,6 +22,15 @@ namespace floodgate::test {
 class redis_sentinel {
  public:
   static constexpr const char* master_name = "fg";
+  // The sentinels' settings: a primary silent this long is down (down-after-milliseconds), and
+  // a failover not done within failover_timeout is given up (failover-timeout).
+  static constexpr std::chrono::milliseconds down_after{1000};
+  static constexpr std::chrono::milliseconds failover_timeout{5000};
+  // After a failover, the longest until the old primary (still up) is made a replica: Sentinel
+  // asks it for INFO every 10 s, and converts it once it has reported itself primary for four
+  // 2-s publish periods (sentinel.c).
+  static constexpr std::chrono::milliseconds demotion_limit =
+      failover_timeout + std::chrono::milliseconds(10'000 + 4 * 2'000);
 
   struct options {
     std::string password;  // non-empty: the sentinels require it (requirepass, sentinel-pass)

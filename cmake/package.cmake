@@ -53,8 +53,9 @@ if(NOT left EQUAL -1)
 endif()
 file(CONFIGURE OUTPUT ${floodgate_package_out}/floodgated.service CONTENT "${unit}" @ONLY)
 
-# Man pages from each program's --help (help2man; the programs have no --version, so the
-# project's version is given). Built by the target floodgate_man_pages, which scripts/package
+# Man pages from each program's --help (help2man, through help_text.sh, which makes the usage
+# lines a SYNOPSIS; the programs have no --version, so the project's version is given), with
+# FILES and SEE ALSO from packaging/man/PROGRAM.h2m. Built by the target floodgate_man_pages, which scripts/package
 # builds: not part of `all`, so a build without help2man still works.
 find_program(HELP2MAN help2man)
 set(floodgate_man_pages)
@@ -65,9 +66,10 @@ function(floodgate_man_page target program section name)
     COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section ${section}
             --version-string ${PROJECT_VERSION} --name ${name}
             --include ${FLOODGATE_PACKAGING}/man/${program}.h2m
-            --output ${page} $<TARGET_FILE:${target}>
+            --output ${page} "${FLOODGATE_PACKAGING}/man/help_text.sh $<TARGET_FILE:${target}>"
     COMMAND gzip -9nf ${page}
     DEPENDS ${target} ${FLOODGATE_PACKAGING}/man/${program}.h2m
+            ${FLOODGATE_PACKAGING}/man/help_text.sh
     COMMENT "man page ${program}(${section})" VERBATIM)
   set(floodgate_man_pages ${floodgate_man_pages} ${page}.gz PARENT_SCOPE)
   install(FILES ${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section}

@@ -41,8 +41,9 @@ string(PREPEND unit
 # It reads those files and writes nothing; logs go to the journal.
 
 ")
-floodgate_unit_replace("Documentation=file:///usr/local/share/doc/floodgate/operations.md"
-                       "Documentation=man:floodgated(8) file:///usr/share/doc/floodgate/operations.md")
+floodgate_unit_replace(
+  "Documentation=file:///usr/local/share/doc/floodgate/operations.md"
+  "Documentation=man:floodgated(8) file:///usr/share/doc/floodgate/operations.md")
 floodgate_unit_replace("ExecStart=/usr/local/bin/floodgated" "ExecStart=/usr/bin/floodgated")
 floodgate_unit_replace("ExecReload=/usr/local/bin/floodgate" "ExecReload=/usr/bin/floodgate")
 floodgate_unit_replace("\nDynamicUser=yes\n" "\nUser=floodgate\nGroup=floodgate\n")
@@ -51,12 +52,19 @@ if(NOT left EQUAL -1)
   message(FATAL_ERROR "package: ${floodgate_unit_example} names /usr/local in a line "
                       "cmake/package.cmake does not replace")
 endif()
-file(CONFIGURE OUTPUT ${floodgate_package_out}/floodgated.service CONTENT "${unit}" @ONLY)
+# Written only when changed, so that a configure leaves the file (and the package) alone.
+set(written "")
+if(EXISTS ${floodgate_package_out}/floodgated.service)
+  file(READ ${floodgate_package_out}/floodgated.service written)
+endif()
+if(NOT written STREQUAL unit)
+  file(WRITE ${floodgate_package_out}/floodgated.service "${unit}")
+endif()
 
 # Man pages from each program's --help (help2man, through help_text.sh, which makes the usage
 # lines a SYNOPSIS; the programs have no --version, so the project's version is given), with
-# FILES and SEE ALSO from packaging/man/PROGRAM.h2m. Built by the target floodgate_man_pages, which scripts/package
-# builds: not part of `all`, so a build without help2man still works.
+# FILES and SEE ALSO from packaging/man/PROGRAM.h2m. Built by the target floodgate_man_pages,
+# which scripts/package builds: not part of `all`, so a build without help2man still works.
 find_program(HELP2MAN help2man)
 set(floodgate_man_pages)
 function(floodgate_man_page target program section name)

@@ -30,12 +30,14 @@ step() {  # what was just checked, and how long it took
 }
 
 # 1. scripts/package: the paths on stdout, the floodgate package's last.
-FLOODGATE_BUILD=$build "$src/scripts/package" --output "$work/out" > "$work/paths" 2> "$work/package.log" ||
+FLOODGATE_BUILD=$build "$src/scripts/package" --output "$work/out" \
+  > "$work/paths" 2> "$work/package.log" ||
   { cat "$work/package.log" >&2; fail "scripts/package failed"; }
 arch=$(dpkg --print-architecture)
 deb=$work/out/floodgate_${version}_${arch}.deb
 dev=$work/out/floodgate-dev_${version}_${arch}.deb
-[ "$(tail -1 "$work/paths")" = "$deb" ] || fail "last line of scripts/package is '$(tail -1 "$work/paths")', not $deb"
+last=$(tail -1 "$work/paths")
+[ "$last" = "$deb" ] || fail "the last line of scripts/package is '$last', not $deb"
 grep -qxF "$dev" "$work/paths" || fail "scripts/package did not print $dev"
 [ -f "$deb" ] && [ -f "$dev" ] || fail "no $deb or $dev"
 step "scripts/package built $(basename "$deb") and $(basename "$dev")"
@@ -47,7 +49,8 @@ field() { dpkg-deb --field "$1" "$2"; }
 for p in "$deb" "$dev"; do
   [ "$(field "$p" Version)" = "$version" ] || fail "$p: Version $(field "$p" Version)"
   [ "$(field "$p" Architecture)" = "$arch" ] || fail "$p: Architecture"
-  [ -n "$(field "$p" Maintainer)" ] && [ -n "$(field "$p" Description)" ] || fail "$p: no Maintainer or Description"
+  [ -n "$(field "$p" Maintainer)" ] && [ -n "$(field "$p" Description)" ] ||
+    fail "$p: no Maintainer or Description"
 done
 depends=$(field "$deb" Depends)
 echo "Depends: $depends"
@@ -99,22 +102,27 @@ for f in ./usr/bin/floodgated ./usr/bin/floodgate ./usr/bin/floodgate-bench; do
   grep -qE "^-rwxr-xr-x root/root .* $f\$" "$work/contents" || fail "no executable $f"
   file "$x/${f#./}" | grep -q ', stripped' || fail "$f is not stripped"
 done
-for f in ./lib/systemd/system/floodgated.service ./etc/floodgate/rules.yaml ./etc/default/floodgated \
-         ./usr/share/man/man8/floodgated.8.gz ./usr/share/man/man1/floodgate.1.gz \
-         ./usr/share/man/man1/floodgate-bench.1.gz ./usr/share/doc/floodgate/copyright \
-         ./usr/share/doc/floodgate/changelog.gz ./usr/share/doc/floodgate/operations.md; do
+files=(./lib/systemd/system/floodgated.service ./etc/floodgate/rules.yaml ./etc/default/floodgated
+       ./usr/share/man/man8/floodgated.8.gz ./usr/share/man/man1/floodgate.1.gz
+       ./usr/share/man/man1/floodgate-bench.1.gz ./usr/share/doc/floodgate/copyright
+       ./usr/share/doc/floodgate/changelog.gz ./usr/share/doc/floodgate/operations.md)
+for f in "${files[@]}"; do
   grep -qE "^-rw-r--r-- root/root .* $f\$" "$work/contents" || fail "no $f (0644 root)"
 done
-if awk '{ print $2 }' "$work/contents" | grep -v '^root/root$'; then fail "files not owned by root"; fi
+if awk '{ print $2 }' "$work/contents" | grep -v '^root/root$'; then fail "not owned by root"; fi
 if grep -E ' \./usr/local|\.a$|/include/' "$work/contents"; then fail "floodgate holds the above"; fi
-cmp -s "$x/etc/floodgate/rules.yaml" "$src/examples/rules.yaml" || fail "rules.yaml is not examples/rules.yaml"
+cmp -s "$x/etc/floodgate/rules.yaml" "$src/examples/rules.yaml" ||
+  fail "rules.yaml is not examples/rules.yaml"
 dpkg-deb --contents "$dev" > "$work/dev-contents"
-for f in ./usr/lib/libfloodgate.a ./usr/include/floodgate/floodgate.hpp ./usr/include/floodgate/asio.hpp \
-         ./usr/lib/cmake/floodgate/floodgate-config.cmake ./usr/lib/pkgconfig/floodgate.pc \
-         ./usr/lib/pkgconfig/floodgate-asio.pc ./usr/share/doc/floodgate-dev/copyright; do
+files=(./usr/lib/libfloodgate.a ./usr/include/floodgate/floodgate.hpp ./usr/include/floodgate/asio.hpp
+       ./usr/lib/cmake/floodgate/floodgate-config.cmake ./usr/lib/pkgconfig/floodgate.pc
+       ./usr/lib/pkgconfig/floodgate-asio.pc ./usr/share/doc/floodgate-dev/copyright)
+for f in "${files[@]}"; do
   grep -qE " $f\$" "$work/dev-contents" || fail "floodgate-dev has no $f"
 done
-if grep -E '/bin/|/etc/|/systemd/' "$work/dev-contents"; then fail "floodgate-dev holds the above"; fi
+if grep -E '/bin/|/etc/|/systemd/' "$work/dev-contents"; then
+  fail "floodgate-dev holds the above"
+fi
 step "contents of both packages"
 
 # 4. Maintainer scripts: conffiles, and postinst makes the system user the unit names. Run with
@@ -123,7 +131,8 @@ step "contents of both packages"
 # as getent then says) does not.
 mkdir "$work/control"
 dpkg-deb --control "$deb" "$work/control"
-[ "$(cat "$work/control/conffiles")" = "$(printf '/etc/default/floodgated\n/etc/floodgate/rules.yaml')" ] ||
+conffiles=$(printf '/etc/default/floodgated\n/etc/floodgate/rules.yaml')
+[ "$(cat "$work/control/conffiles")" = "$conffiles" ] ||
   fail "conffiles: $(cat "$work/control/conffiles")"
 for s in postinst prerm postrm; do
   [ -x "$work/control/$s" ] || fail "no executable $s"
@@ -137,8 +146,10 @@ done
 printf '#!/bin/sh\n[ -f "%s" ]\n' "$work/user-exists" > "$work/stubs/getent"
 chmod +x "$work/stubs"/*
 PATH=$work/stubs:$PATH "$work/control/postinst" configure || fail "postinst configure failed"
-grep -qx 'adduser --system --group --quiet --no-create-home --home /nonexistent --gecos floodgate rate-limit service floodgate' \
-  "$work/calls" || fail "postinst did not add the system user floodgate: $(cat "$work/calls")"
+user_added='adduser --system --group --quiet --no-create-home --home /nonexistent'
+user_added+=' --gecos floodgate rate-limit service floodgate'
+grep -qxF "$user_added" "$work/calls" ||
+  fail "postinst did not add the system user floodgate: $(cat "$work/calls")"
 grep -qx "deb-systemd-helper update-state floodgated.service" "$work/calls" ||
   fail "postinst did not record floodgated.service's state: $(cat "$work/calls")"
 : > "$work/calls"
@@ -173,18 +184,20 @@ cat > "$work/unit.expected" <<'EOF'
 EOF
 diff "$work/unit.expected" "$work/unit.diff" >&2 ||
   fail "the installed unit differs from examples/floodgated.service other than as expected (above)"
-[ -f "$x/usr/share/doc/floodgate/operations.md" ] || fail "the unit's Documentation file is not installed"
+[ -f "$x/usr/share/doc/floodgate/operations.md" ] ||
+  fail "the unit's Documentation file is not installed"
 sed "s#/usr/bin/#$x/usr/bin/#g" "$unit" > "$work/floodgated.service"
 if ! out=$(MANPATH=$x/usr/share/man systemd-analyze verify "$work/floodgated.service" 2>&1) ||
   [ -n "$out" ]; then
   fail "systemd-analyze verify:
 $out"
 fi
-step "the installed unit is the example's but for paths and user; systemd-analyze verify: no warnings"
+step "the installed unit is the example's but for paths and user; systemd-analyze verify"
 
 # 7. Man pages: each has a synopsis and its program's options, and man renders it without a
 # warning.
-for page in man8/floodgated.8:--config man1/floodgate.1:check-config man1/floodgate-bench.1:--redis; do
+for page in man8/floodgated.8:--config man1/floodgate.1:check-config \
+            man1/floodgate-bench.1:--redis; do
   file=$x/usr/share/man/${page%%:*}.gz
   zcat "$file" | grep -q '^\.SH SYNOPSIS' || fail "$file: no SYNOPSIS"
   text=$(MANWIDTH=100 man --warnings -l "$file" 2>"$work/man.err") || fail "man -l $file"
@@ -196,7 +209,9 @@ step "man pages"
 # 8. The extracted floodgated, run with the installed unit's ExecStart (its default
 # FLOODGATED_ARGS: /etc/default/floodgated sets none) from the extracted tree, answers /healthz;
 # the unit's ExecReload check passes on the packaged rules; SIGTERM stops it with 0.
-if grep -v '^#' "$x/etc/default/floodgated" | grep -q .; then fail "/etc/default/floodgated sets something"; fi
+if grep -v '^#' "$x/etc/default/floodgated" | grep -q .; then
+  fail "/etc/default/floodgated sets something"
+fi
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 default_args=$(sed -n 's/^Environment="FLOODGATED_ARGS=\(.*\)"$/\1/p' "$unit")
 cmd=${exec_start//\$FLOODGATED_ARGS/$default_args}
@@ -215,7 +230,8 @@ for _ in $(seq 100); do  # up to 10 s; a loaded 2-core machine starts it in well
   sleep 0.1
 done
 [ -n "$port" ] || fail "no 'listening' line with a port within 10 s"
-code=$(curl -s -o "$work/healthz" -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/healthz") || true
+code=$(curl -s -o "$work/healthz" -w '%{http_code}' --max-time 5 \
+  "http://127.0.0.1:$port/healthz") || true
 [ "$code" = 200 ] || fail "/healthz answered '$code': $(cat "$work/healthz" 2>/dev/null)"
 reload=$(sed -n 's/^ExecReload=\/usr\/bin\/floodgate //p' "$unit")
 reload=${reload//\/etc\/floodgate\//$x/etc/floodgate/}

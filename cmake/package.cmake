@@ -46,7 +46,8 @@ floodgate_unit_replace(
   "Documentation=man:floodgated(8) file:///usr/share/doc/floodgate/operations.md")
 floodgate_unit_replace("ExecStart=/usr/local/bin/floodgated" "ExecStart=/usr/bin/floodgated")
 floodgate_unit_replace("ExecReload=/usr/local/bin/floodgate" "ExecReload=/usr/bin/floodgate")
-floodgate_unit_replace("\nDynamicUser=yes\n" "\nUser=floodgate\nGroup=floodgate\n")
+# Of what DynamicUser=yes implies, the example sets all explicitly but RemoveIPC: kept here.
+floodgate_unit_replace("\nDynamicUser=yes\n" "\nUser=floodgate\nGroup=floodgate\nRemoveIPC=yes\n")
 string(FIND "${unit}" "/usr/local" left)
 if(NOT left EQUAL -1)
   message(FATAL_ERROR "package: ${floodgate_unit_example} names /usr/local in a line "

@@ -181,6 +181,7 @@ cat > "$work/unit.expected" <<'EOF'
 -DynamicUser=yes
 +User=floodgate
 +Group=floodgate
++RemoveIPC=yes
 EOF
 diff "$work/unit.expected" "$work/unit.diff" >&2 ||
   fail "the installed unit differs from examples/floodgated.service other than as expected (above)"

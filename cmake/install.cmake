@@ -1,17 +1,27 @@
 # Install rules: headers, the library, a CMake package exporting floodgate::floodgate (and, as
 # its component asio, floodgate::asio: floodgate/asio.hpp with its Boost requirement), and
-# pkg-config files (floodgate, floodgate-asio).
+# pkg-config files (floodgate, floodgate-asio). All in the component dev: the floodgate-dev
+# Debian package (cmake/package.cmake).
 include(CMakePackageConfigHelpers)
 
 install(TARGETS floodgate EXPORT floodgate-targets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/floodgate DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+# With --strip (CPack's too), the archive loses its debug info as dh_strip would strip it:
+# RelWithDebInfo's is ~60 MB, nearly all of it.
+install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+  execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug --remove-section=.comment
+    --enable-deterministic-archives
+    \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:floodgate>\"
+    COMMAND_ERROR_IS_FATAL ANY)
+endif()" COMPONENT dev)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/floodgate DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        COMPONENT dev)
 install(EXPORT floodgate-targets NAMESPACE floodgate::
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/floodgate)
-install(TARGETS floodgate_asio EXPORT floodgate-asio-targets)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/floodgate COMPONENT dev)
+install(TARGETS floodgate_asio EXPORT floodgate-asio-targets COMPONENT dev)
 install(EXPORT floodgate-asio-targets NAMESPACE floodgate::
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/floodgate)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/floodgate COMPONENT dev)
 
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/floodgate-config.cmake.in [=[
 @PACKAGE_INIT@
@@ -47,14 +57,14 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/floodgate-config-ve
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/floodgate-config.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/floodgate-config-version.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/floodgate)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/floodgate COMPONENT dev)
 
 # Relocatable: the prefix is found from the .pc file's own place, so --prefix at install works.
 file(RELATIVE_PATH FLOODGATE_PC_TO_PREFIX "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/floodgate.pc.in
                ${CMAKE_CURRENT_BINARY_DIR}/floodgate.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/floodgate.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
 # floodgate-asio.pc: floodgate plus the Boost headers floodgate/asio.hpp needs (Boost ships no
 # .pc file; a non-system include directory is named here).
@@ -67,4 +77,4 @@ endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/floodgate-asio.pc.in
                ${CMAKE_CURRENT_BINARY_DIR}/floodgate-asio.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/floodgate-asio.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)

@@ -14,6 +14,7 @@ FLOODGATE_PACKAGES=(
   redis-server redis-tools nginx
   gnuplot-nox curl chromium
   prometheus systemd procps
+  dpkg-dev file help2man lintian
 )
 # What scripts/fuzz adds: clang with libFuzzer and its sanitizer runtimes.
 FLOODGATE_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
@@ -36,7 +37,8 @@ ensure_packages() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
   # prometheus is here for promtool, systemd for systemd-analyze, procps for the unit's
-  # /bin/kill (tests/deploy); on a machine running systemd the prometheus package
+  # /bin/kill (tests/deploy), dpkg-dev (dpkg-shlibdeps), file, help2man and lintian for
+  # scripts/package and tests/package; on a machine running systemd the prometheus package
   # also starts a server on :9090, which the tests do not want.
   if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ] &&
     systemctl is-active --quiet prometheus 2>/dev/null; then

@@ -1,5 +1,5 @@
 // A client for one Redis server: a few connections, pipelined, driven by one background
-// thread (the server is a node, node.hpp, as each of a Cluster's is). Requests from any thread
+// thread (the server is a node of a node pool, node_pool.hpp, as each of a Cluster's is). Requests from any thread
 // are queued to the least loaded ready connection; each connection coalesces everything queued
 // into one write and matches replies in order.
 //

@@ -1,9 +1,11 @@
 #include "redis/sentinel_client.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <cctype>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -114,8 +116,9 @@ class sentinel_client::impl final : public pool_router,
       peers_.push_back(std::make_unique<peer>(*this, config_.sentinels[i]));
   }
 
-  // Waits for the first answer (or every sentinel failing), connect_timeout at most: the
-  // sentinels are asked together, so one that never answers costs nothing when another does.
+  // Waits for the first primary (first_answer_due) or every sentinel failing, connect_timeout
+  // at most: the sentinels are asked together, so one that never answers costs nothing when a
+  // majority does.
   void run() {
     pool_.start(shared_from_this());
     std::unique_lock lock(mutex_);
@@ -295,6 +298,7 @@ class sentinel_client::impl final : public pool_router,
         q->ask.close();  // its late answer must not be taken for the next question's
         note_error(endpoint_label(q->ask.endpoint()) + ": no answer within connect_timeout");
         answered(*q);
+        settle();
       });
     }
     const auto generation = ++recheck_generation_;
@@ -309,6 +313,13 @@ class sentinel_client::impl final : public pool_router,
     p.asking = false;
     ++p.ask_generation;
     p.ask_timer.cancel();
+  }
+
+  // After each sentinel's answer or failure: at start-up, the primary once enough have named
+  // one (first_answer_due); the constructor is released once one is known or no sentinel is
+  // still asked.
+  void settle() {
+    first_answer_due();
     if (first_round_over_) return;
     for (auto& q : peers_)
       if (q->asking) return;
@@ -317,6 +328,24 @@ class sentinel_client::impl final : public pool_router,
       first_round_over_ = true;
     }
     cv_.notify_all();
+  }
+
+  // Start-up, no primary yet: the first answer to come may be from a sentinel that has not
+  // heard of the last failover, naming an old primary that still takes writes. Answers are
+  // gathered until a majority of the sentinels gave one, or none is still asked (each within
+  // connect_timeout), and the newest is taken: the epoch rule, applied to the first answer as
+  // to every later one.
+  void first_answer_due() {
+    if (primary_ != nullptr || first_answers_.empty()) return;
+    const bool majority = 2 * first_answers_.size() > peers_.size();
+    const bool all_in =
+        std::none_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->asking; });
+    if (!majority && !all_in) return;
+    std::vector<sentinel_answer> answers;
+    for (auto& [from, a] : first_answers_) answers.push_back(std::move(a));
+    first_answers_.clear();
+    const auto best = best_answer(answers);
+    if (best && choice_.take(*best, false, false)) learned(best->primary);
   }
 
   void on_answer(peer& p, reply& r) {
@@ -338,20 +367,25 @@ class sentinel_client::impl final : public pool_router,
     answered(p);
     const auto answer = read_answer(r, p.address_only ? std::nullopt : p.epoch, config_.primary);
     if (!answer) {
-      return note_error(where + (r.is_error()
-                                     ? ": " + r.str
-                                     : ": does not know master '" + config_.master_name + "'"));
+      note_error(where + (r.is_error() ? ": " + r.str
+                                       : ": does not know master '" + config_.master_name + "'"));
+      return settle();
+    }
+    if (primary_ == nullptr) {
+      first_answers_.insert_or_assign(&p, *answer);
+      return settle();
     }
     // An answer to a question asked before the last switch may predate it: ignored.
     if (round <= switch_round_) return;
-    const bool have_primary = primary_ != nullptr;
-    const bool refused = have_primary && refused_epoch_ == epoch_;
-    if (choice_.take(*answer, have_primary, refused)) learned(answer->primary);
+    const bool refused = refused_epoch_ == epoch_;
+    if (choice_.take(*answer, true, refused)) learned(answer->primary);
   }
 
   void on_ask_closed(peer& p, const std::string& why) {
     note_error(why);
-    if (p.asking) answered(p);
+    if (!p.asking) return;
+    answered(p);
+    settle();
   }
 
   // --- subscribing ------------------------------------------------------------------------
@@ -440,6 +474,7 @@ class sentinel_client::impl final : public pool_router,
     }
     cv_.notify_all();
     switch_round_ = round_;
+    first_answers_.clear();
     for (auto& c : pool_.take_held()) route(std::move(c), false);
     pool_.flush();
     return true;
@@ -463,6 +498,7 @@ class sentinel_client::impl final : public pool_router,
   steady::time_point last_round_at_{};
   std::uint64_t round_ = 0, switch_round_ = 0, recheck_generation_ = 0;
   primary_choice choice_;
+  std::map<const peer*, sentinel_answer> first_answers_;  // start-up: each sentinel's latest
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

@@ -22,8 +22,10 @@
 // Health, errors, the breaker and the script and breaker counters are the pool's, as for any
 // topology (node.hpp); the counters run over every primary so far.
 //
-// The constructor waits for the first answer, or for every sentinel to fail, connect_timeout
-// at most; until a primary is known, calls fail with not_connected. Threading and completion:
+// At start-up the first answer is not taken alone (it may be a stale sentinel's): answers are
+// gathered until a majority of the sentinels gave one, or none is still asked, and the newest
+// is taken. The constructor waits for that, or for every sentinel to fail, connect_timeout at
+// most; until a primary is known, calls fail with not_connected. Threading and completion:
 // as client.hpp.
 #pragma once
 

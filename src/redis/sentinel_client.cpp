@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "floodgate/errors.hpp"
+#include "redis/backoff.hpp"
 #include "redis/endpoint_label.hpp"
 #include "redis/node_pool.hpp"
 #include "redis/resp_writer.hpp"
@@ -233,7 +234,8 @@ class sentinel_client::impl final : public pool_router,
                [&owner, this](const std::string& why) { owner.on_sub_closed(*this, why); }}),
           ask_timer(owner.pool_.context()),
           sub_timer(owner.pool_.context()),
-          backoff(owner.pool_.options().reconnect_backoff_min) {}
+          resubscribe(owner.pool_.options().reconnect_backoff_min,
+                      owner.pool_.options().reconnect_backoff_max) {}
 
     sentinel_socket ask, sub;
     asio::steady_timer ask_timer, sub_timer;
@@ -244,7 +246,7 @@ class sentinel_client::impl final : public pool_router,
     std::optional<std::uint64_t> epoch;  // what it said
     std::uint64_t ask_round = 0;         // the round it belongs to
     bool subscribed = false;
-    std::chrono::milliseconds backoff;
+    backoff resubscribe;  // jittered as a connection's reconnects (backoff.hpp)
   };
 
   const redis_options& options() const noexcept { return pool_.options(); }
@@ -408,8 +410,7 @@ class sentinel_client::impl final : public pool_router,
   void on_sub_closed(peer& p, const std::string& why) {
     note_error(why);
     p.subscribed = false;
-    const auto wait = p.backoff;
-    p.backoff = std::min(p.backoff * 2, options().reconnect_backoff_max);
+    const auto wait = p.resubscribe.next();
     const auto generation = ++p.sub_generation;
     p.sub_timer.expires_after(wait);
     p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
@@ -430,7 +431,7 @@ class sentinel_client::impl final : public pool_router,
     if (kind == "subscribe") {
       if (r.elements[1].str != "+switch-master") return;
       p.subscribed = true;
-      p.backoff = options().reconnect_backoff_min;
+      p.resubscribe.reset();
       ++p.sub_generation;
       p.sub_timer.cancel();
       return request_round();  // a switch may have been missed while not subscribed

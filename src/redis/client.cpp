@@ -33,23 +33,27 @@ void validate_options(const redis_options& o) {
 }
 
 // The one node's router: every call goes to it, and what it answers is the answer.
-class client::impl final : public pool_router, public std::enable_shared_from_this<impl> {
+namespace {
+
+class single_client final : public pool_router,
+                            public transport::client,
+                            public std::enable_shared_from_this<single_client> {
  public:
-  impl(const redis_endpoint& endpoint, const redis_options& options, script_set scripts)
+  single_client(const redis_endpoint& endpoint, const redis_options& options, script_set scripts)
       : pool_(*this, options, std::move(scripts),
               endpoint.tls ? make_tls_context(options.tls) : tls_context_result{}),
         node_(pool_.node_for(endpoint)) {}
 
   void run() { pool_.start(shared_from_this()); }
-  void submit(request_ptr r) { pool_.submit(std::move(r)); }
-  void shutdown() { pool_.shutdown(); }
+  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
+  void shutdown() override { pool_.shutdown(); }
 
-  bool healthy() const noexcept {
+  bool healthy() const noexcept override {
     const auto& h = pool_.health();
     return node_->ready() > 0 && h.breakers_closed() && !h.lasting();
   }
-  std::string last_error() const { return pool_.health().last_error(); }
-  backend_stats stats() const noexcept { return pool_.health().stats(); }
+  std::string last_error() const override { return pool_.health().last_error(); }
+  backend_stats stats() const noexcept override { return pool_.health().stats(); }
 
   // To the node's least loaded connection, unless its breaker is open; else not_connected now.
   void route(request_ptr r, bool) override {
@@ -62,30 +66,14 @@ class client::impl final : public pool_router, public std::enable_shared_from_th
   node* const node_;  // the pool's only node: never retired
 };
 
-client::client(redis_endpoint endpoint, const redis_options& options, script_set scripts) {
+}  // namespace
+
+std::unique_ptr<transport> make_client(const redis_endpoint& endpoint, const redis_options& options,
+                                       script_set scripts) {
   validate_options(options);
-  impl_ = std::make_shared<impl>(endpoint, options, std::move(scripts));
-  impl_->run();
-}
-
-client::~client() {
-  impl_->shutdown();
-}
-
-void client::submit(std::unique_ptr<request> r) {
-  impl_->submit(std::move(r));
-}
-
-bool client::healthy() const noexcept {
-  return impl_->healthy();
-}
-
-std::string client::last_error() const {
-  return impl_->last_error();
-}
-
-backend_stats client::stats() const noexcept {
-  return impl_->stats();
+  auto c = std::make_shared<single_client>(endpoint, options, std::move(scripts));
+  c->run();
+  return std::make_unique<transport>(std::move(c));
 }
 
 }  // namespace floodgate::redis

@@ -26,27 +26,29 @@ constexpr auto unhealthy_refresh_interval = 500ms;
 constexpr auto periodic_refresh_interval = 5s;
 constexpr auto tryagain_backoff = 5ms;
 
-}  // namespace
+class cluster_client;
 
 // CLUSTER SLOTS, sent by the client itself.
 class slots_call final : public request {
  public:
-  slots_call(cluster_client::impl* owner, node* asked) : owner_(owner), asked_(asked) {}
+  slots_call(cluster_client* owner, node* asked) : owner_(owner), asked_(asked) {}
   void complete(std::error_code ec, reply* r) noexcept override;
 
  private:
-  cluster_client::impl* owner_;
+  cluster_client* owner_;
   node* asked_;
 };
 
 // Routes each call by its slot (request::route: where redirections sent it so far) and
 // decides what its node's answer means: MOVED and ASK followed, TRYAGAIN retried, the rest
 // answered. The nodes, their health and the waiting room are the pool's (node_pool.hpp).
-class cluster_client::impl final : public pool_router,
-                                   public call_router,
-                                   public std::enable_shared_from_this<impl> {
+class cluster_client final : public pool_router,
+                             public call_router,
+                             public transport::client,
+                             public std::enable_shared_from_this<cluster_client> {
  public:
-  impl(std::vector<redis_endpoint> seeds, const redis_options& options, script_set scripts)
+  cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
+                 script_set scripts)
       : credentials_(seeds.front()),
         pool_(*this, options, std::move(scripts),
               credentials_.tls ? make_tls_context(options.tls) : tls_context_result{}),
@@ -56,17 +58,17 @@ class cluster_client::impl final : public pool_router,
   }
 
   void run() { pool_.start(shared_from_this()); }
-  void submit(request_ptr r) { pool_.submit(std::move(r)); }
-  void shutdown() { pool_.shutdown(); }
+  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
+  void shutdown() override { pool_.shutdown(); }
 
   // Every slot's master reachable, and no node failing for a reason that will not heal.
-  bool healthy() const noexcept {
+  bool healthy() const noexcept override {
     return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
   }
 
-  std::string last_error() const { return pool_.health().last_error(); }
+  std::string last_error() const override { return pool_.health().last_error(); }
 
-  backend_stats stats() const noexcept {
+  backend_stats stats() const noexcept override {
     auto s = pool_.health().stats();
     s.redirections = redirections_.load(std::memory_order_relaxed);
     s.failovers_seen = failovers_seen_.load(std::memory_order_relaxed);
@@ -329,32 +331,15 @@ void slots_call::complete(std::error_code ec, reply* r) noexcept {
   owner_->on_slots(asked_, ec, r);
 }
 
-cluster_client::cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
-                               script_set scripts) {
+}  // namespace
+
+std::unique_ptr<transport> make_cluster_client(std::vector<redis_endpoint> seeds,
+                                               const redis_options& options, script_set scripts) {
   validate_options(options);
   if (seeds.empty()) throw config_error("redis+cluster: no seed nodes");
-  impl_ = std::make_shared<impl>(std::move(seeds), options, std::move(scripts));
-  impl_->run();
-}
-
-cluster_client::~cluster_client() {
-  impl_->shutdown();
-}
-
-void cluster_client::submit(std::unique_ptr<request> r) {
-  impl_->submit(std::move(r));
-}
-
-bool cluster_client::healthy() const noexcept {
-  return impl_->healthy();
-}
-
-std::string cluster_client::last_error() const {
-  return impl_->last_error();
-}
-
-backend_stats cluster_client::stats() const noexcept {
-  return impl_->stats();
+  auto c = std::make_shared<cluster_client>(std::move(seeds), options, std::move(scripts));
+  c->run();
+  return std::make_unique<transport>(std::move(c));
 }
 
 }  // namespace floodgate::redis

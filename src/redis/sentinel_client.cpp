@@ -92,17 +92,20 @@ sentinel_config parse_sentinel_url(std::string_view url) {
   return out;
 }
 
+namespace {
+
 // Runs on the pool's io thread (node_pool.hpp): the sentinel connections, the primary as the
 // pool's node, calls held after READONLY in the pool's waiting room, a retired primary.
 // Callers' threads read the health (atomics, pool_health) and the start-up state (mutex_).
 // Routes every call to the current primary and decides what its answer means: a READONLY (a
 // demoted primary: the script wrote nothing) is re-sent once, to the new primary, and
 // failures start a new look-up (request::route.epoch: the primary it went to).
-class sentinel_client::impl final : public pool_router,
-                                    public call_router,
-                                    public std::enable_shared_from_this<impl> {
+class sentinel_client final : public pool_router,
+                              public call_router,
+                              public transport::client,
+                              public std::enable_shared_from_this<sentinel_client> {
  public:
-  impl(sentinel_config config, const redis_options& options, script_set scripts)
+  sentinel_client(sentinel_config config, const redis_options& options, script_set scripts)
       : config_(std::move(config)),
         pool_(*this, options, std::move(scripts),
               config_.primary.tls ? make_tls_context(options.tls) : tls_context_result{}),
@@ -127,14 +130,14 @@ class sentinel_client::impl final : public pool_router,
                  [&] { return have_primary_ || first_round_over_; });
   }
 
-  void submit(request_ptr r) { pool_.submit(std::move(r)); }
-  void shutdown() { pool_.shutdown(); }
+  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
+  void shutdown() override { pool_.shutdown(); }
 
-  bool healthy() const noexcept {
+  bool healthy() const noexcept override {
     return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
   }
 
-  std::string last_error() const {
+  std::string last_error() const override {
     {
       std::lock_guard lock(mutex_);
       if (!have_primary_)
@@ -147,7 +150,7 @@ class sentinel_client::impl final : public pool_router,
 
   // The pool's counters run over every primary so far (a counter must not start again after a
   // switch); the breaker gauge is the current primary's (a retired one left the health).
-  backend_stats stats() const noexcept {
+  backend_stats stats() const noexcept override {
     backend_stats s = pool_.health().stats();
     s.redirections = resent_.load(std::memory_order_relaxed);
     s.failovers_seen = switches_.load(std::memory_order_relaxed);
@@ -223,7 +226,7 @@ class sentinel_client::impl final : public pool_router,
  private:
   // One sentinel: a connection for questions and one subscribed to +switch-master.
   struct peer {
-    peer(impl& owner, const redis_endpoint& ep)
+    peer(sentinel_client& owner, const redis_endpoint& ep)
         : ask(owner.pool_.context(), ep, owner.pool_.options(), owner.pool_.tls().context,
               owner.pool_.tls().error,
               {[&owner, this](reply& r) { owner.on_answer(*this, r); },
@@ -511,33 +514,16 @@ class sentinel_client::impl final : public pool_router,
   std::atomic<std::uint64_t> resent_{0}, switches_{0};
 };
 
-sentinel_client::sentinel_client(sentinel_config config, const redis_options& options,
-                                 script_set scripts) {
+}  // namespace
+
+std::unique_ptr<transport> make_sentinel_client(sentinel_config config,
+                                                const redis_options& options, script_set scripts) {
   validate_options(options);
   if (config.sentinels.empty()) throw config_error("redis+sentinel: no sentinels");
   if (config.primary.tls) validate_tls_options(options.tls);
-  impl_ = std::make_shared<impl>(std::move(config), options, std::move(scripts));
-  impl_->run();
-}
-
-sentinel_client::~sentinel_client() {
-  impl_->shutdown();
-}
-
-void sentinel_client::submit(std::unique_ptr<request> r) {
-  impl_->submit(std::move(r));
-}
-
-bool sentinel_client::healthy() const noexcept {
-  return impl_->healthy();
-}
-
-std::string sentinel_client::last_error() const {
-  return impl_->last_error();
-}
-
-backend_stats sentinel_client::stats() const noexcept {
-  return impl_->stats();
+  auto c = std::make_shared<sentinel_client>(std::move(config), options, std::move(scripts));
+  c->run();
+  return std::make_unique<transport>(std::move(c));
 }
 
 }  // namespace floodgate::redis

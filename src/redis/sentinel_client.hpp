@@ -1,8 +1,8 @@
 // A client for a Redis primary found through Sentinel:
 // redis+sentinel://[user:password@]host:port[,host:port...]/master-name[/db].
 //
-//   sentinel_client c{parse_sentinel_url(url), options, scripts};
-//   c.submit(std::move(r));   // to the current primary, as client.hpp
+//   auto c = make_sentinel_client(parse_sentinel_url(url), options, scripts);
+//   c->submit(std::move(r));   // to the current primary, as client.hpp
 //
 // The credentials and db are the primary's (the sentinels get sentinel_user/sentinel_password).
 // On one io thread (its node pool's, node_pool.hpp), the client keeps two connections to every
@@ -50,23 +50,8 @@ bool is_sentinel_url(std::string_view url) noexcept;
 // Throws config_error (password masked) for a malformed URL.
 sentinel_config parse_sentinel_url(std::string_view url);
 
-class sentinel_client final : public transport {
- public:
-  sentinel_client(sentinel_config config, const redis_options& options,
-                  script_set scripts);
-  ~sentinel_client() override;
-  sentinel_client(const sentinel_client&) = delete;
-  sentinel_client& operator=(const sentinel_client&) = delete;
-
-  void submit(std::unique_ptr<request> r) override;
-  bool healthy() const noexcept override;
-  std::string last_error() const override;
-  backend_stats stats() const noexcept override;
-
-  class impl;
-
- private:
-  std::shared_ptr<impl> impl_;
-};
+// Throws config_error for unusable options, no sentinels or unusable TLS files.
+std::unique_ptr<transport> make_sentinel_client(sentinel_config config,
+                                                const redis_options& options, script_set scripts);
 
 }  // namespace floodgate::redis

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cctype>
 #include <condition_variable>
@@ -15,7 +16,7 @@
 #include "redis/node_pool.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
-#include "redis/sentinel_socket.hpp"
+#include "redis/stream_link.hpp"
 
 namespace floodgate::redis {
 
@@ -130,7 +131,19 @@ class sentinel_client final : public pool_router,
                  [&] { return have_primary_ || first_round_over_; });
   }
 
-  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
+  // With no primary known, failed at once on the caller's thread (the sentinels asked again),
+  // as a call the breaker refuses: not after a trip to the io thread, which may be busy.
+  void submit(request_ptr r) override {
+    if (!have_primary_.load(std::memory_order_acquire)) {
+      if (!round_posted_.exchange(true, std::memory_order_acq_rel))
+        asio::post(pool_.context(), [this] {
+          round_posted_.store(false, std::memory_order_release);
+          request_round();
+        });
+      return r->complete(errc::not_connected, nullptr);
+    }
+    pool_.submit(std::move(r));
+  }
   void shutdown() override { pool_.shutdown(); }
 
   bool healthy() const noexcept override {
@@ -140,7 +153,7 @@ class sentinel_client final : public pool_router,
   std::string last_error() const override {
     {
       std::lock_guard lock(mutex_);
-      if (!have_primary_)
+      if (!have_primary_.load(std::memory_order_acquire))
         return "no primary known: " + (sentinel_error_.empty()
                                            ? std::string("the sentinels have not answered yet")
                                            : sentinel_error_);
@@ -227,12 +240,10 @@ class sentinel_client final : public pool_router,
   // One sentinel: a connection for questions and one subscribed to +switch-master.
   struct peer {
     peer(sentinel_client& owner, const redis_endpoint& ep)
-        : ask(owner.pool_.context(), ep, owner.pool_.options(), owner.pool_.tls().context,
-              owner.pool_.tls().error,
+        : ask(owner.pool_.context(), owner.sentinel_at(ep),
               {[&owner, this](reply& r) { owner.on_answer(*this, r); },
                [&owner, this](const std::string& why) { owner.on_ask_closed(*this, why); }}),
-          sub(owner.pool_.context(), ep, owner.pool_.options(), owner.pool_.tls().context,
-              owner.pool_.tls().error,
+          sub(owner.pool_.context(), owner.sentinel_at(ep),
               {[&owner, this](reply& r) { owner.on_message(*this, r); },
                [&owner, this](const std::string& why) { owner.on_sub_closed(*this, why); }}),
           ask_timer(owner.pool_.context()),
@@ -240,7 +251,7 @@ class sentinel_client final : public pool_router,
           resubscribe(owner.pool_.options().reconnect_backoff_min,
                       owner.pool_.options().reconnect_backoff_max) {}
 
-    sentinel_socket ask, sub;
+    stream_link ask, sub;
     asio::steady_timer ask_timer, sub_timer;
     std::uint64_t ask_generation = 0, sub_generation = 0;  // so a stale expiry is ignored
     bool asking = false;                                   // a question in flight on `ask`
@@ -253,6 +264,9 @@ class sentinel_client final : public pool_router,
   };
 
   const redis_options& options() const noexcept { return pool_.options(); }
+  stream_config sentinel_at(const redis_endpoint& ep) const {
+    return sentinel_stream_config(ep, options(), pool_.tls());
+  }
 
   void note_error(const std::string& why) {
     std::lock_guard lock(mutex_);
@@ -474,7 +488,7 @@ class sentinel_client final : public pool_router,
     update_health();
     {
       std::lock_guard lock(mutex_);
-      have_primary_ = true;
+      have_primary_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
     switch_round_ = round_;
@@ -507,8 +521,10 @@ class sentinel_client final : public pool_router,
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool first_round_over_ = false;  // guarded by mutex_
-  bool have_primary_ = false;      // guarded by mutex_
-  std::string sentinel_error_;     // guarded by mutex_
+  // Set (under mutex_, for the constructor's wait) once a primary is known; read anywhere.
+  std::atomic<bool> have_primary_{false};
+  std::atomic<bool> round_posted_{false};  // submit()'s request_round() is on its way
+  std::string sentinel_error_;             // guarded by mutex_
 
   std::atomic<bool> healthy_{false};
   std::atomic<std::uint64_t> resent_{0}, switches_{0};

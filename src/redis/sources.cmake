@@ -1,6 +1,6 @@
 # The Redis backend and the inspection API (floodgate/inspect.hpp), included from
 # src/CMakeLists.txt. stream.cpp, connection.cpp, node.cpp, node_pool.cpp, client.cpp,
-# cluster_client.cpp, sentinel_socket.cpp, sentinel_client.cpp, node_asker.cpp and inspector.cpp
+# cluster_client.cpp, stream_link.cpp, sentinel_client.cpp, node_asker.cpp and inspector.cpp
 # are the only sources that include Asio: keep it that way, each costs ~20 s to compile.
 target_sources(floodgate PRIVATE
   redis/sha256.cpp
@@ -24,7 +24,7 @@ target_sources(floodgate PRIVATE
   redis/cluster_url.cpp
   redis/sentinel_answer.cpp
   redis/cluster_client.cpp
-  redis/sentinel_socket.cpp
+  redis/stream_link.cpp
   redis/sentinel_client.cpp
   redis/node_asker.cpp
   redis/inspector.cpp
@@ -35,7 +35,7 @@ target_sources(floodgate PRIVATE
 # under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
 set_source_files_properties(redis/stream.cpp redis/connection.cpp redis/node.cpp
   redis/node_pool.cpp redis/client.cpp
-  redis/cluster_client.cpp redis/sentinel_socket.cpp redis/sentinel_client.cpp redis/node_asker.cpp
+  redis/cluster_client.cpp redis/stream_link.cpp redis/sentinel_client.cpp redis/node_asker.cpp
   redis/inspector.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")

@@ -5,7 +5,8 @@
 // topology change, and retiring of nodes that left. What a topology adds is a router
 // (pool_router): where a call goes, and what its node's answer means.
 //
-//   class my_client::impl : public pool_router, public std::enable_shared_from_this<impl> {
+//   class my_client : public pool_router, public transport::client,
+//                     public std::enable_shared_from_this<my_client> {
 //     node_pool pool_{*this, options, scripts, tls};
 //     void route(request_ptr r, bool fresh) override {
 //       if (auto refused = pool_.send(std::move(r), *pool_.node_for(ep)))

@@ -1,11 +1,11 @@
 // A client for one Redis server: a few connections, pipelined, driven by one background
-// thread (the server is a node, node.hpp, as each of a Cluster's is). Requests from any thread
-// are queued to the least loaded ready connection; each connection coalesces everything queued
-// into one write and matches replies in order.
+// thread (the server is a node of a node pool, node_pool.hpp, as each of a Cluster's is). Requests
+// from any thread are queued to the least loaded ready connection; each connection coalesces
+// everything queued into one write and matches replies in order.
 //
-//   client c{parse_redis_url(url), options, {{&script_for(algorithm::gcra)}}};
+//   auto c = make_client(parse_redis_url(url), options, {{&script_for(algorithm::gcra)}});
 //   auto r = std::make_unique<my_request>(...);   // command, deadline, complete()
-//   c.submit(std::move(r));                       // completes exactly once, on c's thread
+//   c->submit(std::move(r));                      // completes exactly once, on c's thread
 //
 // What it guarantees:
 // - Every request completes exactly once: with the reply, an error reply mapped to an errc,
@@ -44,29 +44,11 @@
 
 namespace floodgate::redis {
 
-class client final : public transport {
- public:
-  // Throws config_error for options that cannot work (no connections, a zero timeout, ...).
-  // Connecting starts in the background: the constructor does not wait for the server.
-  client(redis_endpoint endpoint, const redis_options& options,
-         script_set scripts);
-  ~client() override;
-  client(const client&) = delete;
-  client& operator=(const client&) = delete;
-
-  void submit(std::unique_ptr<request> r) override;
-
-  // True while at least one connection is ready, the breaker is closed and calls do not fail
-  // for a lasting reason (NOPERM, ...: connection_owner::problem); the next answered call
-  // clears that.
-  bool healthy() const noexcept override;
-  std::string last_error() const override;
-  backend_stats stats() const noexcept override;
-
-  class impl;
-
- private:
-  std::shared_ptr<impl> impl_;
-};
+// Throws config_error for options that cannot work (no connections, a zero timeout, ...).
+// Connecting starts in the background: it does not wait for the server. healthy() is true
+// while at least one connection is ready, the breaker is closed and calls do not fail for a
+// lasting reason (NOPERM, ...: connection_owner::problem); the next answered call clears that.
+std::unique_ptr<transport> make_client(const redis_endpoint& endpoint, const redis_options& options,
+                                       script_set scripts);
 
 }  // namespace floodgate::redis

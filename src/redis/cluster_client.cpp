@@ -3,20 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <map>
 #include <set>
 
 #include "floodgate/errors.hpp"
 #include "redis/cluster_protocol.hpp"
-#include "redis/connection.hpp"
-#include "redis/endpoint_label.hpp"
-#include "redis/io_worker.hpp"
-#include "redis/node.hpp"
-#include "redis/pool_health.hpp"
+#include "redis/node_pool.hpp"
 #include "redis/resp_writer.hpp"
-#include "redis/waiting_room.hpp"
 
 namespace floodgate::redis {
 
@@ -32,69 +25,51 @@ constexpr auto unhealthy_refresh_interval = 500ms;
 // replaced pod) without any call noticing, and only a read retires them.
 constexpr auto periodic_refresh_interval = 5s;
 constexpr auto tryagain_backoff = 5ms;
-// A node retired from the map is kept (stopped, no socket) this long before it is freed, so
-// callbacks of operations cancelled on its connections have long run.
-constexpr auto retired_grace = 60s;
 
-}  // namespace
+class cluster_client;
 
 // CLUSTER SLOTS, sent by the client itself.
 class slots_call final : public request {
  public:
-  slots_call(cluster_client::impl* owner, node* asked) : owner_(owner), asked_(asked) {}
+  slots_call(cluster_client* owner, node* asked) : owner_(owner), asked_(asked) {}
   void complete(std::error_code ec, reply* r) noexcept override;
 
  private:
-  cluster_client::impl* owner_;
+  cluster_client* owner_;
   node* asked_;
 };
 
 // Routes each call by its slot (request::route: where redirections sent it so far) and
 // decides what its node's answer means: MOVED and ASK followed, TRYAGAIN retried, the rest
-// answered.
-class cluster_client::impl final : public node_owner,
-                                   public call_router,
-                                   public io_worker_owner,
-                                   public std::enable_shared_from_this<impl> {
+// answered. The nodes, their health and the waiting room are the pool's (node_pool.hpp).
+class cluster_client final : public pool_router,
+                             public call_router,
+                             public transport::client,
+                             public std::enable_shared_from_this<cluster_client> {
  public:
-  impl(std::vector<redis_endpoint> seeds, const redis_options& options,
-       script_set scripts)
-      : options_(options),
-        scripts_(std::move(scripts)),
-        deferred_(worker_.context(),
-                  [this](std::vector<request_ptr>& due) { route_all(due); },
-                  // Past its deadline: route() answers it timeout.
-                  [this](std::vector<request_ptr>& late) { route_all(late); }),
-        refresh_timer_(worker_.context()),
-        tick_timer_(worker_.context()) {
-    credentials_ = seeds.front();
-    if (credentials_.tls) tls_ = make_tls_context(options_.tls);  // one for every node
+  cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
+                 script_set scripts)
+      : credentials_(seeds.front()),
+        pool_(*this, options, std::move(scripts),
+              credentials_.tls ? make_tls_context(options.tls) : tls_context_result{}),
+        refresh_timer_(pool_.context()),
+        tick_timer_(pool_.context()) {
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
 
-  void start() {
-    for (node* n : seeds_) n->start();
-    started_ = true;
-    worker_.start(shared_from_this());
-    asio::post(worker_.context(), [this] {
-      request_refresh();
-      tick();
-    });
-  }
-
-  void submit(request_ptr r) { worker_.submit(std::move(r)); }
-
-  void shutdown() { worker_.shutdown(); }
+  void run() { pool_.start(shared_from_this()); }
+  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
+  void shutdown() override { pool_.shutdown(); }
 
   // Every slot's master reachable, and no node failing for a reason that will not heal.
-  bool healthy() const noexcept {
-    return healthy_.load(std::memory_order_relaxed) && !health_.lasting();
+  bool healthy() const noexcept override {
+    return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
   }
 
-  std::string last_error() const { return health_.last_error(); }
+  std::string last_error() const override { return pool_.health().last_error(); }
 
-  backend_stats stats() const noexcept {
-    auto s = health_.stats();
+  backend_stats stats() const noexcept override {
+    auto s = pool_.health().stats();
     s.redirections = redirections_.load(std::memory_order_relaxed);
     s.failovers_seen = failovers_seen_.load(std::memory_order_relaxed);
     s.nodes_retired = nodes_retired_.load(std::memory_order_relaxed);
@@ -102,53 +77,51 @@ class cluster_client::impl final : public node_owner,
     return s;
   }
 
-  // --- io_worker_owner ---------------------------------------------------------------------
+  // --- pool_router (io thread) -------------------------------------------------------------
 
-  // Each call is routed from here, on the io thread: its node's connections complete it on
-  // this thread too, so call_done() always runs here.
-  void dispatch_batch(std::vector<request_ptr>& batch) override {
-    for (auto& r : batch) {
-      r->route = {};
-      r->route.by = this;
-      route(std::move(r));
-    }
-    flush_dirty();
+  void start() override {
+    request_refresh();
+    tick();
   }
 
-  void tear_down(std::vector<request_ptr>& out) override {
+  void stop() override {
     torn_down_ = true;
-    deferred_.stop();
-    for (auto& c : deferred_.take_all()) out.push_back(std::move(c));
-    for (auto& [name, n] : nodes_) n->stop(out);
     refresh_timer_.cancel();
     tick_timer_.cancel();
     healthy_.store(false, std::memory_order_relaxed);
   }
 
-  // --- node_owner ------------------------------------------------------------------------
+  // Each call is routed here, on the io thread: its node's connections complete it on this
+  // thread too, so call_done() always runs here. A CLUSTER SLOTS of a refresh given back
+  // unsent is not a routed call: it fails, and the refresh is asked again.
+  void route(request_ptr r, bool fresh) override {
+    if (fresh) {
+      r->route = {};
+      r->route.by = this;
+    } else if (r->route.by != this) {
+      return r->complete(errc::not_connected, nullptr);
+    }
+    request& c = *r;
+    if (c.deadline <= steady::now()) return c.complete(errc::timeout, nullptr);
+    node* n = c.route.target;
+    if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
+    if (!n) n = any_node();
+    if (!n) return c.complete(errc::not_connected, nullptr);
+    if (auto refused = pool_.send(std::move(r), *n)) {
+      request_refresh();  // a failover may have given the slot to a reachable node
+      refused->complete(errc::not_connected, nullptr);
+    }
+  }
 
   void readiness_changed(node&, bool ready) override {
     if (!ready) request_refresh();  // the node may be failing over
     update_health();
   }
 
-  // Calls a connection gave back unsent (it lost its socket, or never got one). A CLUSTER
-  // SLOTS of a refresh is not a routed call: it fails, and the refresh is asked again.
-  void redispatch(node&, std::vector<request_ptr> requests) override {
-    for (auto& r : requests) {
-      if (r->route.by != this) {
-        r->complete(errc::not_connected, nullptr);
-        continue;
-      }
-      route(std::move(r));
-    }
-    flush_dirty();
-  }
-
   void breaker_changed(node&, breaker::change) override { update_health(); }
 
-  // Followed or retried here (on_call_complete); one that runs out of redirections fails the
-  // call with the reply all the same.
+  // Followed or retried here (call_done); one that runs out of redirections fails the call
+  // with the reply all the same.
   bool routing_reply(std::string_view error) const noexcept override {
     for (std::string_view code : {"MOVED ", "ASK ", "TRYAGAIN "})
       if (error.starts_with(code)) return true;
@@ -177,7 +150,8 @@ class cluster_client::impl final : public node_owner,
             slots_[static_cast<std::size_t>(to->slot)] = n;
             request_refresh();  // one slot moved: others probably did too
           }
-          return defer(std::move(c), steady::now());
+          // On the next turn, not from inside the connection's reply loop.
+          return pool_.hold(std::move(c), steady::now());
         }
       }
       if (code == "TRYAGAIN" || code == "CLUSTERDOWN") {
@@ -191,7 +165,7 @@ class cluster_client::impl final : public node_owner,
         if (at < c->deadline) {
           again(*c);
           if (c->route.tryagains < 255) ++c->route.tryagains;
-          return defer(std::move(c), at);
+          return pool_.hold(std::move(c), at);
         }
       }
     }
@@ -211,68 +185,51 @@ class cluster_client::impl final : public node_owner,
           node_for(range.host.empty() ? asked->config().endpoint.host : range.host, range.port);
       for (int s = range.first; s <= range.last; ++s) next[static_cast<std::size_t>(s)] = n;
     }
-    std::map<node*, bool> owns;
+    std::set<node*> owns;
     for (node* n : next)
-      if (n) owns[n] = true;
+      if (n) owns.insert(n);
     // A node that held slots and holds none now: its replica took over (or it was drained).
     for (node* n : masters_)
       if (owns.count(n) == 0) failovers_seen_.fetch_add(1, std::memory_order_relaxed);
-    masters_.clear();
-    for (const auto& [n, yes] : owns) masters_.insert(n);
+    masters_ = owns;
     slots_ = next;
     map_complete_ = std::all_of(next.begin(), next.end(), [](node* n) { return n != nullptr; });
-    retire_departed(owns);
+    retire_departed();
     update_health();
   }
 
  private:
   // --- nodes -------------------------------------------------------------------------------
 
+  // A node of the cluster: the seeds' credentials and TLS, db 0.
   node* node_for(const std::string& host, std::uint16_t port) {
-    auto& slot = nodes_[endpoint_label(host, port)];
-    if (!slot) {
-      connection_config config{credentials_, options_, scripts_, tls_};
-      config.endpoint.host = host;
-      config.endpoint.port = port;
-      config.endpoint.db = 0;
-      slot = std::make_unique<node>(worker_.context(), std::move(config), *this, health_);
-      // Seeds start in start(), before the thread; nodes found later start right away.
-      if (started_) slot->start();
-    }
-    return slot.get();
+    redis_endpoint ep = credentials_;
+    ep.host = host;
+    ep.port = port;
+    ep.db = 0;
+    return pool_.node_for(ep);
   }
 
   // Nodes that left the map (not masters now, not seeds) and hold no calls stop connecting:
   // with pod churn, every host:port ever learned would otherwise reconnect forever. One that
   // still holds calls is looked at again on the next refresh; one learned again later (a
   // MOVED or ASK to it) is made anew.
-  void retire_departed(const std::map<node*, bool>& masters) {
-    const auto now = steady::now();
-    for (auto it = nodes_.begin(); it != nodes_.end();) {
-      node* n = it->second.get();
-      const bool seed = std::find(seeds_.begin(), seeds_.end(), n) != seeds_.end();
-      if (seed || masters.count(n) > 0 || n->busy()) {
-        ++it;
-        continue;
-      }
-      std::vector<request_ptr> none;
-      n->stop(none);  // takes its problem and open breaker out of the pool's health
-      deferred_.for_each([n](request& r) {
-        if (r.route.target == n) r.route.target = nullptr;  // routed by the map instead
-      });
-      std::erase_if(dirty_, [n](connection* c) { return n->owns(c); });
-      retired_.push_back({now + retired_grace, std::move(it->second)});
-      it = nodes_.erase(it);
-      nodes_retired_.fetch_add(1, std::memory_order_relaxed);
+  void retire_departed() {
+    std::vector<node*> departed;
+    for (const auto& [name, n] : pool_.nodes()) {
+      const bool seed = std::find(seeds_.begin(), seeds_.end(), n.get()) != seeds_.end();
+      if (!seed && masters_.count(n.get()) == 0 && !n->busy()) departed.push_back(n.get());
     }
-    std::erase_if(retired_, [now](const auto& r) { return r.first <= now; });
+    for (node* n : departed) pool_.retire(*n, steady::now());
+    pool_.sweep();
+    nodes_retired_.store(pool_.retired_count(), std::memory_order_relaxed);
   }
 
   // Before the map is known, or for a slot it lacks: any node with a usable connection (it
   // answers MOVED for slots it does not serve).
   node* any_node() {
     node* fallback = nullptr;
-    for (auto& [name, n] : nodes_) {
+    for (const auto& [name, n] : pool_.nodes()) {
       if (n->ready() > 0) return n.get();
       if (!fallback && n->pick()) fallback = n.get();
     }
@@ -280,39 +237,6 @@ class cluster_client::impl final : public node_owner,
   }
 
   // --- routing -----------------------------------------------------------------------------
-
-  void route(request_ptr r) {
-    request& c = *r;
-    if (auto* was = static_cast<node*>(c.observer)) {  // given back unsent: admitted again
-      was->not_sent(c.probe);
-      c.observer = nullptr;
-      c.probe = false;
-    }
-    if (c.deadline <= steady::now()) return c.complete(errc::timeout, nullptr);
-    node* n = c.route.target;
-    if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
-    if (!n) n = any_node();
-    if (!n) return c.complete(errc::not_connected, nullptr);
-    connection* to = n->admit(c.probe) ? n->pick() : nullptr;
-    if (to == nullptr) {
-      n->not_sent(c.probe);
-      c.probe = false;
-      request_refresh();  // a failover may have given the slot to a reachable node
-      return c.complete(errc::not_connected, nullptr);
-    }
-    c.observer = n;
-    to->enqueue(std::move(r));
-    if (std::find(dirty_.begin(), dirty_.end(), to) == dirty_.end()) dirty_.push_back(to);
-  }
-
-  void flush_dirty() {
-    for (connection* c : dirty_) c->flush();
-    dirty_.clear();
-  }
-
-  // Calls to send again later (TRYAGAIN) or on the next turn (redirections: not from inside
-  // the connection's reply loop). Held in the waiting room, so teardown can complete them.
-  void defer(request_ptr c, steady::time_point at) { deferred_.hold(std::move(c), at); }
 
   // A call a node completed goes again: admitted afresh by the next node (route()), and
   // alone, never batched: a batch whose keys are partly on a node mid-migration is answered
@@ -323,12 +247,6 @@ class cluster_client::impl final : public node_owner,
     c.probe = false;
     c.part = {};
     c.noscript_replies = 0;
-  }
-
-  void route_all(std::vector<request_ptr>& calls) {
-    if (torn_down_) return;
-    for (auto& c : calls) route(std::move(c));
-    flush_dirty();
   }
 
   // --- slot map ----------------------------------------------------------------------------
@@ -350,11 +268,11 @@ class cluster_client::impl final : public node_owner,
     // Round-robin over nodes with a ready connection, so one stale node cannot keep feeding
     // us its view.
     std::vector<node*> candidates;
-    for (auto& [name, n] : nodes_)
+    for (const auto& [name, n] : pool_.nodes())
       if (n->ready() > 0) candidates.push_back(n.get());
     last_refresh_ = steady::now();
     if (candidates.empty()) {
-      for (auto& [name, n] : nodes_)
+      for (const auto& [name, n] : pool_.nodes())
         if (n->pick()) candidates.push_back(n.get());
       if (candidates.empty()) return request_refresh();
     }
@@ -363,7 +281,7 @@ class cluster_client::impl final : public node_owner,
     if (c == nullptr) return request_refresh();
     auto call = std::make_unique<slots_call>(this, n);
     append_command(call->command, {"CLUSTER", "SLOTS"});
-    call->deadline = steady::now() + options_.connect_timeout;
+    call->deadline = steady::now() + pool_.options().connect_timeout;
     refresh_in_flight_ = true;
     c->enqueue(std::move(call));
     c->flush();
@@ -382,29 +300,20 @@ class cluster_client::impl final : public node_owner,
   }
 
   void update_health() {
-    nodes_known_.store(nodes_.size(), std::memory_order_relaxed);
+    nodes_known_.store(pool_.nodes().size(), std::memory_order_relaxed);
     bool ok = map_complete_;
     for (node* n : masters_)
       if (n->ready() == 0 || !n->breaker_closed()) ok = false;
     healthy_.store(ok, std::memory_order_relaxed);
   }
 
-  const redis_options options_;
-  const script_set scripts_;
-  redis_endpoint credentials_;  // user, password (and TLS) for every node
-  tls_context_result tls_;      // shared by every node's connections
-  pool_health health_;          // before the nodes, which report to it
-  io_worker worker_{*this};     // before the nodes and timers: its io_context outlives them
-  std::map<std::string, std::unique_ptr<node>> nodes_;  // by endpoint_label()
-  std::set<node*> masters_;                             // the nodes owning slots in the current map
-  // Nodes retired from nodes_, stopped, freed after their grace time.
-  std::vector<std::pair<steady::time_point, std::unique_ptr<node>>> retired_;
+  const redis_endpoint credentials_;  // user, password (and TLS) for every node
+  node_pool pool_;                    // before the timers: its io_context outlives them
+  std::set<node*> masters_;           // the nodes owning slots in the current map
   std::vector<node*> seeds_;
   std::array<node*, cluster_slots> slots_{};
   bool map_complete_ = false;
 
-  std::vector<connection*> dirty_;
-  waiting_room deferred_;  // TRYAGAIN backoff, and redirections on the next turn
   asio::steady_timer refresh_timer_;
   asio::steady_timer tick_timer_;
   bool refresh_armed_ = false;
@@ -412,7 +321,6 @@ class cluster_client::impl final : public node_owner,
   steady::time_point last_refresh_{};
   std::size_t refresh_cursor_ = 0;
   bool torn_down_ = false;
-  bool started_ = false;  // nodes made from now on start connecting at once
 
   std::atomic<bool> healthy_{false};
   std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, nodes_retired_{0},
@@ -423,32 +331,15 @@ void slots_call::complete(std::error_code ec, reply* r) noexcept {
   owner_->on_slots(asked_, ec, r);
 }
 
-cluster_client::cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
-                               script_set scripts) {
+}  // namespace
+
+std::unique_ptr<transport> make_cluster_client(std::vector<redis_endpoint> seeds,
+                                               const redis_options& options, script_set scripts) {
   validate_options(options);
   if (seeds.empty()) throw config_error("redis+cluster: no seed nodes");
-  impl_ = std::make_shared<impl>(std::move(seeds), options, std::move(scripts));
-  impl_->start();
-}
-
-cluster_client::~cluster_client() {
-  impl_->shutdown();
-}
-
-void cluster_client::submit(std::unique_ptr<request> r) {
-  impl_->submit(std::move(r));
-}
-
-bool cluster_client::healthy() const noexcept {
-  return impl_->healthy();
-}
-
-std::string cluster_client::last_error() const {
-  return impl_->last_error();
-}
-
-backend_stats cluster_client::stats() const noexcept {
-  return impl_->stats();
+  auto c = std::make_shared<cluster_client>(std::move(seeds), options, std::move(scripts));
+  c->run();
+  return std::make_unique<transport>(std::move(c));
 }
 
 }  // namespace floodgate::redis

@@ -2,9 +2,9 @@
 // that node's pipelined connections (connection.hpp, the same as a single server's), and
 // follows the cluster as it changes.
 //
-//   cluster_client c{parse_cluster_url(url), options, scripts};
+//   auto c = make_cluster_client(parse_cluster_url(url), options, scripts);
 //   r->slot = key_slot(key);   // every key of one call shares a slot (a hash tag)
-//   c.submit(std::move(r));
+//   c->submit(std::move(r));
 //
 // What it does, all within the call's deadline:
 // - Discovers the slot map with CLUSTER SLOTS from any seed, and again after a MOVED, a lost
@@ -37,24 +37,8 @@
 
 namespace floodgate::redis {
 
-class cluster_client final : public transport {
- public:
-  // Throws config_error for unusable options or no seeds. Does not wait for the cluster.
-  cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
-                 script_set scripts);
-  ~cluster_client() override;
-  cluster_client(const cluster_client&) = delete;
-  cluster_client& operator=(const cluster_client&) = delete;
-
-  void submit(std::unique_ptr<request> r) override;
-  bool healthy() const noexcept override;
-  std::string last_error() const override;
-  backend_stats stats() const noexcept override;
-
-  class impl;
-
- private:
-  std::shared_ptr<impl> impl_;
-};
+// Throws config_error for unusable options or no seeds. Does not wait for the cluster.
+std::unique_ptr<transport> make_cluster_client(std::vector<redis_endpoint> seeds,
+                                               const redis_options& options, script_set scripts);
 
 }  // namespace floodgate::redis

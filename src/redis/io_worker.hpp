@@ -1,10 +1,10 @@
 // The thread a Redis client runs on: an io_context, the thread running it, and the queue by
 // which calls cross over from callers' threads (one lock, held only to push or swap). The
-// owner (client, cluster_client) does the rest on that thread: it is handed each batch of
-// submitted calls, and asked once to tear down.
+// owner (node_pool.hpp) does the rest on that thread: it is handed each batch of submitted
+// calls, and asked once to tear down.
 //
-//   class client::impl : public io_worker_owner, public std::enable_shared_from_this<impl> {
-//     void start() { worker_.start(shared_from_this()); }
+//   class node_pool : public io_worker_owner {
+//     void start(std::shared_ptr<void> client) { worker_.start(std::move(client)); }
 //     void submit(request_ptr r) { worker_.submit(std::move(r)); }
 //     void dispatch_batch(std::vector<request_ptr>& batch) override;  // to the connections
 //     void tear_down(std::vector<request_ptr>& out) override;         // stop the connections

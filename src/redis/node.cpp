@@ -27,9 +27,13 @@ void node::start() {
 void node::stop(std::vector<request_ptr>& out) {
   for (auto& c : connections_) c->stop(out);
   ready_.store(0, std::memory_order_relaxed);
+  leave();
+}
+
+void node::leave() {
+  if (stopped_) return;
   if (has_problem_) clear_problem();
-  if (!stopped_ && !breaker_.closed())
-    health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
+  if (!breaker_.closed()) health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
   stopped_ = true;
 }
 

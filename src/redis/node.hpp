@@ -1,10 +1,10 @@
-// One Redis server as every client sees it (client.hpp: the one server; cluster_client.hpp:
-// each node; sentinel_client.hpp: the primary, through client): its pipelined connections,
+// One Redis server as every client sees it (node_pool.hpp holds them: client.hpp's one server,
+// cluster_client.hpp's nodes, sentinel_client.hpp's primary): its pipelined connections,
 // the least-loaded pick among them, its circuit breaker (breaker.hpp), and its problems in
 // the server's words (pool_health.hpp), so health, errors and stats read the same on every
 // topology.
 //
-//   node n{io, config, *this, health_};   // *this: the client's node_owner
+//   node n{io, config, pool, health_};   // pool: its node_owner (node_pool.hpp)
 //   n.start();
 //   bool probe = false;
 //   connection* c = n.admit(probe) ? n.pick() : nullptr;   // null: fail not_connected
@@ -30,7 +30,7 @@ namespace floodgate::redis {
 
 class node;
 
-// The client's side of its nodes. Io thread.
+// The pool's side of its nodes (node_pool.hpp). Io thread.
 class node_owner {
  public:
   // One of the node's connections became ready or stopped being ready.
@@ -59,6 +59,10 @@ class node final : public connection_owner, public call_observer {
   // Stops every connection, handing back what they hold, and takes the node out of the
   // pool's health: its problem and its open breaker. Once.
   void stop(std::vector<request_ptr>& out);
+  // Takes the node out of the pool's health (its problem, its open breaker) and stops
+  // reporting, while its connections finish the calls they hold (a retired primary). Once;
+  // stop() does it too.
+  void leave();
 
   // The ready connection holding the fewest calls; failing that, a connecting one (it may be
   // ready before the call's deadline); failing that, null.

@@ -7,26 +7,22 @@
 
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
-#include "redis/stream.hpp"
+#include "redis/stream_link.hpp"
 
 namespace floodgate::redis {
 
 namespace {
 
 // One endpoint's connection, and what came back on it for the ask in progress.
-struct link final : stream_owner {
-  link(boost::asio::io_context& io, stream_config c) : config(std::move(c)), socket(io, *this) {}
+struct link {
+  link(boost::asio::io_context& io, stream_config c)
+      : socket(io, std::move(c),
+               {[this](reply& r) { replies.push_back(std::move(r)); },
+                [this](const std::string& why) { closed = why; }}) {}
 
-  void stream_ready() override {}
-  void stream_reply(reply& r) override { replies.push_back(std::move(r)); }
-  void stream_closed(const std::string& why, std::error_code) override {
-    closed = endpoint_label(config.endpoint) + ": " + why;
-  }
-
-  stream_config config;
   std::vector<reply> replies;
   std::optional<std::string> closed;
-  stream socket;
+  stream_link socket;
 };
 
 std::string link_name(const redis_endpoint& ep, node_asker::peer kind) {
@@ -47,19 +43,12 @@ struct node_asker::impl {
   link& link_to(const redis_endpoint& ep, peer kind) {
     auto& slot = links[link_name(ep, kind)];
     if (slot) return *slot;
-    stream_config c;
-    c.endpoint = ep;
-    c.tls = options.tls;
-    c.tls_context = tls;
-    c.max_reply_size = options.max_reply_size;
+    stream_config c = sentinel_stream_config(ep, options, tls);
     if (kind == peer::node) {  // a node's own credentials and db; a sentinel's are options'
       c.greeting.user = ep.user;
       c.greeting.password = ep.password;
       c.greeting.db = ep.db;
-    } else {
-      c.greeting.user = options.sentinel_user;
-      c.greeting.password = options.sentinel_password;
-      c.peer = "the sentinel";
+      c.peer = "the server";
     }
     slot = std::make_unique<link>(io, std::move(c));
     return *slot;
@@ -87,26 +76,26 @@ std::vector<reply> node_asker::ask(const redis_endpoint& ep, peer kind,
   }
   auto& l = s.link_to(ep, kind);
   if (!l.socket.is_open()) {
-    l.config.connect_timeout = timeout;
-    l.socket.open(l.config);
+    l.socket.config().connect_timeout = timeout;
+    l.socket.open();
   }
-  std::string& out = l.socket.out();
+  std::string out;
   for (const auto& c : commands) {
     append_array_header(out, c.size());
     for (const auto& arg : c) append_bulk(out, std::string_view(arg));
   }
   l.replies.clear();
   l.closed.reset();
-  l.socket.flush();
+  l.socket.send(out);
   const auto want = commands.size();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   s.io.restart();
   while (l.replies.size() < want && !l.closed && !s.stopped.load())
     if (s.io.run_one_until(deadline) == 0) break;  // the deadline, or stop()
   if (l.replies.size() < want) {
-    error = l.closed            ? *l.closed
-            : s.stopped.load()  ? endpoint_label(ep) + ": stopped"
-                                : endpoint_label(ep) + ": no answer within " +
+    error = l.closed           ? *l.closed
+            : s.stopped.load() ? endpoint_label(ep) + ": stopped"
+                               : endpoint_label(ep) + ": no answer within " +
                                      std::to_string(timeout.count()) + " ms";
     l.socket.close();  // a late reply must not answer the next question
     return {};

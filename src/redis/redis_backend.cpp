@@ -249,16 +249,15 @@ redis_backend::redis_backend(std::string_view full_url, const redis_options& opt
       if (target.tls()) validate_tls_options(options_.tls);
       cluster_ = true;
       kind_ = "redis-cluster";
-      client_ = std::make_unique<cluster_client>(std::move(target.nodes), options_, all_scripts());
+      client_ = make_cluster_client(std::move(target.nodes), options_, all_scripts());
       return;
     case topology::kind::sentinel:
       kind_ = "redis-sentinel";
-      client_ =
-          std::make_unique<sentinel_client>(std::move(target.sentinel), options_, all_scripts());
+      client_ = make_sentinel_client(std::move(target.sentinel), options_, all_scripts());
       return;
     case topology::kind::single:
       if (target.tls()) validate_tls_options(options_.tls);
-      client_ = std::make_unique<client>(std::move(target.nodes.front()), options_, all_scripts());
+      client_ = make_client(target.nodes.front(), options_, all_scripts());
       return;
   }
 }
@@ -266,7 +265,7 @@ redis_backend::redis_backend(std::string_view full_url, const redis_options& opt
 redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& options)
     : options_(options) {
   check_prefix(options_);
-  client_ = std::make_unique<client>(std::move(endpoint), options_, all_scripts());
+  client_ = make_client(endpoint, options_, all_scripts());
 }
 
 // The slot of the item's state key: of its hash tag, which is the caller key as stored.

@@ -98,7 +98,7 @@ class request {
   bool asking = false;
   // Cluster: the hash slot of the command's keys; -1 when it has none.
   std::int32_t slot = -1;
-  // Set while the request is admitted to a node and on its way (client.cpp): told the
+  // Set while the request is admitted to a node and on its way (node_pool::send): told the
   // outcome by finish(). `probe`: it is that node's half-open breaker's probe.
   call_observer* observer = nullptr;
   bool probe = false;

@@ -1,23 +1,22 @@
 #include "redis/sentinel_client.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cctype>
 #include <condition_variable>
-#include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
 
 #include "floodgate/errors.hpp"
-#include "redis/client.hpp"
-#include "redis/connection.hpp"
+#include "redis/backoff.hpp"
 #include "redis/endpoint_label.hpp"
-#include "redis/io_worker.hpp"
+#include "redis/node_pool.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
-#include "redis/sentinel_socket.hpp"
-#include "redis/waiting_room.hpp"
+#include "redis/stream_link.hpp"
 
 namespace floodgate::redis {
 
@@ -94,27 +93,27 @@ sentinel_config parse_sentinel_url(std::string_view url) {
   return out;
 }
 
-// Runs on its own io thread (io_worker): the sentinel connections, the parked calls and their
-// deadlines, the retired clients. Callers' threads touch current_ (under mutex_) only.
-// Routes every call to the current primary's client and decides what its answer means: a
-// READONLY (a demoted primary: the script wrote nothing) is re-sent once, to the new
-// primary, and failures start a new look-up (request::route.epoch: the primary it went to).
-class sentinel_client::impl final : public io_worker_owner,
-                                    public call_router,
-                                    public std::enable_shared_from_this<impl> {
+namespace {
+
+// Runs on the pool's io thread (node_pool.hpp): the sentinel connections, the primary as the
+// pool's node, calls held after READONLY in the pool's waiting room, a retired primary.
+// Callers' threads read the health (atomics, pool_health) and the start-up state (mutex_).
+// Routes every call to the current primary and decides what its answer means: a READONLY (a
+// demoted primary: the script wrote nothing) is re-sent once, to the new primary, and
+// failures start a new look-up (request::route.epoch: the primary it went to).
+class sentinel_client final : public pool_router,
+                              public call_router,
+                              public transport::client,
+                              public std::enable_shared_from_this<sentinel_client> {
  public:
-  impl(sentinel_config config, const redis_options& options, script_set scripts)
+  sentinel_client(sentinel_config config, const redis_options& options, script_set scripts)
       : config_(std::move(config)),
-        options_(options),
-        scripts_(std::move(scripts)),
-        tls_(config_.primary.tls ? make_tls_context(options_.tls) : tls_context_result{}),
-        round_timer_(worker_.context()),
-        recheck_timer_(worker_.context()),
-        retire_timer_(worker_.context()),
-        parked_(worker_.context(), fail_parked, fail_parked) {
+        pool_(*this, options, std::move(scripts),
+              config_.primary.tls ? make_tls_context(options.tls) : tls_context_result{}),
+        round_timer_(pool_.context()),
+        recheck_timer_(pool_.context()) {
     // The epoch, then the address (sentinel_answer.hpp says why in this order).
-    append_command(address_command_,
-                   {"SENTINEL", "get-master-addr-by-name", config_.master_name});
+    append_command(address_command_, {"SENTINEL", "get-master-addr-by-name", config_.master_name});
     append_command(ask_command_, {"SENTINEL", "MASTER", config_.master_name});
     ask_command_ += address_command_;
     append_command(subscribe_command_, {"SUBSCRIBE", "+switch-master", "+promoted-slave"});
@@ -122,128 +121,63 @@ class sentinel_client::impl final : public io_worker_owner,
       peers_.push_back(std::make_unique<peer>(*this, config_.sentinels[i]));
   }
 
-  // Waits for the first answer (or every sentinel failing), connect_timeout at most: the
-  // sentinels are asked together, so one that never answers costs nothing when another does.
-  void start() {
-    worker_.start(shared_from_this());
-    asio::post(worker_.context(), [this] {
-      for (auto& p : peers_) subscribe(*p);
-      ask_all();
-    });
+  // Waits for the first primary (first_answer_due) or every sentinel failing, connect_timeout
+  // at most: the sentinels are asked together, so one that never answers costs nothing when a
+  // majority does.
+  void run() {
+    pool_.start(shared_from_this());
     std::unique_lock lock(mutex_);
-    cv_.wait_for(lock, options_.connect_timeout, [&] { return current_ || first_round_over_; });
+    cv_.wait_for(lock, pool_.options().connect_timeout,
+                 [&] { return have_primary_ || first_round_over_; });
   }
 
-  void stop() {
+  // With no primary known, failed at once on the caller's thread (the sentinels asked again),
+  // as a call the breaker refuses: not after a trip to the io thread, which may be busy.
+  void submit(request_ptr r) override {
+    if (!have_primary_.load(std::memory_order_acquire)) {
+      if (!round_posted_.exchange(true, std::memory_order_acq_rel))
+        asio::post(pool_.context(), [this] {
+          round_posted_.store(false, std::memory_order_release);
+          request_round();
+        });
+      return r->complete(errc::not_connected, nullptr);
+    }
+    pool_.submit(std::move(r));
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+  bool healthy() const noexcept override {
+    return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
+  }
+
+  std::string last_error() const override {
     {
       std::lock_guard lock(mutex_);
-      stopping_ = true;
+      if (!have_primary_.load(std::memory_order_acquire))
+        return "no primary known: " + (sentinel_error_.empty()
+                                           ? std::string("the sentinels have not answered yet")
+                                           : sentinel_error_);
     }
-    worker_.shutdown();
-    std::shared_ptr<client> current;
-    std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired;
-    {
-      std::lock_guard lock(mutex_);
-      current = std::move(current_);
-      retired = std::move(retired_);
-    }
-    // Here, not on the io thread: a client destroyed from one of its own completions
-    // (this destructor's caller) must be released on its own thread.
-    current.reset();  // completes what it holds with shutting_down
-    retired.clear();
+    return pool_.health().last_error();
   }
 
-  void submit(request_ptr r) {
-    std::shared_ptr<client> c;
-    std::uint64_t epoch = 0;
-    bool stopping = false;
-    {
-      std::lock_guard lock(mutex_);
-      stopping = stopping_;
-      if (!stopping) c = current_;
-      epoch = epoch_;
-    }
-    r->route = {};
-    r->route.by = this;
-    r->route.epoch = epoch;
-    if (!c) {
-      if (!stopping) suspect();
-      return r->complete(stopping ? errc::shutting_down : errc::not_connected, nullptr);
-    }
-    c->submit(std::move(r));
-  }
-
-  bool healthy() const {
-    std::lock_guard lock(mutex_);
-    return current_ && current_->healthy();
-  }
-
-  std::string last_error() const {
-    std::lock_guard lock(mutex_);
-    if (current_) return current_->last_error();
-    return "no primary known: " + (sentinel_error_.empty()
-                                       ? std::string("the sentinels have not answered yet")
-                                       : sentinel_error_);
-  }
-
-  // The primaries' clients' counters, summed over every client so far (a counter must not
-  // start again after a switch); the breaker gauge is the current primary's.
-  backend_stats stats() const noexcept {
-    std::lock_guard lock(mutex_);
-    backend_stats s = closed_stats_;
-    for (const auto& [at, c] : retired_) add(s, c->stats());
-    if (current_) {
-      const auto now = current_->stats();
-      add(s, now);
-      s.breakers_open = now.breakers_open;
-    }
+  // The pool's counters run over every primary so far (a counter must not start again after a
+  // switch); the breaker gauge is the current primary's (a retired one left the health).
+  backend_stats stats() const noexcept override {
+    backend_stats s = pool_.health().stats();
     s.redirections = resent_.load(std::memory_order_relaxed);
     s.failovers_seen = switches_.load(std::memory_order_relaxed);
     return s;
   }
 
-  // call_router, on the primary client's thread (its node heard first: request::finish).
-  void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
-    // NOREPLICAS (min-replicas-to-write) is not parked: it also means a replica is down, and
-    // then every call would wait its whole deadline (docs/operations.md measures both).
-    const bool readonly = r != nullptr && r->is_error() &&
-                          (r->error_code() == "READONLY" ||
-                           r->str.find("READONLY You can't write") != std::string::npos);
-    // The primary it was sent to is a replica now, whatever a sentinel says (sentinel_answer.hpp).
-    if (readonly) refused_epoch_.store(c->route.epoch, std::memory_order_relaxed);
-    if (readonly || ec == errc::not_connected || ec == errc::timeout) suspect();
-    if (readonly && c->route.redirects == 0 && steady::now() < c->deadline) {
-      // Parked on the io thread until the new primary is known or its deadline passes; sent
-      // there afresh (the primary's client admits it again).
-      ++c->route.redirects;
-      c->observer = nullptr;
-      c->probe = false;
-      return worker_.submit(std::move(c));
-    }
-    c->complete(ec, r);
+  // --- pool_router (io thread) -------------------------------------------------------------
+
+  void start() override {
+    for (auto& p : peers_) subscribe(*p);
+    ask_all();
   }
 
-  // io_worker_owner: calls parked after READONLY.
-  void dispatch_batch(std::vector<request_ptr>& batch) override {
-    std::shared_ptr<client> c;
-    std::uint64_t epoch = 0;
-    {
-      std::lock_guard lock(mutex_);
-      c = current_;
-      epoch = epoch_;
-    }
-    for (auto& call : batch) {
-      if (call->route.epoch != epoch && c) {
-        // The primary changed since the call was sent: on to the new one at once.
-        resent_.fetch_add(1, std::memory_order_relaxed);
-        c->submit(std::move(call));
-      } else {
-        parked_.hold(std::move(call), waiting_room::until_taken);
-      }
-    }
-  }
-
-  void tear_down(std::vector<request_ptr>& out) override {
+  void stop() override {
     for (auto& p : peers_) {
       p->ask.close();
       p->sub.close();
@@ -254,43 +188,84 @@ class sentinel_client::impl final : public io_worker_owner,
     }
     round_timer_.cancel();
     recheck_timer_.cancel();
-    parked_.stop();
-    retire_timer_.cancel();
-    for (auto& c : parked_.take_all()) out.push_back(std::move(c));
+    healthy_.store(false, std::memory_order_relaxed);
+  }
+
+  // To the current primary; with none known, not_connected at once (and the sentinels asked).
+  void route(request_ptr r, bool fresh) override {
+    if (fresh) {
+      r->route = {};
+      r->route.by = this;
+    } else if (r->route.epoch != epoch_) {
+      resent_.fetch_add(1, std::memory_order_relaxed);  // on to a primary named since
+    }
+    if (primary_ == nullptr) {
+      request_round();
+      return r->complete(errc::not_connected, nullptr);
+    }
+    r->route.epoch = epoch_;
+    if (auto refused = pool_.send(std::move(r), *primary_)) {
+      request_round();
+      refused->complete(errc::not_connected, nullptr);
+    }
+  }
+
+  void readiness_changed(node&, bool) override { update_health(); }
+  void breaker_changed(node&, breaker::change) override { update_health(); }
+
+  // call_router, on the io thread (its node heard first: request::finish).
+  void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
+    // NOREPLICAS (min-replicas-to-write) is not held: it also means a replica is down, and
+    // then every call would wait its whole deadline (docs/operations.md measures both).
+    const bool readonly = r != nullptr && r->is_error() &&
+                          (r->error_code() == "READONLY" ||
+                           r->str.find("READONLY You can't write") != std::string::npos);
+    // The primary it was sent to is a replica now, whatever a sentinel says (sentinel_answer.hpp).
+    if (readonly) refused_epoch_ = c->route.epoch;
+    if (!pool_.torn_down() && (readonly || ec == errc::not_connected || ec == errc::timeout))
+      request_round();
+    if (readonly && !pool_.torn_down() && c->route.redirects == 0 && steady::now() < c->deadline) {
+      // Held until the new primary is known or its deadline passes; sent there afresh (the
+      // primary's node admits it again), on the next turn if it is known already.
+      ++c->route.redirects;
+      c->observer = nullptr;
+      c->probe = false;
+      const bool moved = c->route.epoch != epoch_;
+      return pool_.hold(std::move(c), moved ? steady::now() : waiting_room::until_taken);
+    }
+    c->complete(ec, r);
   }
 
  private:
   // One sentinel: a connection for questions and one subscribed to +switch-master.
   struct peer {
-    peer(impl& owner, const redis_endpoint& ep)
-        : ask(owner.worker_.context(), ep, owner.options_, owner.tls_.context, owner.tls_.error,
+    peer(sentinel_client& owner, const redis_endpoint& ep)
+        : ask(owner.pool_.context(), owner.sentinel_at(ep),
               {[&owner, this](reply& r) { owner.on_answer(*this, r); },
                [&owner, this](const std::string& why) { owner.on_ask_closed(*this, why); }}),
-          sub(owner.worker_.context(), ep, owner.options_, owner.tls_.context, owner.tls_.error,
+          sub(owner.pool_.context(), owner.sentinel_at(ep),
               {[&owner, this](reply& r) { owner.on_message(*this, r); },
                [&owner, this](const std::string& why) { owner.on_sub_closed(*this, why); }}),
-          ask_timer(owner.worker_.context()),
-          sub_timer(owner.worker_.context()),
-          backoff(owner.options_.reconnect_backoff_min) {}
+          ask_timer(owner.pool_.context()),
+          sub_timer(owner.pool_.context()),
+          resubscribe(owner.pool_.options().reconnect_backoff_min,
+                      owner.pool_.options().reconnect_backoff_max) {}
 
-    sentinel_socket ask, sub;
+    stream_link ask, sub;
     asio::steady_timer ask_timer, sub_timer;
     std::uint64_t ask_generation = 0, sub_generation = 0;  // so a stale expiry is ignored
     bool asking = false;                                   // a question in flight on `ask`
     bool address_only = false;  // refused SENTINEL MASTER (ACL): asked get-master-addr-by-name
     bool epoch_read = false;    // this question's SENTINEL MASTER reply is in: the address next
     std::optional<std::uint64_t> epoch;  // what it said
-    std::uint64_t ask_round = 0;                           // the round it belongs to
+    std::uint64_t ask_round = 0;         // the round it belongs to
     bool subscribed = false;
-    std::chrono::milliseconds backoff;
+    backoff resubscribe;  // jittered as a connection's reconnects (backoff.hpp)
   };
 
-  void suspect() {
-    if (suspect_posted_.exchange(true, std::memory_order_acq_rel)) return;
-    asio::post(worker_.context(), [this] {
-      suspect_posted_.store(false, std::memory_order_release);
-      request_round();
-    });
+  const redis_options& options() const noexcept { return pool_.options(); }
+  stream_config sentinel_at(const redis_endpoint& ep) const {
+    return sentinel_stream_config(ep, options(), pool_.tls());
   }
 
   void note_error(const std::string& why) {
@@ -298,10 +273,18 @@ class sentinel_client::impl final : public io_worker_owner,
     sentinel_error_ = why;
   }
 
+  void update_health() {
+    healthy_.store(!pool_.torn_down() && primary_ != nullptr && primary_->ready() > 0 &&
+                       primary_->breaker_closed(),
+                   std::memory_order_relaxed);
+  }
+
   // --- asking -----------------------------------------------------------------------------
 
+  // Asks after a suspicion (READONLY, a lost connection, a timeout) start at most every
+  // resolve_min_interval.
   void request_round() {
-    if (round_pending_) return;
+    if (round_pending_ || pool_.torn_down()) return;
     const auto at = last_round_at_ + resolve_min_interval;
     if (steady::now() >= at) return ask_all();
     round_pending_ = true;
@@ -319,6 +302,7 @@ class sentinel_client::impl final : public io_worker_owner,
     round_pending_ = false;
     last_round_at_ = steady::now();
     ++round_;
+    pool_.sweep();  // a retired primary that holds no calls now stops connecting
     for (auto& p : peers_) {
       if (p->asking) continue;  // still waiting for the last answer: its deadline will tell
       if (!p->ask.is_open()) p->ask.open();
@@ -327,13 +311,13 @@ class sentinel_client::impl final : public io_worker_owner,
       p->asking = true;
       p->ask_round = round_;
       const auto generation = ++p->ask_generation;
-      p->ask_timer.expires_after(options_.connect_timeout);
+      p->ask_timer.expires_after(options().connect_timeout);
       p->ask_timer.async_wait([this, q = p.get(), generation](const error_code& ec) {
         if (ec || generation != q->ask_generation) return;
         q->ask.close();  // its late answer must not be taken for the next question's
-        note_error(endpoint_label(q->ask.endpoint().host, q->ask.endpoint().port) +
-                   ": no answer within connect_timeout");
+        note_error(endpoint_label(q->ask.endpoint()) + ": no answer within connect_timeout");
         answered(*q);
+        settle();
       });
     }
     const auto generation = ++recheck_generation_;
@@ -348,6 +332,13 @@ class sentinel_client::impl final : public io_worker_owner,
     p.asking = false;
     ++p.ask_generation;
     p.ask_timer.cancel();
+  }
+
+  // After each sentinel's answer or failure: at start-up, the primary once enough have named
+  // one (first_answer_due); the constructor is released once one is known or no sentinel is
+  // still asked.
+  void settle() {
+    first_answer_due();
     if (first_round_over_) return;
     for (auto& q : peers_)
       if (q->asking) return;
@@ -358,9 +349,27 @@ class sentinel_client::impl final : public io_worker_owner,
     cv_.notify_all();
   }
 
+  // Start-up, no primary yet: the first answer to come may be from a sentinel that has not
+  // heard of the last failover, naming an old primary that still takes writes. Answers are
+  // gathered until a majority of the sentinels gave one, or none is still asked (each within
+  // connect_timeout), and the newest is taken: the epoch rule, applied to the first answer as
+  // to every later one.
+  void first_answer_due() {
+    if (primary_ != nullptr || first_answers_.empty()) return;
+    const bool majority = 2 * first_answers_.size() > peers_.size();
+    const bool all_in =
+        std::none_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->asking; });
+    if (!majority && !all_in) return;
+    std::vector<sentinel_answer> answers;
+    for (auto& [from, a] : first_answers_) answers.push_back(std::move(a));
+    first_answers_.clear();
+    const auto best = best_answer(answers);
+    if (best && choice_.take(*best, false, false)) learned(best->primary);
+  }
+
   void on_answer(peer& p, reply& r) {
     if (!p.asking) return;
-    const auto where = endpoint_label(p.ask.endpoint().host, p.ask.endpoint().port);
+    const auto where = endpoint_label(p.ask.endpoint());
     if (!p.epoch_read) {  // SENTINEL MASTER's reply; get-master-addr-by-name's follows
       p.epoch_read = true;
       p.epoch = read_config_epoch(r);
@@ -377,24 +386,25 @@ class sentinel_client::impl final : public io_worker_owner,
     answered(p);
     const auto answer = read_answer(r, p.address_only ? std::nullopt : p.epoch, config_.primary);
     if (!answer) {
-      return note_error(where + (r.is_error() ? ": " + r.str
-                                              : ": does not know master '" +
-                                                    config_.master_name + "'"));
+      note_error(where + (r.is_error() ? ": " + r.str
+                                       : ": does not know master '" + config_.master_name + "'"));
+      return settle();
+    }
+    if (primary_ == nullptr) {
+      first_answers_.insert_or_assign(&p, *answer);
+      return settle();
     }
     // An answer to a question asked before the last switch may predate it: ignored.
     if (round <= switch_round_) return;
-    bool have_primary = false, refused = false;
-    {
-      std::lock_guard lock(mutex_);
-      have_primary = current_ != nullptr;
-      refused = have_primary && refused_epoch_.load(std::memory_order_relaxed) == epoch_;
-    }
-    if (choice_.take(*answer, have_primary, refused)) learned(answer->primary);
+    const bool refused = refused_epoch_ == epoch_;
+    if (choice_.take(*answer, true, refused)) learned(answer->primary);
   }
 
   void on_ask_closed(peer& p, const std::string& why) {
     note_error(why);
-    if (p.asking) answered(p);
+    if (!p.asking) return;
+    answered(p);
+    settle();
   }
 
   // --- subscribing ------------------------------------------------------------------------
@@ -405,11 +415,11 @@ class sentinel_client::impl final : public io_worker_owner,
     p.sub.send(subscribe_command_);
     // A sentinel that accepts and never confirms is tried again later.
     const auto generation = ++p.sub_generation;
-    p.sub_timer.expires_after(options_.connect_timeout);
+    p.sub_timer.expires_after(options().connect_timeout);
     p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
       if (ec || generation != q->sub_generation) return;
       q->sub.close();
-      on_sub_closed(*q, endpoint_label(q->sub.endpoint().host, q->sub.endpoint().port) +
+      on_sub_closed(*q, endpoint_label(q->sub.endpoint()) +
                             ": SUBSCRIBE not confirmed within connect_timeout");
     });
   }
@@ -417,8 +427,7 @@ class sentinel_client::impl final : public io_worker_owner,
   void on_sub_closed(peer& p, const std::string& why) {
     note_error(why);
     p.subscribed = false;
-    const auto wait = p.backoff;
-    p.backoff = std::min(p.backoff * 2, options_.reconnect_backoff_max);
+    const auto wait = p.resubscribe.next();
     const auto generation = ++p.sub_generation;
     p.sub_timer.expires_after(wait);
     p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
@@ -439,7 +448,7 @@ class sentinel_client::impl final : public io_worker_owner,
     if (kind == "subscribe") {
       if (r.elements[1].str != "+switch-master") return;
       p.subscribed = true;
-      p.backoff = options_.reconnect_backoff_min;
+      p.resubscribe.reset();
       ++p.sub_generation;
       p.sub_timer.cancel();
       return request_round();  // a switch may have been missed while not subscribed
@@ -464,133 +473,73 @@ class sentinel_client::impl final : public io_worker_owner,
 
   // --- switching --------------------------------------------------------------------------
 
-  // A new client when the primary moved; parked calls go to it. False: no move.
+  // The pool's node for a new primary; the old one retired (kept while its calls in flight
+  // finish), held calls on to the new one. False: no move.
   bool learned(const redis_endpoint& address) {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopping_ || (current_ && current_endpoint_ == address)) return false;
+    if (pool_.torn_down() || (primary_ != nullptr && primary_address_ == address)) return false;
+    node* next = pool_.node_for(address);  // connects in background
+    if (primary_ != nullptr) {
+      pool_.retire(*primary_, steady::now() + 2 * options().timeout);
+      switches_.fetch_add(1, std::memory_order_relaxed);
     }
-    auto next = std::make_shared<client>(address, options_, scripts_);  // connects in background
-    bool retiring = false;
+    primary_ = next;
+    primary_address_ = address;
+    ++epoch_;
+    update_health();
     {
       std::lock_guard lock(mutex_);
-      if (current_) {
-        // Kept while its calls in flight finish, then closed.
-        retired_.emplace_back(steady::now() + 2 * options_.timeout, std::move(current_));
-        switches_.fetch_add(1, std::memory_order_relaxed);
-        retiring = true;
-      }
-      current_ = next;
-      current_endpoint_ = address;
-      ++epoch_;
+      have_primary_.store(true, std::memory_order_release);
     }
     cv_.notify_all();
     switch_round_ = round_;
-    resent_.fetch_add(parked_.size(), std::memory_order_relaxed);
-    for (auto& c : parked_.take_all()) next->submit(std::move(c));
-    if (retiring) arm_retire();
+    first_answers_.clear();
+    for (auto& c : pool_.take_held()) route(std::move(c), false);
+    pool_.flush();
     return true;
   }
 
-  void arm_retire() {
-    steady::time_point at;
-    {
-      std::lock_guard lock(mutex_);
-      if (retired_.empty()) return;
-      at = retired_.front().first;
-    }
-    retire_timer_.expires_at(at);
-    retire_timer_.async_wait([this](const error_code& ec) {
-      if (ec) return;
-      std::vector<std::shared_ptr<client>> closing;
-      {
-        std::lock_guard lock(mutex_);
-        while (!retired_.empty() && retired_.front().first <= steady::now()) {
-          add(closed_stats_, retired_.front().second->stats());
-          closing.push_back(std::move(retired_.front().second));
-          retired_.pop_front();
-        }
-      }
-      closing.clear();
-      arm_retire();
-    });
-  }
-
-  static void add(backend_stats& to, const backend_stats& from) noexcept {
-    to.script_reloads += from.script_reloads;
-    to.breaker_opens += from.breaker_opens;
-  }
-
-  // --- parked calls -----------------------------------------------------------------------
-
-  // A parked call past its deadline: answered timeout (it is not retried, so nothing else
-  // follows from it).
-  static void fail_parked(std::vector<request_ptr>& calls) {
-    for (auto& c : calls) c->complete(errc::timeout, nullptr);
-  }
-
   const sentinel_config config_;
-  const redis_options options_;
-  const script_set scripts_;
-  const tls_context_result tls_;  // rediss+sentinel://: the sentinels' and the primary's
   std::string ask_command_, address_command_, subscribe_command_;
 
-  io_worker worker_{*this};  // before what uses its io_context: destroyed after it
+  // The primary's node, and rediss+sentinel://'s TLS context, the sentinels' too.
+  node_pool pool_;  // before what uses its io_context: destroyed after it
   std::vector<std::unique_ptr<peer>> peers_;
-  asio::steady_timer round_timer_, recheck_timer_, retire_timer_;
+  asio::steady_timer round_timer_, recheck_timer_;
 
   // io thread
-  // Calls parked after READONLY until the new primary is known (switch: sent on to it) or
-  // their deadline passes (answered timeout).
-  waiting_room parked_;
+  node* primary_ = nullptr;  // the pool's node for it; null until a sentinel names one
+  redis_endpoint primary_address_;
+  std::uint64_t epoch_ = 0;  // primaries named so far
+  // The epoch_ of the last primary that answered READONLY (~0: none yet).
+  std::uint64_t refused_epoch_ = ~std::uint64_t{0};
   bool round_pending_ = false;
   steady::time_point last_round_at_{};
   std::uint64_t round_ = 0, switch_round_ = 0, recheck_generation_ = 0;
   primary_choice choice_;
-  std::atomic<bool> suspect_posted_{false};
+  std::map<const peer*, sentinel_answer> first_answers_;  // start-up: each sentinel's latest
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  bool stopping_ = false;                                                       // guarded by mutex_
-  bool first_round_over_ = false;                                               // guarded by mutex_
-  std::shared_ptr<client> current_;                                             // guarded by mutex_
-  redis_endpoint current_endpoint_;                                             // guarded by mutex_
-  std::uint64_t epoch_ = 0;                                                     // guarded by mutex_
-  std::string sentinel_error_;                                                  // guarded by mutex_
-  std::deque<std::pair<steady::time_point, std::shared_ptr<client>>> retired_;  // mutex_
-  backend_stats closed_stats_;  // guarded by mutex_: of the clients retired and closed
+  bool first_round_over_ = false;  // guarded by mutex_
+  // Set (under mutex_, for the constructor's wait) once a primary is known; read anywhere.
+  std::atomic<bool> have_primary_{false};
+  std::atomic<bool> round_posted_{false};  // submit()'s request_round() is on its way
+  std::string sentinel_error_;             // guarded by mutex_
+
+  std::atomic<bool> healthy_{false};
   std::atomic<std::uint64_t> resent_{0}, switches_{0};
-  // The epoch_ of the last primary that answered READONLY (~0: none yet).
-  std::atomic<std::uint64_t> refused_epoch_{~std::uint64_t{0}};
 };
 
-sentinel_client::sentinel_client(sentinel_config config, const redis_options& options,
-                                 script_set scripts) {
+}  // namespace
+
+std::unique_ptr<transport> make_sentinel_client(sentinel_config config,
+                                                const redis_options& options, script_set scripts) {
   validate_options(options);
   if (config.sentinels.empty()) throw config_error("redis+sentinel: no sentinels");
   if (config.primary.tls) validate_tls_options(options.tls);
-  impl_ = std::make_shared<impl>(std::move(config), options, std::move(scripts));
-  impl_->start();
-}
-
-sentinel_client::~sentinel_client() {
-  impl_->stop();
-}
-
-void sentinel_client::submit(std::unique_ptr<request> r) {
-  impl_->submit(std::move(r));
-}
-
-bool sentinel_client::healthy() const noexcept {
-  return impl_->healthy();
-}
-
-std::string sentinel_client::last_error() const {
-  return impl_->last_error();
-}
-
-backend_stats sentinel_client::stats() const noexcept {
-  return impl_->stats();
+  auto c = std::make_shared<sentinel_client>(std::move(config), options, std::move(scripts));
+  c->run();
+  return std::make_unique<transport>(std::move(c));
 }
 
 }  // namespace floodgate::redis

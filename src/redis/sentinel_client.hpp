@@ -1,30 +1,32 @@
 // A client for a Redis primary found through Sentinel:
 // redis+sentinel://[user:password@]host:port[,host:port...]/master-name[/db].
 //
-//   sentinel_client c{parse_sentinel_url(url), options, scripts};
-//   c.submit(std::move(r));   // to the current primary, as client.hpp
+//   auto c = make_sentinel_client(parse_sentinel_url(url), options, scripts);
+//   c->submit(std::move(r));   // to the current primary, as client.hpp
 //
 // The credentials and db are the primary's (the sentinels get sentinel_user/sentinel_password).
-// On its own io thread, the client keeps two connections to every sentinel (sentinel_socket):
-// one subscribed to +switch-master and +promoted-slave, so a failover is learned when a
-// sentinel announces it, and one for questions (SENTINEL MASTER for the config epoch, then
-// get-master-addr-by-name), asked of every sentinel at once, each answer due within
-// connect_timeout (or that connection is closed): at start, on (re)subscribing, at most every
-// 100 ms after a call meets READONLY (a demoted primary), a lost connection or a timeout, and
-// every second regardless (a silently dead subscription). An answer is believed unless its
-// epoch is older than one already seen (a sentinel that has not heard of the last failover:
-// sentinel_answer.hpp). When the address changes, calls go to a new client (client.hpp) for
-// it; the old one is kept for twice the call timeout so its calls in flight finish, then
-// closed. A READONLY reply means the script wrote nothing (a replica refuses the first
-// write), so that call is parked and re-sent once to the new primary; a parked call answers
-// errc::timeout at its own deadline if none is named by then.
+// On one io thread (its node pool's, node_pool.hpp), the client keeps two connections to every
+// sentinel (stream_link.hpp): one subscribed to +switch-master and +promoted-slave, so a
+// failover is learned when a sentinel announces it, and one for questions (SENTINEL MASTER for
+// the config epoch, then get-master-addr-by-name), asked of every sentinel at once, each answer
+// due within connect_timeout (or that connection is closed): at start, on (re)subscribing, at
+// most every 100 ms after a call meets READONLY (a demoted primary), a lost connection or a
+// timeout, and every second regardless (a silently dead subscription). An answer is believed
+// unless its epoch is older than one already seen (a sentinel that has not heard of the last
+// failover: sentinel_answer.hpp). When the address changes, calls go to the pool's node for
+// it; the old node is retired (it finishes its calls in flight, for twice the call timeout at
+// most). A READONLY reply means the script wrote nothing (a replica refuses the first write),
+// so that call is held in the pool's waiting room and re-sent once to the new primary; a held
+// call answers errc::timeout at its own deadline if none is named by then.
 //
-// Health, errors, the breaker and the script and breaker counters are the primary client's
-// (node.hpp); the counters are summed over every primary's client so far.
+// Health, errors, the breaker and the script and breaker counters are the pool's, as for any
+// topology (node.hpp); the counters run over every primary so far.
 //
-// The constructor waits for the first answer, or for every sentinel to fail, connect_timeout
-// at most; until a primary is known, calls fail with not_connected. Threading and completion:
-// as client.hpp (a parked call may complete on the sentinel client's thread).
+// At start-up the first answer is not taken alone (it may be a stale sentinel's): answers are
+// gathered until a majority of the sentinels gave one, or none is still asked, and the newest
+// is taken. The constructor waits for that, or for every sentinel to fail, connect_timeout at
+// most; until a primary is known, calls fail with not_connected. Threading and completion:
+// as client.hpp.
 #pragma once
 
 #include <memory>
@@ -48,23 +50,8 @@ bool is_sentinel_url(std::string_view url) noexcept;
 // Throws config_error (password masked) for a malformed URL.
 sentinel_config parse_sentinel_url(std::string_view url);
 
-class sentinel_client final : public transport {
- public:
-  sentinel_client(sentinel_config config, const redis_options& options,
-                  script_set scripts);
-  ~sentinel_client() override;
-  sentinel_client(const sentinel_client&) = delete;
-  sentinel_client& operator=(const sentinel_client&) = delete;
-
-  void submit(std::unique_ptr<request> r) override;
-  bool healthy() const noexcept override;
-  std::string last_error() const override;
-  backend_stats stats() const noexcept override;
-
-  class impl;
-
- private:
-  std::shared_ptr<impl> impl_;
-};
+// Throws config_error for unusable options, no sentinels or unusable TLS files.
+std::unique_ptr<transport> make_sentinel_client(sentinel_config config,
+                                                const redis_options& options, script_set scripts);
 
 }  // namespace floodgate::redis

@@ -1,7 +1,7 @@
 # The Redis backend and the inspection API (floodgate/inspect.hpp), included from
-# src/CMakeLists.txt. stream.cpp, connection.cpp, node.cpp, client.cpp, cluster_client.cpp,
-# sentinel_socket.cpp, sentinel_client.cpp, node_asker.cpp and inspector.cpp are the only
-# sources that include Asio: keep it that way, each costs ~20 s to compile.
+# src/CMakeLists.txt. stream.cpp, connection.cpp, node.cpp, node_pool.cpp, client.cpp,
+# cluster_client.cpp, stream_link.cpp, sentinel_client.cpp, node_asker.cpp and inspector.cpp
+# are the only sources that include Asio: keep it that way, each costs ~20 s to compile.
 target_sources(floodgate PRIVATE
   redis/sha256.cpp
   redis/resp_reader.cpp
@@ -18,12 +18,13 @@ target_sources(floodgate PRIVATE
   redis/breaker.cpp
   redis/pool_health.cpp
   redis/node.cpp
+  redis/node_pool.cpp
   redis/client.cpp
   redis/cluster_protocol.cpp
   redis/cluster_url.cpp
   redis/sentinel_answer.cpp
   redis/cluster_client.cpp
-  redis/sentinel_socket.cpp
+  redis/stream_link.cpp
   redis/sentinel_client.cpp
   redis/node_asker.cpp
   redis/inspector.cpp
@@ -32,8 +33,9 @@ target_sources(floodgate PRIVATE
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining), and,
 # under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
-set_source_files_properties(redis/stream.cpp redis/connection.cpp redis/node.cpp redis/client.cpp
-  redis/cluster_client.cpp redis/sentinel_socket.cpp redis/sentinel_client.cpp redis/node_asker.cpp
+set_source_files_properties(redis/stream.cpp redis/connection.cpp redis/node.cpp
+  redis/node_pool.cpp redis/client.cpp
+  redis/cluster_client.cpp redis/stream_link.cpp redis/sentinel_client.cpp redis/node_asker.cpp
   redis/inspector.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")

@@ -1,6 +1,6 @@
-// Calls a client holds back rather than sends: until a time (a Cluster's TRYAGAIN backoff, a
-// redirection sent on the next turn) or until the topology changes (a Sentinel call waiting for
-// the new primary). One timer, at the earliest moment one of them is due or at its deadline;
+// Calls the node pool (node_pool.hpp, its one room) holds back rather than sends: until a time
+// (a Cluster's TRYAGAIN backoff, a redirection sent on the next turn) or until the topology
+// changes (a Sentinel call waiting for the new primary). One timer, at the earliest moment one of them is due or at its deadline;
 // each is handed back to its owner then, and whatever is left can be taken at once (a new
 // primary, teardown). Header-only: used by the Asio-based clients alone, so it adds no Asio TU.
 //

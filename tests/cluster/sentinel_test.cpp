@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cluster_support.hpp"
+#include "fault_relay.hpp"
 #include "info_text.hpp"
 #include "redis_sentinel.hpp"
 
@@ -130,6 +131,47 @@ TEST(sentinel, sentinels_that_require_a_password) {
     EXPECT_EQ(std::string(e.what()).find("s3ntinel"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("sentinel_password=***"), std::string::npos) << e.what();
   }
+}
+
+// Start-up follows the epoch rule too (issue 28): the first sentinel to answer may be one that
+// has not heard of the last failover, naming a primary that still takes writes. Here a second,
+// real Sentinel set-up (epoch 0) plays that sentinel and its primary the old one, while the
+// two sentinels that saw the failover (epoch 1) answer 300 ms later through relays. Before,
+// the client took the first answer: its first check was written to the stale primary.
+TEST(sentinel, start_up_does_not_trust_a_stale_first_answer) {
+  redis_sentinel fresh;
+  ASSERT_EQ(fresh.failover().kind, reply::status);
+  ASSERT_TRUE(fresh.wait_primary_port(fresh.node(1).port(), 20s));
+  const auto sentinels = fresh.sentinel_ports();
+  for (std::size_t i = 0; i < 2; ++i)  // the two behind relays know the new configuration
+    ASSERT_TRUE(wait_for(
+        [&] {
+          const auto a = command_at(sentinels[i], {"SENTINEL", "get-master-addr-by-name", "fg"});
+          return a.elements.size() == 2 &&
+                 a.elements[1].str == std::to_string(fresh.node(1).port());
+        },
+        20s));
+  redis_sentinel stale;  // names its own primary, at epoch 0
+  fault_relay slow_a{sentinels[0]}, slow_b{sentinels[1]};
+  slow_a.set_latency(300ms);
+  slow_b.set_latency(300ms);
+  const auto url = "redis+sentinel://127.0.0.1:" + std::to_string(stale.sentinel_ports()[0]) +
+                   ",127.0.0.1:" + std::to_string(slow_a.port()) +
+                   ",127.0.0.1:" + std::to_string(slow_b.port()) + "/fg";
+  backend_options o;
+  o.redis.key_prefix = unique_prefix("startup");
+  o.redis.connect_timeout = 2s;  // the relays' 300 ms are well inside it
+  limiter l{url, o};
+  const policy p{"p", algorithm::fixed_window, 1000, 1h};
+  EXPECT_EQ(l.check("first", p).outcome, outcome::allowed) << l.get_backend().last_error();
+  const auto keys = [&](redis_server& r) {
+    return r.command({"KEYS", o.redis.key_prefix + "*"}).elements.size();
+  };
+  EXPECT_EQ(keys(stale.node(0)), 0u) << "the first check went to the stale primary";
+  EXPECT_EQ(keys(fresh.node(1)), 1u);
+  // Nor does it move later: the stale sentinel's answers (epoch 0) are older than the one taken.
+  EXPECT_FALSE(wait_for([&] { return l.get_backend().stats().failovers_seen > 0; }, 1500ms))
+      << "the client moved after start-up";
 }
 
 }  // namespace

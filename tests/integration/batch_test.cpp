@@ -207,17 +207,18 @@ TEST(batch, a_queued_check_past_its_deadline_fails_alone) {
   redis_options o;
   o.max_writes_in_flight = 1;
   o.connections = 1;
-  redis::client c{redis::parse_redis_url(redis.url()), o,
-                  {{&redis::script_for(algorithm::fixed_window), &redis::batch_script()},
-                   &redis::batch_script(),
-                   &redis::script_library()}};
+  const auto c = redis::make_client(
+      redis::parse_redis_url(redis.url()), o,
+      {{&redis::script_for(algorithm::fixed_window), &redis::batch_script()},
+       &redis::batch_script(),
+       &redis::script_library()});
   const auto prefix = unique_prefix("deadline");
   // Wait for the connection (a first check, answered).
   {
     std::error_code ec;
     long long remaining = -1;
     completion_counter ready(1);
-    c.submit(std::make_unique<check_request>(prefix + "warm", 2s, ec, remaining, ready));
+    c->submit(std::make_unique<check_request>(prefix + "warm", 2s, ec, remaining, ready));
     ASSERT_TRUE(ready.wait(5s));
     ASSERT_EQ(remaining, 9) << ec.message();
   }
@@ -227,7 +228,7 @@ TEST(batch, a_queued_check_past_its_deadline_fails_alone) {
   completion_counter counter(4);
   const std::array<std::chrono::milliseconds, 4> timeouts = {3s, 3s, 100ms, 3s};
   for (std::size_t i = 0; i < 4; ++i) {
-    c.submit(std::make_unique<check_request>(prefix + "k", timeouts[i], ec[i], remaining[i],
+    c->submit(std::make_unique<check_request>(prefix + "k", timeouts[i], ec[i], remaining[i],
                                              counter));
     if (i == 0) std::this_thread::sleep_for(50ms);  // the first is written (and held by Redis)
   }

@@ -1,0 +1,150 @@
+// The one pool of Redis nodes under every topology's client (client.cpp: one server;
+// cluster_client.cpp: the slots' masters; sentinel_client.cpp: the primary the sentinels
+// name): one io thread, nodes by address (node.hpp: connections, least-loaded pick, breaker,
+// problems in the server's words), the one waiting room for calls held until a time or a
+// topology change, and retiring of nodes that left. What a topology adds is a router
+// (pool_router): where a call goes, and what its node's answer means.
+//
+//   class my_client : public pool_router, public transport::client,
+//                     public std::enable_shared_from_this<my_client> {
+//     node_pool pool_{*this, options, scripts, tls};
+//     void route(request_ptr r, bool fresh) override {
+//       if (auto refused = pool_.send(std::move(r), *pool_.node_for(ep)))
+//         refused->complete(errc::not_connected, nullptr);
+//     }
+//   };
+//   pool_.start(shared_from_this());   // the thread keeps the client alive
+//   pool_.submit(std::move(call));     // any thread: routed on the io thread
+//
+// Internal and Asio-based like connection.hpp. Everything but submit(), shutdown() and the
+// health reads runs on the io thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "redis/breaker.hpp"
+#include "redis/connection.hpp"
+#include "redis/io_worker.hpp"
+#include "redis/node.hpp"
+#include "redis/pool_health.hpp"
+#include "redis/waiting_room.hpp"
+
+namespace floodgate::redis {
+
+// A topology's decisions over the pool. Io thread.
+class pool_router {
+ public:
+  // Send `r` on (node_pool::send) or answer it. `fresh`: a caller just submitted it; else it
+  // comes again: given back unsent by a connection (released from its node already), or due
+  // in the waiting room.
+  virtual void route(request_ptr r, bool fresh) = 0;
+  // Once, on the io thread, before any call is routed.
+  virtual void start() {}
+  // Once, at teardown, before the pool stops its nodes and empties the waiting room: cancel
+  // timers, close what the router owns itself.
+  virtual void stop() {}
+  // As node_owner's.
+  virtual void readiness_changed(node& /*n*/, bool /*ready*/) {}
+  virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
+  virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
+
+ protected:
+  ~pool_router() = default;
+};
+
+class node_pool final : public node_owner, public io_worker_owner {
+ public:
+  using clock = request::clock;
+
+  // `tls`: for every node whose endpoint says TLS (an error there fails their connects).
+  node_pool(pool_router& router, const redis_options& options, script_set scripts,
+            tls_context_result tls);
+  node_pool(const node_pool&) = delete;
+  node_pool& operator=(const node_pool&) = delete;
+
+  boost::asio::io_context& context() noexcept { return worker_.context(); }
+  const redis_options& options() const noexcept { return options_; }
+  const tls_context_result& tls() const noexcept { return tls_; }
+  pool_health& health() noexcept { return health_; }
+  const pool_health& health() const noexcept { return health_; }
+
+  // Starts the nodes made so far, then the thread (holding `keep_alive`, the client, until it
+  // exits), then the router on it.
+  void start(std::shared_ptr<void> keep_alive);
+  // Any thread: routed on the io thread (pool_router::route, fresh).
+  void submit(request_ptr r) { worker_.submit(std::move(r)); }
+  // Any thread, once: as io_worker::shutdown; every call held completes with shutting_down.
+  void shutdown() { worker_.shutdown(); }
+
+  // --- io thread ---------------------------------------------------------------------------
+
+  // The node at `ep`'s address (its credentials, db and TLS are `ep`'s when it is made),
+  // connecting from now on.
+  node* node_for(const redis_endpoint& ep);
+  // Admitted by `n`'s breaker and queued on its least-loaded connection (written at flush());
+  // null then. Refused (the breaker is open, no connection can take it): `r` is given back.
+  request_ptr send(request_ptr r, node& n);
+  // Writes what send() queued.
+  void flush();
+
+  // The waiting room: `r` routed again at `until` (waiting_room::until_taken: only when
+  // taken), answered errc::timeout at its deadline if that comes first.
+  void hold(request_ptr r, clock::time_point until) { room_.hold(std::move(r), until); }
+  std::vector<request_ptr> take_held() { return room_.take_all(); }
+  std::size_t held() const noexcept { return room_.size(); }
+
+  // Takes `n` out of the pool: its address is free for a new node, its problem and open
+  // breaker leave the health, calls held for it are routed afresh. Stopped now if it holds no
+  // calls, else once it does not or `stop_by` passes (sweep()); freed a grace time later.
+  void retire(node& n, clock::time_point stop_by);
+  // Stops retired nodes that are due, frees those past their grace.
+  void sweep();
+
+  const std::map<std::string, std::unique_ptr<node>>& nodes() const noexcept { return nodes_; }
+  std::uint64_t retired_count() const noexcept { return retired_count_; }
+  bool torn_down() const noexcept { return torn_down_; }
+
+  // node_owner
+  void readiness_changed(node& n, bool ready) override { router_.readiness_changed(n, ready); }
+  void redispatch(node& n, std::vector<request_ptr> requests) override;
+  void breaker_changed(node& n, breaker::change c) override { router_.breaker_changed(n, c); }
+  bool routing_reply(std::string_view error) const noexcept override {
+    return router_.routing_reply(error);
+  }
+
+  // io_worker_owner
+  void dispatch_batch(std::vector<request_ptr>& batch) override;
+  void tear_down(std::vector<request_ptr>& out) override;
+
+ private:
+  struct retired_node {
+    clock::time_point stop_by, free_at;
+    std::unique_ptr<node> n;
+    bool stopped = false;
+  };
+
+  void route_all(std::vector<request_ptr>& calls);
+  void stop_retired(retired_node& r);
+
+  pool_router& router_;
+  const redis_options options_;
+  const script_set scripts_;
+  const tls_context_result tls_;
+  pool_health health_;       // before the nodes, which report to it
+  io_worker worker_{*this};  // before the nodes and the room: its io_context outlives them
+  std::map<std::string, std::unique_ptr<node>> nodes_;  // by endpoint_label()
+  std::vector<retired_node> retired_;
+  std::vector<connection*> dirty_;  // queued on since the last flush()
+  waiting_room room_;
+  std::uint64_t retired_count_ = 0;
+  bool started_ = false;  // nodes made from now on start connecting at once
+  bool torn_down_ = false;
+};
+
+}  // namespace floodgate::redis

@@ -36,20 +36,28 @@ constexpr std::size_t write_batch_bytes = 64 * 1024;
 
 grpc_status status_of(rls_result::kind k) {
   switch (k) {
-    case rls_result::kind::ok: return grpc_status::ok;
-    case rls_result::kind::invalid_argument: return grpc_status::invalid_argument;
-    case rls_result::kind::deadline_exceeded: return grpc_status::deadline_exceeded;
-    case rls_result::kind::unavailable: return grpc_status::unavailable;
+    case rls_result::kind::ok:
+      return grpc_status::ok;
+    case rls_result::kind::invalid_argument:
+      return grpc_status::invalid_argument;
+    case rls_result::kind::deadline_exceeded:
+      return grpc_status::deadline_exceeded;
+    case rls_result::kind::unavailable:
+      return grpc_status::unavailable;
   }
   return grpc_status::internal;
 }
 
 grpc_code_class class_of(rls_result::kind k) {
   switch (k) {
-    case rls_result::kind::ok: return grpc_code_class::ok;
-    case rls_result::kind::invalid_argument: return grpc_code_class::invalid_argument;
-    case rls_result::kind::deadline_exceeded: return grpc_code_class::deadline_exceeded;
-    case rls_result::kind::unavailable: return grpc_code_class::unavailable;
+    case rls_result::kind::ok:
+      return grpc_code_class::ok;
+    case rls_result::kind::invalid_argument:
+      return grpc_code_class::invalid_argument;
+    case rls_result::kind::deadline_exceeded:
+      return grpc_code_class::deadline_exceeded;
+    case rls_result::kind::unavailable:
+      return grpc_code_class::unavailable;
   }
   return grpc_code_class::other;
 }
@@ -216,8 +224,7 @@ class connection final : public grpc_connection,
     if (!name->empty() && *name != rls_service_name && *name != upstream_service_name)
       return session_.fail(stream, grpc_status::not_found, "service name unknown");
     // As /readyz (the backend answers), and not once the drain has begun.
-    session_.answer(stream,
-                    serialize_health_response(s_.serving.load() && s_.service.ready()));
+    session_.answer(stream, serialize_health_response(s_.serving.load() && s_.service.ready()));
   }
 
   // The decision came back. A call whose stream is gone was given up by its client: nothing is
@@ -236,17 +243,17 @@ class connection final : public grpc_connection,
   }
 
   void read() {
-    stream_.async_read_some(
-        asio::buffer(in_), [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
-          if (self->closed_) return;
-          if (ec) return self->shut();
-          self->in_receive_ = true;
-          const bool ok = self->session_.receive(self->in_.data(), n);
-          self->in_receive_ = false;
-          if (!ok) self->broken_ = true;
-          self->flush();
-          if (!self->broken_ && !self->closed_) self->read();
-        });
+    stream_.async_read_some(asio::buffer(in_),
+                            [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
+                              if (self->closed_) return;
+                              if (ec) return self->shut();
+                              self->in_receive_ = true;
+                              const bool ok = self->session_.receive(self->in_.data(), n);
+                              self->in_receive_ = false;
+                              if (!ok) self->broken_ = true;
+                              self->flush();
+                              if (!self->broken_ && !self->closed_) self->read();
+                            });
   }
 
   // Writes what the session has to send, one batch at a time; closes once it is over.

@@ -20,8 +20,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "h2_session.hpp"
 #include "grpc_tls.hpp"
+#include "h2_session.hpp"
 #include "stream_guard.hpp"
 
 namespace boost::asio {
@@ -54,7 +54,8 @@ struct waiting_call {
 };
 
 struct grpc_shared {
-  grpc_shared(rls_service& s, rls_metrics& m, stream_caps caps) : service(s), metrics(m), guard(caps) {}
+  grpc_shared(rls_service& s, rls_metrics& m, stream_caps caps)
+      : service(s), metrics(m), guard(caps) {}
   rls_service& service;
   rls_metrics& metrics;
   stream_guard guard;

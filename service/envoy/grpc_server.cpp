@@ -29,7 +29,8 @@ struct grpc_server::impl {
       : shared(s, m, options.streams),
         tls(options.tls ? make_grpc_tls_context(*options.tls) : nullptr),
         acceptor(
-            options.address, options.caps, [this](int fd, const std::string& peer) { serve(fd, peer); },
+            options.address, options.caps,
+            [this](int fd, const std::string& peer) { serve(fd, peer); },
             [&m](connection_table::verdict v) { m.record_connection_refused(v); }) {
     shared.limits = {.max_streams = static_cast<std::uint32_t>(options.max_streams_per_connection),
                      .max_message_bytes = options.max_message_bytes,

@@ -3,7 +3,6 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/ssl/context.hpp>

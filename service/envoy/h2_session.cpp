@@ -44,13 +44,20 @@ std::optional<std::chrono::nanoseconds> parse_timeout(std::string_view v) {
   if (ec != std::errc{} || end != digits.data() + digits.size() || n < 0) return std::nullopt;
   using namespace std::chrono;
   switch (v.back()) {
-    case 'H': return duration_cast<nanoseconds>(hours(n));
-    case 'M': return duration_cast<nanoseconds>(minutes(n));
-    case 'S': return duration_cast<nanoseconds>(seconds(n));
-    case 'm': return duration_cast<nanoseconds>(milliseconds(n));
-    case 'u': return duration_cast<nanoseconds>(microseconds(n));
-    case 'n': return nanoseconds(n);
-    default: return std::nullopt;
+    case 'H':
+      return duration_cast<nanoseconds>(hours(n));
+    case 'M':
+      return duration_cast<nanoseconds>(minutes(n));
+    case 'S':
+      return duration_cast<nanoseconds>(seconds(n));
+    case 'm':
+      return duration_cast<nanoseconds>(milliseconds(n));
+    case 'u':
+      return duration_cast<nanoseconds>(microseconds(n));
+    case 'n':
+      return nanoseconds(n);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -125,8 +132,8 @@ struct h2_session::callbacks {
     return 0;
   }
 
-  static int data_chunk(nghttp2_session* s, std::uint8_t, std::int32_t id,
-                        const std::uint8_t* data, std::size_t len, void* user) {
+  static int data_chunk(nghttp2_session* s, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                        std::size_t len, void* user) {
     auto& me = self(user);
     auto* st = stream_of(s, id);
     if (!st || st->delivered || st->answered) return 0;

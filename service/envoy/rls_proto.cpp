@@ -8,7 +8,9 @@ namespace {
 namespace pb = ::envoy::service::ratelimit::v3;
 namespace health = ::grpc::health::v1;
 
-int size_of(std::string_view bytes) { return static_cast<int>(bytes.size()); }
+int size_of(std::string_view bytes) {
+  return static_cast<int>(bytes.size());
+}
 }  // namespace
 
 std::optional<request> parse_rls_request(std::string_view bytes) {

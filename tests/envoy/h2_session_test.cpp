@@ -68,8 +68,10 @@ class client {
     nghttp2_session_callbacks_set_on_header_callback(
         cbs, [](nghttp2_session*, const nghttp2_frame* f, const std::uint8_t* n, std::size_t nl,
                 const std::uint8_t* v, std::size_t vl, std::uint8_t, void* user) {
-          static_cast<client*>(user)->responses[f->hd.stream_id].headers[std::string(
-              reinterpret_cast<const char*>(n), nl)] = std::string(reinterpret_cast<const char*>(v), vl);
+          static_cast<client*>(user)
+              ->responses[f->hd.stream_id]
+              .headers[std::string(reinterpret_cast<const char*>(n), nl)] =
+              std::string(reinterpret_cast<const char*>(v), vl);
           return 0;
         });
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
@@ -103,9 +105,12 @@ class client {
   std::int32_t call(const std::string& path, std::string body, bool end = true,
                     std::vector<std::pair<std::string, std::string>> extra = {},
                     std::size_t chunk = 16384) {
-    std::vector<std::pair<std::string, std::string>> h = {
-        {":method", "POST"}, {":scheme", "http"}, {":path", path},
-        {":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}};
+    std::vector<std::pair<std::string, std::string>> h = {{":method", "POST"},
+                                                          {":scheme", "http"},
+                                                          {":path", path},
+                                                          {":authority", "localhost"},
+                                                          {"content-type", "application/grpc"},
+                                                          {"te", "trailers"}};
     h.insert(h.end(), extra.begin(), extra.end());
     std::vector<nghttp2_nv> nv;
     for (auto& [n, v] : h)
@@ -175,7 +180,8 @@ TEST(h2_session, a_unary_call_round_trips_with_its_timeout_and_trailers) {
   h2_session server(r, {});
   r.reply = [&](std::int32_t id, std::string_view m) { server.answer(id, "re:" + std::string(m)); };
   client c;
-  const auto id = c.call("/pkg.Service/Method", grpc_frame("hello"), true, {{"grpc-timeout", "250m"}});
+  const auto id =
+      c.call("/pkg.Service/Method", grpc_frame("hello"), true, {{"grpc-timeout", "250m"}});
   c.exchange(server);
   EXPECT_TRUE(server.established());
   EXPECT_EQ(c.settings[NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS], 100u);
@@ -220,7 +226,8 @@ TEST(h2_session, a_message_over_the_cap_is_refused_at_its_prefix_and_the_stream_
   c.exchange(server);
   EXPECT_TRUE(r.calls[id].messages.empty());
   EXPECT_EQ(c.responses[id].headers.at("grpc-status"), "8");
-  EXPECT_EQ(c.responses[id].headers.at("grpc-message"), "received message larger than max (1000 vs. 64)");
+  EXPECT_EQ(c.responses[id].headers.at("grpc-message"),
+            "received message larger than max (1000 vs. 64)");
   EXPECT_EQ(c.responses[id].reset, std::optional<std::uint32_t>(NGHTTP2_NO_ERROR));
   EXPECT_EQ(r.calls[id].closed, 1);
   EXPECT_EQ(server.open_streams(), 0u);

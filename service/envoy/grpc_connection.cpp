@@ -177,16 +177,23 @@ class connection final : public grpc_connection,
       return session_.fail(stream, grpc_status::invalid_argument, "not a RateLimitRequest");
     }
     const auto start = c.start;
+    ++s_.deciding;
     s_.service.async_should_rate_limit(
         std::move(*req), c.deadline,
         [self = this->shared_from_this(), stream, start](rls_result r) mutable {
+          auto& shared = self->s_;
           // On the memory backend the answer comes on this stack: no hop.
-          if (self->io_.get_executor().running_in_this_thread() && self->in_receive_)
-            return self->decided(stream, start, std::move(r));
-          asio::post(self->io_, [self, stream, start, r = std::move(r)]() mutable {
+          if (self->io_.get_executor().running_in_this_thread() && self->in_receive_) {
             self->decided(stream, start, std::move(r));
-            self->flush();
-          });
+          } else {
+            // Moved: the connection is released on its own thread, not the backend's.
+            auto& io = self->io_;
+            asio::post(io, [self = std::move(self), stream, start, r = std::move(r)]() mutable {
+              self->decided(stream, start, std::move(r));
+              self->flush();
+            });
+          }
+          --shared.deciding;  // last: the server's shutdown waits for it before its threads end
         });
   }
 

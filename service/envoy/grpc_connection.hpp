@@ -60,6 +60,9 @@ struct grpc_shared {
   rls_metrics& metrics;
   stream_guard guard;
   std::atomic<bool> serving{true};  // health SERVING (and the backend ready)
+  // Decisions asked of the backend and not answered yet: their handlers hold a connection
+  // (its io_context, this struct), so the server outlives them (grpc_server::shutdown).
+  std::atomic<std::size_t> deciding{0};
   h2_limits limits;
   std::chrono::milliseconds handshake_timeout{5000};
   std::chrono::milliseconds write_timeout{10000};

@@ -1,5 +1,6 @@
 #include "grpc_server.hpp"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -138,6 +139,16 @@ void grpc_server::shutdown(std::chrono::milliseconds drain) {
   while (i.live_count() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   for (auto& c : i.live()) c->close();
+  // The backend answers every call within its own timeouts; their handlers post to the I/O
+  // threads, which must still run then. Bounded all the same.
+  const auto answered_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (i.shared.deciding > 0 && std::chrono::steady_clock::now() < answered_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (i.shared.deciding > 0)
+    spdlog::error(
+        "msg=\"grpc shutdown: decisions still unanswered by the backend after 30 s\" "
+        "count={}",
+        i.shared.deciding.load());
   asio::post(*i.ios.front(), [&i] { i.sweep_timer->cancel(); });
   i.works.clear();  // each thread returns once its connections' operations have ended
   for (auto& t : i.threads) t.join();

@@ -163,6 +163,7 @@ struct h2_session::callbacks {
     if (have.size() < 5 + std::size_t{size}) return keep();
     st->delivered = true;
     me.events_.on_message(id, have.substr(5, size));
+    std::string().swap(st->in);  // parsed by now: its bytes are not kept while it is decided
     return 0;
   }
 

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <string_view>
+#include <vector>
 
 #include "rls_metrics.hpp"
 #include "rls_proto.hpp"
@@ -124,6 +125,8 @@ class connection final : public grpc_connection,
   }
 
   // h2_session::events: on this thread, inside session_.receive().
+  // A call's headers. It joins the stream guard at the end of this read (admit_fresh) unless
+  // its message came in the same read, as Envoy's do: such a call never waits for it.
   void on_call(std::int32_t stream, std::string_view path,
                std::optional<std::chrono::nanoseconds> timeout) override {
     const auto k = path == rls_method            ? kind::rls
@@ -133,38 +136,57 @@ class connection final : public grpc_connection,
       return session_.fail(stream, grpc_status::unimplemented,
                            "unknown method " + std::string(path));
     const auto now = steady::now();
-    auto* waiting = new waiting_call{this->weak_from_this(), stream};
-    const auto t = s_.guard.admit(peer_, now, waiting);
-    if (t.what != stream_guard::verdict::admitted) {
-      delete waiting;
-      s_.metrics.record_stream_ended(rls_metrics::stream_end::per_peer);
-      return session_.fail(stream, grpc_status::resource_exhausted,
-                           "too many calls from this address are waiting for their message");
-    }
-    if (t.evicted) {
-      auto* evicted = static_cast<waiting_call*>(t.evicted);
-      s_.metrics.record_stream_ended(rls_metrics::stream_end::evicted);
-      if (auto c = evicted->connection.lock())
-        c->end_waiting(evicted->stream, grpc_status::resource_exhausted,
-                       "evicted: too many calls were waiting for their message");
-      delete evicted;
-    }
     auto deadline = rls_service::clock::time_point::max();
     if (timeout) deadline = now + std::chrono::duration_cast<steady::duration>(*timeout);
-    calls_.emplace(stream, call{k, call_state::waiting, t.id, waiting, now, deadline});
+    calls_.emplace(stream, call{k, call_state::fresh, 0, nullptr, now, deadline});
+    fresh_.push_back(stream);
+  }
+
+  // The calls of this read still without their message go into the guard (or are refused).
+  void admit_fresh() {
+    for (const auto stream : fresh_) {
+      const auto it = calls_.find(stream);
+      if (it == calls_.end() || it->second.state != call_state::fresh) continue;
+      auto& c = it->second;
+      auto* waiting = new waiting_call{this->weak_from_this(), stream};
+      const auto t = s_.guard.admit(peer_, steady::now(), waiting);
+      if (t.what != stream_guard::verdict::admitted) {
+        delete waiting;
+        calls_.erase(it);
+        s_.metrics.record_stream_ended(rls_metrics::stream_end::per_peer);
+        session_.fail(stream, grpc_status::resource_exhausted,
+                      "too many calls from this address are waiting for their message");
+        continue;
+      }
+      c.state = call_state::waiting;
+      c.guard_id = t.id;
+      c.waiting = waiting;
+      if (t.evicted) {
+        auto* evicted = static_cast<waiting_call*>(t.evicted);
+        s_.metrics.record_stream_ended(rls_metrics::stream_end::evicted);
+        if (auto other = evicted->connection.lock())
+          other->end_waiting(evicted->stream, grpc_status::resource_exhausted,
+                             "evicted: too many calls were waiting for their message");
+        delete evicted;
+      }
+    }
+    fresh_.clear();
   }
 
   void on_message(std::int32_t stream, std::string_view message) override {
     const auto it = calls_.find(stream);
     if (it == calls_.end()) return;
     auto& c = it->second;
-    if (c.state != call_state::waiting) return;
-    if (!s_.guard.arrived(c.guard_id)) {
-      c.state = call_state::taken;  // the sweeper or an eviction ends it
+    if (c.state == call_state::waiting) {
+      if (!s_.guard.arrived(c.guard_id)) {
+        c.state = call_state::taken;  // the sweeper or an eviction ends it
+        return;
+      }
+      delete c.waiting;
+      c.waiting = nullptr;
+    } else if (c.state != call_state::fresh) {
       return;
     }
-    delete c.waiting;
-    c.waiting = nullptr;
     c.state = call_state::deciding;
     if (c.what == kind::health) {
       calls_.erase(it);
@@ -207,7 +229,7 @@ class connection final : public grpc_connection,
  private:
   static constexpr bool tls = !std::is_same_v<Stream, tcp::socket>;
   enum class kind { rls, health, unknown };
-  enum class call_state { waiting, taken, deciding };
+  enum class call_state { fresh, waiting, taken, deciding };
   struct call {
     kind what;
     call_state state;
@@ -254,13 +276,18 @@ class connection final : public grpc_connection,
                             [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
                               if (self->closed_) return;
                               if (ec) return self->shut();
-                              self->in_receive_ = true;
-                              const bool ok = self->session_.receive(self->in_.data(), n);
-                              self->in_receive_ = false;
-                              if (!ok) self->broken_ = true;
-                              self->flush();
-                              if (!self->broken_ && !self->closed_) self->read();
+                              self->on_read(n);
                             });
+  }
+
+  void on_read(std::size_t n) {
+    in_receive_ = true;
+    const bool ok = session_.receive(in_.data(), n);
+    in_receive_ = false;
+    admit_fresh();
+    if (!ok) broken_ = true;
+    flush();
+    if (!broken_ && !closed_) read();
   }
 
   // Writes what the session has to send, one batch at a time; closes once it is over.
@@ -328,6 +355,7 @@ class connection final : public grpc_connection,
   grpc_shared& s_;
   h2_session session_;
   std::unordered_map<std::int32_t, call> calls_;
+  std::vector<std::int32_t> fresh_;  // calls of the current read not yet in the guard
   std::array<std::uint8_t, read_chunk_bytes> in_{};
   std::string out_;
   steady::time_point write_started_;

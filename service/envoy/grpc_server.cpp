@@ -41,7 +41,9 @@ struct grpc_server::impl {
       shared.handshake_timeout = options.tls->handshake_timeout;
       shared.tls_failures = &tls_failures;
     }
-    const auto n = std::max<std::size_t>(1, options.threads);
+    const auto n = options.threads != 0
+                       ? options.threads
+                       : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 8);
     for (std::size_t i = 0; i < n; ++i) {
       ios.push_back(std::make_unique<asio::io_context>(1));
       works.emplace_back(ios.back()->get_executor());

@@ -8,11 +8,12 @@
 //   g.shutdown(5s);   // GOAWAY, the calls in flight finished, then every connection closed
 //
 // Connections are accepted by grpc_acceptor (caps, no give-up on EMFILE) and served each on one
-// of `threads` I/O threads (grpc_connection.hpp); every call is counted from its headers until
-// its message arrives (stream_guard: caps and a deadline), swept on the first I/O thread.
+// of `threads` I/O threads (grpc_connection.hpp); every call still without its message at the
+// end of the read that brought its headers is counted until it arrives (stream_guard: caps and a
+// deadline), swept on the first I/O thread.
 // Why not gRPC's C++ server: its threads. Each call crossed from its polling threads to its
-// executor and back (server CPU per decision 2-3x HTTP's, bench/grpc_compare); here a call is
-// read, decided (memory backend) and answered on one thread, as HTTP's are.
+// executor and back (server CPU per decision 2-3x HTTP's, bench/grpc_compare); here a call is read,
+// decided (memory backend) and answered on one thread, as HTTP's are.
 #pragma once
 
 #include <chrono>
@@ -39,7 +40,8 @@ struct grpc_options {
   std::size_t max_header_bytes = 16 * 1024;  // a call's headers; beyond: the stream is reset
   // A write to a client that does not read closes its connection after this.
   std::chrono::milliseconds write_timeout{10000};
-  std::size_t threads = 2;  // I/O threads; each connection lives on one
+  // I/O threads; each connection lives on one. 0: the hardware's, clamped to 2..8 (as HTTP's).
+  std::size_t threads = 0;
   // Calls whose message has not arrived: at most so many in all and per address, each at most
   // message_timeout. A call over a cap is refused at once (RESOURCE_EXHAUSTED).
   stream_caps streams;

@@ -77,9 +77,18 @@ class connection final : public grpc_connection,
         session_(*this, shared.limits) {}
 
   void start() {
+    bool joined = false;
     {
+      // Under the lock that the shutdown's snapshots take: a connection is either in them all,
+      // or sees the shutdown and closes (none is left holding an I/O thread).
       std::lock_guard lock(s_.live_mutex);
-      s_.live.emplace(this, this->weak_from_this());
+      if (!s_.stopping) joined = s_.live.emplace(this, this->weak_from_this()).second;
+    }
+    if (!joined) {
+      closed_ = true;
+      error_code ignored;
+      stream_.lowest_layer().close(ignored);
+      return;
     }
     arm(steady::now() + s_.handshake_timeout);
     if constexpr (tls) {

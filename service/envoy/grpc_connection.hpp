@@ -68,9 +68,10 @@ struct grpc_shared {
   std::chrono::milliseconds write_timeout{10000};
   tls_failure_log* tls_failures = nullptr;  // set with TLS on
 
-  // The connections open, for the drain.
+  // The connections open, for the drain; none is added once stopping is set.
   std::mutex live_mutex;
   std::unordered_map<grpc_connection*, std::weak_ptr<grpc_connection>> live;
+  bool stopping = false;  // under live_mutex
 };
 
 // Serves the accepted connection `fd` (owned from now on) on `io`; over TLS when `tls` is set.

@@ -133,8 +133,12 @@ void grpc_server::shutdown(std::chrono::milliseconds drain) {
   auto& i = *impl_;
   if (i.stopped) return;
   i.stopped = true;
-  i.acceptor.stop();  // no new connection; those open finish their calls below
   i.stopping = true;
+  {
+    std::lock_guard lock(i.shared.live_mutex);
+    i.shared.stopping = true;  // a connection not started yet closes rather than join `live`
+  }
+  i.acceptor.stop();  // no new connection; those open finish their calls below
   i.shared.serving = false;
   for (auto& c : i.live()) c->go_away();
   const auto deadline = std::chrono::steady_clock::now() + drain;

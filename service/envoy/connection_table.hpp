@@ -1,6 +1,6 @@
 // The open connections of a listener that hands them over to someone who closes them without
-// telling (the gRPC port: floodgated accepts, gRPC serves and closes), counted against two
-// caps: all connections, and one client address's. An entry is a descriptor and the socket's
+// telling (the gRPC port: the accept loop admits, an I/O thread serves and closes), counted against
+// two caps: all connections, and one client address's. An entry is a descriptor and the socket's
 // inode; when the descriptor no longer holds that socket, the connection was closed. Entries
 // are checked only when a cap would refuse (one address's entries for its cap, all for the
 // global one), so an accept under the caps costs a map insert. Pure: how a descriptor is

@@ -1,14 +1,13 @@
-// The gRPC port's listening socket, accepted by floodgated rather than by gRPC, so that its
-// connections are capped like the HTTP listener's (in all, and per client address) and running
-// out of file descriptors is a pause, not the end: a connection over a cap is closed at once;
-// an accept that fails for want of descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM) is retried
-// 100 ms later, the connection waiting in the backlog meanwhile. gRPC 1.51 does neither (its
-// own acceptor gives up on EMFILE for good). No gRPC here: admitted connections are handed
-// over by a callback (grpc_server.cpp: grpc::AddInsecureChannelFromFd), which owns and closes
-// them from then on.
+// The gRPC port's listening socket, so that its connections are capped like the HTTP
+// listener's (in all, and per client address) and running out of file descriptors is a pause,
+// not the end: a connection over a cap is closed at once; an accept that fails for want of
+// descriptors (EMFILE, ENFILE, ENOBUFS, ENOMEM) is retried 100 ms later, the connection waiting
+// in the backlog meanwhile. (gRPC 1.51's own acceptor, used before, gave up on EMFILE for
+// good.) Admitted connections are handed over by a callback (grpc_server.cpp: to an I/O
+// thread), which owns and closes them from then on.
 //
 //   grpc_acceptor a("127.0.0.1:8081", {.max_connections = 1024, .max_per_peer = 256},
-//                   [&](int fd, auto& peer) { hand to gRPC }, [&](auto v) { count refusals });
+//                   [&](int fd, auto& peer) { serve it }, [&](auto v) { count refusals });
 //   a.port(); a.start(); ... a.stop();
 //
 // Threading: the accept loop runs on a thread of its own between start() and stop(); the two

@@ -1,17 +1,19 @@
 // The gRPC server of Envoy's rate limit service API: envoy.service.ratelimit.v3.
-// RateLimitService/ShouldRateLimit and grpc.health.v1.Health, on gRPC's callback API and
-// its own threads. gRPC stays inside grpc_server.cpp: this header does not include it.
+// RateLimitService/ShouldRateLimit and grpc.health.v1.Health/Check, served by floodgated itself:
+// HTTP/2 (nghttp2, h2_session.hpp) on its own Asio threads, TLS with Asio's OpenSSL stream.
 //
 //   grpc_server g({.address = "127.0.0.1:8081"}, rls, metrics);  // throws if it cannot bind
 //   ... g.port() ...
 //   g.begin_drain();  // health NOT_SERVING (SIGTERM): new calls go elsewhere
-//   g.shutdown(5s);   // refuse new calls, finish those in flight
+//   g.shutdown(5s);   // GOAWAY, the calls in flight finished, then every connection closed
 //
-// Connections are accepted by floodgated (grpc_acceptor: caps, no give-up on EMFILE) and handed
-// to gRPC, through a TLS relay when TLS is on (tls_relay.hpp); every call is ours from its headers
-// (one generic service) and counted until its message arrives (stream_guard: caps and a deadline).
-// Threading: calls arrive on gRPC's threads and are answered from the limiter's handler; one thread
-// ends the calls whose message is late.
+// Connections are accepted by grpc_acceptor (caps, no give-up on EMFILE) and served each on one
+// of `threads` I/O threads (grpc_connection.hpp); every call still without its message at the
+// end of the read that brought its headers is counted until it arrives (stream_guard: caps and a
+// deadline), swept on the first I/O thread.
+// Why not gRPC's C++ server: its threads. Each call crossed from its polling threads to its
+// executor and back (server CPU per decision 2-3x HTTP's, bench/grpc_compare); here a call is read,
+// decided (memory backend) and answered on one thread, as HTTP's are.
 #pragma once
 
 #include <chrono>
@@ -21,8 +23,8 @@
 #include <string>
 
 #include "connection_table.hpp"
+#include "grpc_tls.hpp"
 #include "stream_guard.hpp"
-#include "tls_relay.hpp"
 
 namespace floodgate::service::envoy {
 
@@ -31,20 +33,23 @@ class rls_metrics;
 
 struct grpc_options {
   std::string address = "127.0.0.1:8081";     // HOST:PORT; port 0 picks a free one
-  std::size_t max_message_bytes = 64 * 1024;  // a larger request is refused by gRPC
+  std::size_t max_message_bytes = 64 * 1024;  // a larger request: RESOURCE_EXHAUSTED
   // Calls in flight on one connection at most (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); a
   // client waits for a slot beyond it (Envoy opens another connection).
   int max_streams_per_connection = 100;
-  // Memory gRPC may use for connections and calls; beyond it new work is refused. A backstop:
-  // the caps below are what bound a hostile client's share.
-  std::size_t memory_quota_bytes = 256u << 20;
+  std::size_t max_header_bytes = 16 * 1024;  // a call's headers; beyond: the stream is reset
+  // A write to a client that does not read closes its connection after this.
+  std::chrono::milliseconds write_timeout{10000};
+  // I/O threads; each connection lives on one. 0: the hardware's, clamped to 2..8 (as HTTP's).
+  std::size_t threads = 0;
   // Calls whose message has not arrived: at most so many in all and per address, each at most
   // message_timeout. A call over a cap is refused at once (RESOURCE_EXHAUSTED).
   stream_caps streams;
   // Open connections at most, in all and from one client address: a new one over either is
   // closed at once (grpc_acceptor.hpp).
   connection_caps caps;
-  // TLS (mutual with a CA file) on every connection; none: plaintext (tls_relay.hpp).
+  // TLS (mutual with a CA file) on every connection; none: plaintext (grpc_tls.hpp). Its
+  // handshake_timeout bounds the plaintext connections' HTTP/2 preface too.
   std::optional<tls_files> tls;
 };
 

@@ -1,5 +1,5 @@
 // The rate limit service's decisions, without gRPC: a RateLimitRequest in plain structs in,
-// a RateLimitResponse out. grpc_server.cpp only converts protobuf messages to and from these.
+// a RateLimitResponse out. rls_proto.cpp converts protobuf messages to and from these.
 //
 //   rls_service rls(limiter, store, {.response_headers = true}, &metrics);
 //   rls.async_should_rate_limit(std::move(req), deadline, [](rls_result r) { ... });

@@ -1,13 +1,13 @@
 // The gRPC calls whose request message has not arrived yet, counted against two caps (in all,
-// and from one client address) and each given a deadline. gRPC 1.51 keeps a stream that sends
-// part of a message and stalls for as long as its client likes, a message's worth of bytes
-// buffered, with no cap but SETTINGS_MAX_CONCURRENT_STREAMS per connection: 80 connections of
-// 1,000 such streams took 2.2 GB and every legitimate call failed (issue 28, item 2). Calls
-// are counted here from their headers to their message, the only time a client controls.
-// Pure: no gRPC, no clock and no thread of its own (grpc_server.cpp sweeps it).
+// and from one client address) and each given a deadline. gRPC 1.51's server kept a stream that
+// sent part of a message and stalled for as long as its client liked, a message's worth of
+// bytes buffered, with no cap but SETTINGS_MAX_CONCURRENT_STREAMS per connection: 80
+// connections of 1,000 such streams took 2.2 GB and every legitimate call failed (issue 28,
+// item 2). Calls are counted here from their headers to their message, the only time a client
+// controls. Pure: no clock and no thread of its own (grpc_server.cpp sweeps it).
 //
 //   stream_guard g({.max_reading = 1024, .max_reading_per_peer = 256, .message_timeout = 1s});
-//   auto t = g.admit("10.0.0.7", now, &reactor);   // t.what != admitted: refuse the call
+//   auto t = g.admit("10.0.0.7", now, &call);   // t.what != admitted: refuse the call
 //   if (t.evicted) end t.evicted;   // the oldest waiting call, to make room
 //   if (!g.arrived(t.id)) return;   // (on its message) the sweeper took it: not ours to end
 //   for (void* r : g.expire(now)) end r as timed out;
@@ -16,7 +16,7 @@
 // oldest waiting call is evicted instead, so that clients from many addresses cannot keep
 // everyone else out: a legitimate message arrives in microseconds, so it is never the oldest
 // unless a thousand calls were opened meanwhile (HTTP's connection caps evict the same way).
-// Whoever removes an entry ends the call: arrived() true, the reactor; expire() or an eviction,
+// Whoever removes an entry ends the call: arrived() true, its connection; expire() or an eviction,
 // whoever called it. So a call is never ended twice, nor touched once ended.
 // Threading: every member from any thread.
 #pragma once

@@ -129,6 +129,66 @@ TEST(grpc_failure_contract, health_goes_not_serving_when_the_drain_begins) {
   EXPECT_EQ(p.fg().wait_exit(10s), 0);
 }
 
+// A gRPC call waiting on Redis when SIGTERM comes is answered before floodgated exits (the
+// server sends GOAWAY, lets the calls in flight finish, then closes), and health said
+// NOT_SERVING meanwhile. The call is held by a Redis paused for writes once Node has started.
+TEST(grpc_failure_contract, a_call_in_flight_at_sigterm_is_answered_before_exit) {
+  redis_server redis;
+  rls_process p(redis.url() + "?timeout=5s");
+  const auto go = p.dir() + "/paused";
+  std::thread pauser([&] {
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (metric(p, "floodgate_envoy_requests_total{code=\"OK\"}") < 1 &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(10ms);
+    redis.command({"CLIENT", "PAUSE", "1500", "WRITE"});
+    std::ofstream(go) << "go";
+    std::this_thread::sleep_for(300ms);  // the held call reaches floodgated and waits on Redis
+    p.fg().signal(SIGTERM);
+  });
+  json::object wait;
+  wait["await_file"] = go;
+  wait["deadline_ms"] = 30'000;
+  auto held = check(request_of({{"remote_address", "held"}}));
+  held["deadline_ms"] = 10'000;
+  const auto results =
+      run_client(p, {check(request_of({{"remote_address", "warm-up"}})), wait, held});
+  pauser.join();
+  EXPECT_EQ(code_of(results, 2), 0) << json::serialize(results);
+  EXPECT_EQ(response(results, 2).at("statuses").at(0).at("limit_remaining"), 29);
+  EXPECT_TRUE(p.fg().wait_for_log("msg=\"draining\""));
+  EXPECT_EQ(p.fg().wait_exit(10s), 0) << p.fg().log();
+}
+
+// A call its client gave up on is still being decided (Redis paused) when SIGTERM comes: its
+// connection closes at once (nothing left to answer on it), and floodgated waits for the
+// decision before its gRPC threads end, then exits 0. Before, the server was gone when Redis
+// answered, and the answer's handler used its freed I/O context (caught by ASan).
+TEST(grpc_failure_contract, a_decision_still_pending_at_exit_is_waited_for) {
+  redis_server redis;
+  rls_process p(redis.url() + "?timeout=5s");
+  const auto go = p.dir() + "/paused";
+  std::thread pauser([&] {
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (metric(p, "floodgate_envoy_requests_total{code=\"OK\"}") < 1 &&
+           std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(10ms);
+    redis.command({"CLIENT", "PAUSE", "1500", "WRITE"});
+    std::ofstream(go) << "go";
+  });
+  json::object wait;
+  wait["await_file"] = go;
+  wait["deadline_ms"] = 30'000;
+  auto gave_up = check(request_of({{"remote_address", "pending"}}));
+  gave_up["deadline_ms"] = 100;
+  const auto results =
+      run_client(p, {check(request_of({{"remote_address", "warm-up"}})), wait, gave_up});
+  pauser.join();
+  EXPECT_EQ(code_of(results, 2), deadline_exceeded) << json::serialize(results);
+  p.fg().signal(SIGTERM);  // Redis is still paused: the decision is pending
+  EXPECT_EQ(p.fg().wait_exit(10s), 0) << p.fg().log();
+}
+
 // Envoy gives up after its filter timeout (20 ms by default) and, failing open, lets the
 // request through: floodgated still charges it (as upstream), and counts the call CANCELLED.
 TEST(grpc_failure_contract, a_call_its_client_gave_up_on_still_charges_and_is_counted) {

@@ -1,6 +1,6 @@
 // gRPC over TLS and mutual TLS (--grpc-tls-cert, --grpc-tls-key, --grpc-tls-ca): real handshakes
 // from grpc-js (rls_client.js) with certificates the openssl tool makes for the test, through
-// floodgated's own acceptor (the connection caps) and its TLS relay. A TLS call is answered;
+// floodgated's own acceptor (the connection caps) and its TLS handshake. A TLS call is answered;
 // a plaintext client, a client without a certificate and one whose certificate another CA
 // signed are refused, and charge nothing; a handshake that never comes is cut at its deadline;
 // bad files stop start-up, named.
@@ -104,7 +104,7 @@ TEST(grpc_tls, mutual_tls_refuses_a_client_without_a_certificate_the_ca_signed) 
 }
 
 // A client that connects and never starts its handshake holds its connection (and a place
-// under the caps) for the handshake's deadline only (tls_relay.hpp: 5 s).
+// under the caps) for the handshake's deadline only (grpc_tls.hpp: 5 s).
 TEST(grpc_tls, a_handshake_that_never_comes_is_cut_at_its_deadline) {
   tls_certificates certs;
   rls_process p("", tls_flags(certs));
@@ -119,6 +119,31 @@ TEST(grpc_tls, a_handshake_that_never_comes_is_cut_at_its_deadline) {
   EXPECT_EQ(n, 1) << "still open after twice the handshake's deadline";
   EXPECT_EQ(::read(fd, &byte, 1), 0) << "closed, nothing sent";
   EXPECT_GE(waited, handshake_timeout - 100ms);
+  ::close(fd);
+}
+
+// Without TLS the same deadline holds for HTTP/2's preface: a client that connects and sends
+// nothing gets the server's SETTINGS, then the connection is closed 5 s after it was accepted.
+// (gRPC 1.51's server, handed the connection, still held it silent after 15 s.)
+TEST(grpc_tls, a_plaintext_connection_that_never_sends_its_preface_is_cut_at_the_deadline) {
+  rls_process p("");
+  const int fd = connect_silently(p);
+  ASSERT_GE(fd, 0);
+  const auto start = std::chrono::steady_clock::now();
+  char buf[256];
+  ssize_t n = 0;
+  std::size_t got = 0;
+  for (;;) {
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, 10'000) != 1) break;
+    if ((n = ::read(fd, buf, sizeof buf)) <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(n, 0) << "closed (not still open after 10 s of silence)";
+  EXPECT_GE(got, 9u) << "the server's SETTINGS frame came first";
+  EXPECT_GE(waited, 4900ms);
+  EXPECT_LE(waited, 9s);
   ::close(fd);
 }
 

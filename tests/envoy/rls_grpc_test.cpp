@@ -145,6 +145,46 @@ TEST(rls_grpc, bad_requests_get_invalid_argument_with_a_message) {
   EXPECT_TRUE(failure(4).contains("code")) << json::serialize(failure(4));
 }
 
+// grpc-timeout is the call's deadline: one already past when the call arrives is answered
+// DEADLINE_EXCEEDED in trailers without asking the backend, so it charges nothing. Sent by curl
+// over HTTP/2 (grpc-js refuses to send a call whose deadline has passed), whose verbose output
+// shows the trailers.
+TEST(rls_grpc, a_grpc_timeout_past_on_arrival_is_deadline_exceeded_and_charges_nothing) {
+  rls_process p("");
+  // RateLimitRequest{domain: "edge", descriptors: [{entries: [{remote_address: "late"}]}]},
+  // length-prefixed.
+  std::string body("\0\0\0\0\x20", 5);
+  body += std::string("\x0a\x04", 2) + "edge" + std::string("\x12\x18\x0a\x16\x0a\x0e", 6) +
+          "remote_address" + std::string("\x12\x04", 2) + "late";
+  write_file(p.dir() + "/late.grpc", body);
+  const auto curl = [&](const std::string& timeout_header) {
+    const auto out = p.dir() + "/curl.out";
+    const auto cmd =
+        "curl -s -v --max-time 10 --http2-prior-knowledge -H 'content-type: "
+        "application/grpc' -H 'te: trailers' " +
+        timeout_header + " --data-binary @" + p.dir() + "/late.grpc http://" + p.address() +
+        "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit -o /dev/null "
+        "2>" +
+        out;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return read_file(out);
+  };
+  const auto late = curl("-H 'grpc-timeout: 1n'");
+  EXPECT_NE(late.find("< grpc-status: 4"), std::string::npos) << late;
+  EXPECT_NE(late.find("deadline passed before it reached the backend"), std::string::npos) << late;
+  auto peek = json::parse(R"({"domain":"edge","descriptors":[{"entries":[{"key":
+      "remote_address","value":"late"}],"hits_addend":{"value":"0"}}]})")
+                  .as_object();
+  EXPECT_EQ(response(run_client(p, {check(peek)}), 0).at("statuses").at(0).at("limit_remaining"),
+            30)
+      << "not charged";
+  const auto in_time = curl("-H 'grpc-timeout: 5S'");
+  EXPECT_NE(in_time.find("< grpc-status: 0"), std::string::npos) << in_time;
+  EXPECT_EQ(response(run_client(p, {check(peek)}), 0).at("statuses").at(0).at("limit_remaining"),
+            29)
+      << "the same bytes with time left are charged";
+}
+
 // Issue 24: a 1,100-byte :path made the whole call INVALID_ARGUMENT, so the per-IP descriptor
 // in it went uncounted (Envoy fails open); so did a 17th descriptor. Now each is decided.
 TEST(rls_grpc, a_long_value_or_a_17th_descriptor_does_not_fail_the_call) {

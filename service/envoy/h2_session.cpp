@@ -1,0 +1,286 @@
+#include "h2_session.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <array>
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
+
+namespace floodgate::service::envoy {
+
+struct h2_session::stream_state {
+  std::int32_t id = 0;
+  std::string path;
+  std::size_t header_bytes = 0;
+  std::optional<std::chrono::nanoseconds> timeout;
+  bool called = false;     // on_call seen: on_closed is owed
+  bool delivered = false;  // its message went to on_message
+  bool answered = false;   // a response is queued
+  std::string in;          // a message arriving in pieces
+  std::string out;         // the answer's message, prefixed
+  std::size_t out_sent = 0;
+  std::string status_text;  // the trailer's grpc-status
+};
+
+namespace {
+
+using stream_state = h2_session::stream_state;
+
+nghttp2_nv header(std::string_view name, std::string_view value, bool copy_value = false) {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(),
+          value.size(),
+          static_cast<std::uint8_t>(NGHTTP2_NV_FLAG_NO_COPY_NAME |
+                                    (copy_value ? 0 : NGHTTP2_NV_FLAG_NO_COPY_VALUE))};
+}
+
+// grpc-timeout: up to 8 digits and a unit (H M S m u n), gRPC over HTTP/2's form.
+std::optional<std::chrono::nanoseconds> parse_timeout(std::string_view v) {
+  if (v.size() < 2 || v.size() > 9) return std::nullopt;
+  std::int64_t n = 0;
+  const auto digits = v.substr(0, v.size() - 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (ec != std::errc{} || end != digits.data() + digits.size() || n < 0) return std::nullopt;
+  using namespace std::chrono;
+  switch (v.back()) {
+    case 'H':
+      return duration_cast<nanoseconds>(hours(n));
+    case 'M':
+      return duration_cast<nanoseconds>(minutes(n));
+    case 'S':
+      return duration_cast<nanoseconds>(seconds(n));
+    case 'm':
+      return duration_cast<nanoseconds>(milliseconds(n));
+    case 'u':
+      return duration_cast<nanoseconds>(microseconds(n));
+    case 'n':
+      return nanoseconds(n);
+    default:
+      return std::nullopt;
+  }
+}
+
+// grpc-message is percent-encoded (gRPC over HTTP/2): bytes outside printable ASCII, and '%'.
+std::string percent_encode(std::string_view s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (const unsigned char c : s) {
+    if (c >= 0x20 && c <= 0x7e && c != '%') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+constexpr std::string_view content_type = "application/grpc";
+
+}  // namespace
+
+struct h2_session::callbacks {
+  static h2_session& self(void* user) { return *static_cast<h2_session*>(user); }
+  static stream_state* stream_of(nghttp2_session* s, std::int32_t id) {
+    return static_cast<stream_state*>(nghttp2_session_get_stream_user_data(s, id));
+  }
+
+  static int begin_headers(nghttp2_session* s, const nghttp2_frame* f, void* user) {
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+    auto& me = self(user);
+    auto owned = std::make_unique<stream_state>();
+    auto* st = owned.get();
+    st->id = f->hd.stream_id;
+    me.streams_.emplace(st->id, std::move(owned));
+    nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
+    return 0;
+  }
+
+  static int on_header(nghttp2_session* s, const nghttp2_frame* f, const std::uint8_t* name,
+                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
+                       std::uint8_t, void* user) {
+    auto* st = stream_of(s, f->hd.stream_id);
+    if (!st || st->called) return 0;  // trailers from the client: nothing we use
+    st->header_bytes += namelen + valuelen;
+    if (st->header_bytes > self(user).limits_.max_header_bytes)
+      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
+    const std::string_view n(reinterpret_cast<const char*>(name), namelen);
+    const std::string_view v(reinterpret_cast<const char*>(value), valuelen);
+    if (n == ":path")
+      st->path.assign(v);
+    else if (n == "grpc-timeout")
+      st->timeout = parse_timeout(v);
+    return 0;
+  }
+
+  static int frame_recv(nghttp2_session* s, const nghttp2_frame* f, void* user) {
+    auto& me = self(user);
+    if (f->hd.type == NGHTTP2_SETTINGS) me.established_ = true;
+    if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
+    auto* st = stream_of(s, f->hd.stream_id);
+    if (!st) return 0;
+    if (f->hd.type == NGHTTP2_HEADERS && !st->called) {
+      st->called = true;
+      me.events_.on_call(st->id, st->path, st->timeout);
+    }
+    // The client finished its side: a call without its message will never have one.
+    if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) && !st->delivered && !st->answered)
+      me.fail(st->id, grpc_status::cancelled, "no request message");
+    return 0;
+  }
+
+  static int data_chunk(nghttp2_session* s, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                        std::size_t len, void* user) {
+    auto& me = self(user);
+    auto* st = stream_of(s, id);
+    if (!st || st->delivered || st->answered) return 0;
+    const std::string_view chunk(reinterpret_cast<const char*>(data), len);
+    // Most messages come whole in one chunk: no copy then.
+    std::string_view have = chunk;
+    if (!st->in.empty()) have = st->in.append(chunk);
+    const auto keep = [&] {
+      if (st->in.empty()) st->in.assign(chunk);
+      return 0;
+    };
+    if (have.size() < 5) return keep();
+    if (have[0] != 0) {
+      me.fail(id, grpc_status::unimplemented, "compressed messages are not supported");
+      return 0;
+    }
+    const std::uint32_t size = (std::uint32_t{static_cast<std::uint8_t>(have[1])} << 24) |
+                               (std::uint32_t{static_cast<std::uint8_t>(have[2])} << 16) |
+                               (std::uint32_t{static_cast<std::uint8_t>(have[3])} << 8) |
+                               std::uint32_t{static_cast<std::uint8_t>(have[4])};
+    if (size > me.limits_.max_message_bytes) {
+      me.fail(id, grpc_status::resource_exhausted,
+              "received message larger than max (" + std::to_string(size) + " vs. " +
+                  std::to_string(me.limits_.max_message_bytes) + ")");
+      return 0;
+    }
+    if (have.size() < 5 + std::size_t{size}) return keep();
+    st->delivered = true;
+    me.events_.on_message(id, have.substr(5, size));
+    std::string().swap(st->in);  // parsed by now: its bytes are not kept while it is decided
+    return 0;
+  }
+
+  static int frame_send(nghttp2_session* s, const nghttp2_frame* f, void*) {
+    // Answered while the client still sends: reset, so the stream frees its slot now.
+    if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
+        (f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+        nghttp2_session_get_stream_remote_close(s, f->hd.stream_id) == 0)
+      nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    return 0;
+  }
+
+  static int stream_close(nghttp2_session* s, std::int32_t id, std::uint32_t, void* user) {
+    auto& me = self(user);
+    auto* st = stream_of(s, id);
+    if (!st) return 0;
+    nghttp2_session_set_stream_user_data(s, id, nullptr);
+    const bool owed = st->called;
+    me.streams_.erase(id);
+    if (owed) me.events_.on_closed(id);
+    return 0;
+  }
+
+  static ssize_t read_answer(nghttp2_session* s, std::int32_t id, std::uint8_t* buf,
+                             std::size_t length, std::uint32_t* flags, nghttp2_data_source*,
+                             void*) {
+    auto* st = stream_of(s, id);
+    if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    const std::size_t n = std::min(length, st->out.size() - st->out_sent);
+    std::memcpy(buf, st->out.data() + st->out_sent, n);
+    st->out_sent += n;
+    if (st->out_sent == st->out.size()) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      const std::array<nghttp2_nv, 1> trailers{header("grpc-status", "0")};
+      if (nghttp2_submit_trailer(s, id, trailers.data(), trailers.size()) != 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return static_cast<ssize_t>(n);
+  }
+};
+
+h2_session::h2_session(events& e, h2_limits limits) : events_(e), limits_(limits) {
+  nghttp2_session_callbacks* cbs = nullptr;
+  if (nghttp2_session_callbacks_new(&cbs) != 0) throw std::bad_alloc();
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, &callbacks::begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, &callbacks::on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &callbacks::frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &callbacks::data_chunk);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, &callbacks::frame_send);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &callbacks::stream_close);
+  const int rc = nghttp2_session_server_new(&session_, cbs, this);
+  nghttp2_session_callbacks_del(cbs);
+  if (rc != 0) throw std::bad_alloc();
+  const std::array<nghttp2_settings_entry, 2> settings{
+      nghttp2_settings_entry{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_streams},
+      nghttp2_settings_entry{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
+                             static_cast<std::uint32_t>(limits_.max_header_bytes)}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+}
+
+// nghttp2 frees its streams without calling back; streams_ frees ours after.
+h2_session::~h2_session() {
+  nghttp2_session_del(session_);
+}
+
+bool h2_session::receive(const std::uint8_t* data, std::size_t size) {
+  return nghttp2_session_mem_recv(session_, data, size) >= 0;
+}
+
+void h2_session::send(std::string& out, std::size_t max) {
+  while (out.size() < max) {
+    const std::uint8_t* data = nullptr;
+    const auto n = nghttp2_session_mem_send(session_, &data);
+    if (n <= 0) return;
+    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  }
+}
+
+bool h2_session::alive() const {
+  return nghttp2_session_want_read(session_) != 0 || nghttp2_session_want_write(session_) != 0;
+}
+
+void h2_session::answer(std::int32_t stream, std::string_view message) {
+  auto* st = callbacks::stream_of(session_, stream);
+  if (!st || st->answered) return;
+  st->answered = true;
+  st->out.resize(5 + message.size());
+  st->out[0] = 0;
+  const auto size = static_cast<std::uint32_t>(message.size());
+  st->out[1] = static_cast<char>(size >> 24);
+  st->out[2] = static_cast<char>(size >> 16);
+  st->out[3] = static_cast<char>(size >> 8);
+  st->out[4] = static_cast<char>(size);
+  std::memcpy(st->out.data() + 5, message.data(), message.size());
+  const std::array<nghttp2_nv, 2> headers{header(":status", "200"),
+                                          header("content-type", content_type)};
+  nghttp2_data_provider provider{};
+  provider.read_callback = &callbacks::read_answer;
+  nghttp2_submit_response(session_, stream, headers.data(), headers.size(), &provider);
+}
+
+void h2_session::fail(std::int32_t stream, grpc_status status, std::string_view message) {
+  auto* st = callbacks::stream_of(session_, stream);
+  if (!st || st->answered) return;
+  st->answered = true;
+  st->status_text = std::to_string(static_cast<int>(status));
+  st->out = percent_encode(message);  // no message goes out: the field holds grpc-message
+  const std::array<nghttp2_nv, 4> headers{
+      header(":status", "200"), header("content-type", content_type),
+      header("grpc-status", st->status_text), header("grpc-message", st->out)};
+  nghttp2_submit_response(session_, stream, headers.data(), headers.size(), nullptr);
+}
+
+void h2_session::go_away() {
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
+                        nullptr, 0);
+}
+
+}  // namespace floodgate::service::envoy

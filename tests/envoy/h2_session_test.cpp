@@ -1,0 +1,307 @@
+// h2_session on bytes: an nghttp2 client session (a real HTTP/2 implementation, not ours) makes
+// gRPC calls, and the bytes go back and forth in memory. No sockets, no threads.
+#include "h2_session.hpp"
+
+#include <gtest/gtest.h>
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace floodgate::service::envoy {
+namespace {
+
+std::string grpc_frame(std::string_view message, std::uint32_t claimed, bool compressed = false) {
+  std::string out(5, '\0');
+  out[0] = compressed ? 1 : 0;
+  out[1] = static_cast<char>(claimed >> 24);
+  out[2] = static_cast<char>(claimed >> 16);
+  out[3] = static_cast<char>(claimed >> 8);
+  out[4] = static_cast<char>(claimed);
+  return out.append(message);
+}
+std::string grpc_frame(std::string_view message) {
+  return grpc_frame(message, static_cast<std::uint32_t>(message.size()));
+}
+
+// What the server's events saw; `reply` answers a message (or not, when empty).
+struct recorder : h2_session::events {
+  struct call {
+    std::string path;
+    std::optional<std::chrono::nanoseconds> timeout;
+    std::vector<std::string> messages;
+    int closed = 0;
+  };
+  std::map<std::int32_t, call> calls;
+  std::function<void(std::int32_t, std::string_view)> reply;
+
+  void on_call(std::int32_t id, std::string_view path,
+               std::optional<std::chrono::nanoseconds> timeout) override {
+    calls[id].path = path;
+    calls[id].timeout = timeout;
+  }
+  void on_message(std::int32_t id, std::string_view message) override {
+    calls[id].messages.emplace_back(message);
+    if (reply) reply(id, message);
+  }
+  void on_closed(std::int32_t id) override { ++calls[id].closed; }
+};
+
+// The client side: nghttp2 as a client, what it received per stream.
+class client {
+ public:
+  struct response {
+    std::map<std::string, std::string> headers;  // headers and trailers together
+    std::string data;
+    bool ended = false;
+    std::optional<std::uint32_t> reset;  // RST_STREAM's error code
+  };
+
+  client() {
+    nghttp2_session_callbacks* cbs = nullptr;
+    nghttp2_session_callbacks_new(&cbs);
+    nghttp2_session_callbacks_set_on_header_callback(
+        cbs, [](nghttp2_session*, const nghttp2_frame* f, const std::uint8_t* n, std::size_t nl,
+                const std::uint8_t* v, std::size_t vl, std::uint8_t, void* user) {
+          static_cast<client*>(user)
+              ->responses[f->hd.stream_id]
+              .headers[std::string(reinterpret_cast<const char*>(n), nl)] =
+              std::string(reinterpret_cast<const char*>(v), vl);
+          return 0;
+        });
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+        cbs, [](nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* d,
+                std::size_t len, void* user) {
+          static_cast<client*>(user)->responses[id].data.append(reinterpret_cast<const char*>(d),
+                                                                len);
+          return 0;
+        });
+    nghttp2_session_callbacks_set_on_frame_recv_callback(
+        cbs, [](nghttp2_session*, const nghttp2_frame* f, void* user) {
+          auto& me = *static_cast<client*>(user);
+          if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK))
+            for (std::size_t i = 0; i < f->settings.niv; ++i)
+              me.settings[f->settings.iv[i].settings_id] = f->settings.iv[i].value;
+          if (f->hd.type == NGHTTP2_RST_STREAM)
+            me.responses[f->hd.stream_id].reset = f->rst_stream.error_code;
+          if (f->hd.flags & NGHTTP2_FLAG_END_STREAM &&
+              (f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA))
+            me.responses[f->hd.stream_id].ended = true;
+          return 0;
+        });
+    nghttp2_session_client_new(&session_, cbs, this);
+    nghttp2_session_callbacks_del(cbs);
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+  }
+  ~client() { nghttp2_session_del(session_); }
+
+  // Opens a call to `path`; `body` goes in DATA frames of at most `chunk` bytes, END_STREAM
+  // after the last one when `end`. Extra headers are name, value pairs.
+  std::int32_t call(const std::string& path, std::string body, bool end = true,
+                    std::vector<std::pair<std::string, std::string>> extra = {},
+                    std::size_t chunk = 16384) {
+    std::vector<std::pair<std::string, std::string>> h = {{":method", "POST"},
+                                                          {":scheme", "http"},
+                                                          {":path", path},
+                                                          {":authority", "localhost"},
+                                                          {"content-type", "application/grpc"},
+                                                          {"te", "trailers"}};
+    h.insert(h.end(), extra.begin(), extra.end());
+    std::vector<nghttp2_nv> nv;
+    for (auto& [n, v] : h)
+      nv.push_back({reinterpret_cast<std::uint8_t*>(n.data()),
+                    reinterpret_cast<std::uint8_t*>(v.data()), n.size(), v.size(),
+                    NGHTTP2_NV_FLAG_NONE});
+    bodies_.push_back({std::move(body), 0, chunk, end});
+    nghttp2_data_provider p{};
+    p.source.ptr = &bodies_.back();
+    p.read_callback = [](nghttp2_session*, std::int32_t, std::uint8_t* buf, std::size_t length,
+                         std::uint32_t* flags, nghttp2_data_source* src, void*) -> ssize_t {
+      auto& b = *static_cast<pending_body*>(src->ptr);
+      const auto n = std::min({length, b.chunk, b.data.size() - b.sent});
+      std::memcpy(buf, b.data.data() + b.sent, n);
+      b.sent += n;
+      if (b.sent == b.data.size()) {
+        if (!b.end) {
+          if (n == 0) return NGHTTP2_ERR_DEFERRED;
+          return static_cast<ssize_t>(n);
+        }
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+      }
+      return static_cast<ssize_t>(n);
+    };
+    const bool headers_only = end && bodies_.back().data.empty();
+    return nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(),
+                                  headers_only ? nullptr : &p, nullptr);
+  }
+
+  // Moves bytes both ways until neither side has more.
+  void exchange(h2_session& server) {
+    for (int round = 0; round < 100; ++round) {
+      bool moved = false;
+      const std::uint8_t* data = nullptr;
+      for (ssize_t n; (n = nghttp2_session_mem_send(session_, &data)) > 0;) {
+        moved = true;
+        server_ok = server.receive(data, static_cast<std::size_t>(n)) && server_ok;
+      }
+      std::string out;
+      server.send(out, 1 << 20);
+      if (!out.empty()) {
+        moved = true;
+        nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(out.data()),
+                                 out.size());
+      }
+      if (!moved) return;
+    }
+  }
+
+  std::map<std::int32_t, response> responses;
+  std::map<std::int32_t, std::uint32_t> settings;
+  bool server_ok = true;
+
+ private:
+  struct pending_body {
+    std::string data;
+    std::size_t sent;
+    std::size_t chunk;
+    bool end;
+  };
+  nghttp2_session* session_ = nullptr;
+  std::deque<pending_body> bodies_;
+};
+
+TEST(h2_session, a_unary_call_round_trips_with_its_timeout_and_trailers) {
+  recorder r;
+  h2_session server(r, {});
+  r.reply = [&](std::int32_t id, std::string_view m) { server.answer(id, "re:" + std::string(m)); };
+  client c;
+  const auto id =
+      c.call("/pkg.Service/Method", grpc_frame("hello"), true, {{"grpc-timeout", "250m"}});
+  c.exchange(server);
+  EXPECT_TRUE(server.established());
+  EXPECT_EQ(c.settings[NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS], 100u);
+  ASSERT_EQ(r.calls.size(), 1u);
+  EXPECT_EQ(r.calls[id].path, "/pkg.Service/Method");
+  EXPECT_EQ(r.calls[id].timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(r.calls[id].messages, std::vector<std::string>{"hello"});
+  EXPECT_EQ(r.calls[id].closed, 1);
+  const auto& resp = c.responses[id];
+  EXPECT_EQ(resp.headers.at(":status"), "200");
+  EXPECT_EQ(resp.headers.at("content-type"), "application/grpc");
+  EXPECT_EQ(resp.data, grpc_frame("re:hello"));
+  EXPECT_EQ(resp.headers.at("grpc-status"), "0");
+  EXPECT_TRUE(resp.ended);
+  EXPECT_FALSE(resp.reset) << "the client had finished: nothing to reset";
+  EXPECT_EQ(server.open_streams(), 0u);
+}
+
+TEST(h2_session, a_message_in_pieces_is_delivered_once_whole) {
+  recorder r;
+  h2_session server(r, {});
+  client c;
+  const auto id = c.call("/m", grpc_frame(std::string(1000, 'x')), true, {}, 3);
+  c.exchange(server);
+  ASSERT_EQ(r.calls[id].messages.size(), 1u);
+  EXPECT_EQ(r.calls[id].messages[0], std::string(1000, 'x'));
+  EXPECT_TRUE(c.responses[id].headers.empty()) << "not answered yet";
+  server.fail(id, grpc_status::unavailable, "50% down\n");
+  c.exchange(server);
+  EXPECT_EQ(c.responses[id].headers.at("grpc-status"), "14");
+  EXPECT_EQ(c.responses[id].headers.at("grpc-message"), "50%25 down%0A");
+  EXPECT_EQ(r.calls[id].closed, 1);
+}
+
+// The prefix claims more than the cap: refused at once, before the bytes arrive, and the stream
+// the client is still sending on is reset so that it holds no slot.
+TEST(h2_session, a_message_over_the_cap_is_refused_at_its_prefix_and_the_stream_reset) {
+  recorder r;
+  h2_session server(r, {.max_message_bytes = 64});
+  client c;
+  const auto id = c.call("/m", grpc_frame("0123456789", 1000), false);
+  c.exchange(server);
+  EXPECT_TRUE(r.calls[id].messages.empty());
+  EXPECT_EQ(c.responses[id].headers.at("grpc-status"), "8");
+  EXPECT_EQ(c.responses[id].headers.at("grpc-message"),
+            "received message larger than max (1000 vs. 64)");
+  EXPECT_EQ(c.responses[id].reset, std::optional<std::uint32_t>(NGHTTP2_NO_ERROR));
+  EXPECT_EQ(r.calls[id].closed, 1);
+  EXPECT_EQ(server.open_streams(), 0u);
+}
+
+TEST(h2_session, a_call_ended_without_a_message_is_cancelled) {
+  recorder r;
+  h2_session server(r, {});
+  client c;
+  const auto none = c.call("/m", "", true);
+  const auto part = c.call("/m", grpc_frame("abc", 10), true);
+  c.exchange(server);
+  for (const auto id : {none, part}) {
+    EXPECT_TRUE(r.calls[id].messages.empty());
+    EXPECT_EQ(c.responses[id].headers.at("grpc-status"), "1");
+    EXPECT_EQ(c.responses[id].headers.at("grpc-message"), "no request message");
+    EXPECT_EQ(r.calls[id].closed, 1);
+  }
+}
+
+TEST(h2_session, a_compressed_message_is_unimplemented) {
+  recorder r;
+  h2_session server(r, {});
+  client c;
+  const auto id = c.call("/m", grpc_frame("abc", 3, true));
+  c.exchange(server);
+  EXPECT_TRUE(r.calls[id].messages.empty());
+  EXPECT_EQ(c.responses[id].headers.at("grpc-status"), "12");
+}
+
+TEST(h2_session, headers_over_the_cap_reset_the_stream_unseen) {
+  recorder r;
+  h2_session server(r, {.max_header_bytes = 1024});
+  client c;
+  const auto id = c.call("/m", grpc_frame("abc"), true, {{"x-big", std::string(2000, 'b')}});
+  const auto ok = c.call("/m", grpc_frame("abc"));
+  c.exchange(server);
+  EXPECT_FALSE(r.calls.contains(id));
+  EXPECT_TRUE(c.responses[id].reset.has_value());
+  EXPECT_EQ(r.calls[ok].messages.size(), 1u) << "the connection goes on";
+  EXPECT_TRUE(c.server_ok);
+}
+
+TEST(h2_session, bad_grpc_timeouts_are_ignored) {
+  recorder r;
+  h2_session server(r, {});
+  client c;
+  const auto a = c.call("/m", grpc_frame("a"), true, {{"grpc-timeout", "1S"}});
+  const auto b = c.call("/m", grpc_frame("b"), true, {{"grpc-timeout", "123456789m"}});
+  const auto d = c.call("/m", grpc_frame("c"), true, {{"grpc-timeout", "5x"}});
+  c.exchange(server);
+  EXPECT_EQ(r.calls[a].timeout, std::chrono::seconds(1));
+  EXPECT_FALSE(r.calls[b].timeout) << "more than 8 digits";
+  EXPECT_FALSE(r.calls[d].timeout);
+}
+
+// Not HTTP/2 at all: receive() says so and the connection closes (nothing to answer).
+// HTTP/2 that breaks the protocol: a GOAWAY goes out, then the session is over.
+TEST(h2_session, garbage_or_a_protocol_error_ends_the_connection) {
+  recorder r;
+  h2_session plain_http(r, {});
+  const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  EXPECT_FALSE(plain_http.receive(reinterpret_cast<const std::uint8_t*>(junk.data()), junk.size()));
+
+  h2_session server(r, {});
+  std::string bytes = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+  bytes.append("\0\0\0\x04\0\0\0\0\0", 9);  // SETTINGS, empty
+  bytes.append("\0\0\0\0\0\0\0\0\0", 9);    // DATA on stream 0: a connection error
+  server.receive(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  std::string out;
+  server.send(out, 1 << 20);
+  EXPECT_NE(out.find('\x07'), std::string::npos) << "a GOAWAY frame (type 7)";
+  EXPECT_FALSE(server.alive());
+}
+
+}  // namespace
+}  // namespace floodgate::service::envoy

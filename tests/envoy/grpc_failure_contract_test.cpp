@@ -129,6 +129,17 @@ TEST(grpc_failure_contract, health_goes_not_serving_when_the_drain_begins) {
   EXPECT_EQ(p.fg().wait_exit(10s), 0);
 }
 
+// Once the client's warm-up call is answered, pauses Redis's writes for 1.5 s and writes the
+// file `go` the client's next step waits for (await_file): the call after it is then held.
+void pause_after_the_warm_up(rls_process& p, redis_server& redis, const std::string& go) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (metric(p, "floodgate_envoy_requests_total{code=\"OK\"}") < 1 &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(10ms);
+  redis.command({"CLIENT", "PAUSE", "1500", "WRITE"});
+  std::ofstream(go) << "go";
+}
+
 // A gRPC call waiting on Redis when SIGTERM comes is answered before floodgated exits (the
 // server sends GOAWAY, lets the calls in flight finish, then closes), and health said
 // NOT_SERVING meanwhile. The call is held by a Redis paused for writes once Node has started.
@@ -137,12 +148,7 @@ TEST(grpc_failure_contract, a_call_in_flight_at_sigterm_is_answered_before_exit)
   rls_process p(redis.url() + "?timeout=5s");
   const auto go = p.dir() + "/paused";
   std::thread pauser([&] {
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (metric(p, "floodgate_envoy_requests_total{code=\"OK\"}") < 1 &&
-           std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(10ms);
-    redis.command({"CLIENT", "PAUSE", "1500", "WRITE"});
-    std::ofstream(go) << "go";
+    pause_after_the_warm_up(p, redis, go);
     std::this_thread::sleep_for(300ms);  // the held call reaches floodgated and waits on Redis
     p.fg().signal(SIGTERM);
   });
@@ -168,14 +174,7 @@ TEST(grpc_failure_contract, a_decision_still_pending_at_exit_is_waited_for) {
   redis_server redis;
   rls_process p(redis.url() + "?timeout=5s");
   const auto go = p.dir() + "/paused";
-  std::thread pauser([&] {
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (metric(p, "floodgate_envoy_requests_total{code=\"OK\"}") < 1 &&
-           std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(10ms);
-    redis.command({"CLIENT", "PAUSE", "1500", "WRITE"});
-    std::ofstream(go) << "go";
-  });
+  std::thread pauser([&] { pause_after_the_warm_up(p, redis, go); });
   json::object wait;
   wait["await_file"] = go;
   wait["deadline_ms"] = 30'000;

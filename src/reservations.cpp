@@ -100,6 +100,17 @@ bool reservations::check(std::string_view key, const policy& p, std::int64_t cos
   }
   if (now >= e.until) e.key_left = -1;  // what the key had is stale by now
   std::int64_t wanted = std::clamp(e.next_size, cost, p.reserve());
+  // No more than this process spends before the window ends (at its rate over the last grant):
+  // units left at the end are lost to every process, and sliding_window weighs them on the
+  // next window too. Window ends repeat every W from the last grant's (estimated early).
+  if (e.window_end > 0) {
+    const std::int64_t w = p.window().count();
+    std::int64_t end = e.window_end;
+    if (now >= end) end += w * ((now - end) / w + 1);
+    const std::int64_t left = end - now, span = p.reserve_for().count();
+    if (left < span)
+      wanted = std::min(wanted, std::max(cost, (e.next_size * left + span - 1) / span));
+  }
   // Never more than half of what the key had left: a nearly exhausted key is not hoarded, and
   // its last units are decided by the backend one check at a time.
   if (e.key_left >= 0) wanted = std::min(wanted, e.key_left / 2);

@@ -134,6 +134,27 @@ TEST(reservations, size_follows_the_rate) {
   EXPECT_GE(s.reserved_decisions, 500u);
 }
 
+// A grant is sized to what this process spends before its window ends: a key checked once a ms
+// does not reserve a second's worth 300 ms before the end, to leave most of it stranded there
+// (lost to every process; sliding_window would weigh it on the next window too).
+TEST(reservations, a_grant_is_sized_to_the_time_left_in_its_window) {
+  for (auto algo : {algorithm::fixed_window, algorithm::sliding_window}) {
+    SCOPED_TRACE(to_string(algo));
+    test_clock clock;
+    limiter l(shared_memory(clock), on(clock));
+    const auto p = policy{"steady", algo, 100'000, 1s}.with_reserve(2000, 1s);
+    clock.set(clock.now() - clock.now() % 1000 + 300);  // windows start at whole seconds
+    for (int i = 0; i < 10'000; ++i) {  // 10 s at one a ms
+      ASSERT_EQ(l.check("k", p).outcome, outcome::allowed) << i;
+      clock.advance(1);
+    }
+    const auto s = l.stats();
+    const auto stranded = s.reserved_units - s.reserved_decisions;
+    EXPECT_LE(stranded, s.reserved_units / 10)
+        << s.reserved_units << " units reserved, " << s.reserved_decisions << " spent";
+  }
+}
+
 // A nearly exhausted key is not hoarded: a reservation takes at most half of what the key had
 // left at the last grant, and once that is less than a request the backend decides one check
 // at a time. Two processes taking turns both get a share, and together exactly the limit.

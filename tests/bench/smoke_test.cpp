@@ -93,9 +93,12 @@ TEST_F(bench_smoke, exact_algorithms_admit_exactly_the_capacity_of_a_burst) {
   }
 }
 
-// --reserve on a real Redis: 3 processes flooding one key admit exactly the limit, most of it
-// from reserved units (counted apart in the report), and never over it.
-TEST_F(bench_smoke, reservations_admit_exactly_the_limit_mostly_without_a_call) {
+// --reserve on a real Redis: 3 processes bursting on one key never admit past the limit, most
+// of it from reserved units (counted apart in the report). A burst ends with each thread's
+// last request, so a process may end holding units of its last grant that nobody spends: at
+// most `reserve` a process (a fixed-window grant outlives the run), so at least
+// limit - 3 x reserve are admitted. A CI run admitted 1,993: 7 stranded.
+TEST_F(bench_smoke, reservations_never_admit_past_the_limit_mostly_without_a_call) {
   for (auto algo : {"fixed_window", "sliding_window"}) {
     SCOPED_TRACE(algo);
     redis_->command({"FLUSHALL"});
@@ -104,7 +107,8 @@ TEST_F(bench_smoke, reservations_admit_exactly_the_limit_mostly_without_a_call) 
                              "4", "--reserve", "100"});
     expect_report_shape(o);
     EXPECT_EQ(integer(o, "over_admitted"), 0);
-    EXPECT_EQ(integer(o, "allowed"), 2000) << "3,600 asked";
+    EXPECT_LE(integer(o, "allowed"), 2000) << "3,600 asked";
+    EXPECT_GE(integer(o, "allowed"), 2000 - 3 * 100) << "3,600 asked";
     EXPECT_EQ(integer(o, "errors"), 0);
     EXPECT_GT(integer(o, "reserved"), 1000);
     EXPECT_LE(integer(o, "reserved"), integer(o, "allowed"));

@@ -43,13 +43,14 @@ int main(int argc, char** argv) {
     const auto accuracy = check_accuracy(policy, std::move(result.admissions));
     std::optional<replay_report> replayed, own;
     if (opts.replay) {
-      own = replay_own_definition(policy, result.decision_log, result.decision_log_cutoff_ms);
+      const auto in_order =
+          in_judging_order(std::move(result.decision_log), result.decision_log_cutoff_ms);
+      own = replay_own_definition(policy, in_order);
+      replayed = replay_sliding_log(policy.limit(), policy.window().count(), in_order);
+      // Decisions never recorded are unjudged too.
       own->unjudged = result.decisions() - own->judged;
+      replayed->unjudged = result.decisions() - replayed->judged;
     }
-    if (opts.replay)
-      replayed = replay_sliding_log(policy.limit(), policy.window().count(),
-                                    std::move(result.decision_log), result.decision_log_cutoff_ms);
-    if (replayed) replayed->unjudged = result.decisions() - replayed->judged;
     const report r{
         opts, policy, result, accuracy, replayed, held ? &*held : nullptr, own ? &*own : nullptr};
     std::cout << (opts.json ? r.json() + "\n" : r.text()) << std::flush;

@@ -16,27 +16,31 @@ std::int64_t floor_div(std::int64_t a, std::int64_t b) {
   return a / b - (a % b != 0 && a < 0);
 }
 
-// Drops the records at or after the cutoff (counted as unjudged) and sorts the rest by key,
-// then time, admitted ones first within a millisecond.
-void judged_in_order(replay_report& out, std::vector<decision_record>& records,
-                     std::int64_t cutoff_ms) {
-  out.recorded = records.size();
-  std::erase_if(records, [&](const decision_record& r) {
-    if (r.time_ms < cutoff_ms) return false;
-    ++out.unjudged;
-    return true;
-  });
-  std::sort(records.begin(), records.end(), [](const decision_record& a, const decision_record& b) {
-    return std::tuple(a.key, a.time_ms, b.allowed) < std::tuple(b.key, b.time_ms, a.allowed);
-  });
+// The counts every replay of these records starts from.
+replay_report report_of(const judging_order& records) {
+  replay_report out;
+  out.recorded = records.recorded;
+  out.unjudged = records.unjudged;
+  return out;
 }
 
 }  // namespace
 
-replay_report replay_own_definition(const policy& p, std::vector<decision_record> records,
-                                    std::int64_t cutoff_ms) {
-  replay_report out;
-  judged_in_order(out, records, cutoff_ms);
+judging_order in_judging_order(std::vector<decision_record> records, std::int64_t cutoff_ms) {
+  judging_order out;
+  out.recorded = records.size();
+  out.unjudged =
+      std::erase_if(records, [&](const decision_record& r) { return r.time_ms >= cutoff_ms; });
+  std::sort(records.begin(), records.end(), [](const decision_record& a, const decision_record& b) {
+    return std::tuple(a.key, a.time_ms, b.allowed) < std::tuple(b.key, b.time_ms, a.allowed);
+  });
+  out.records = std::move(records);
+  return out;
+}
+
+replay_report replay_own_definition(const policy& p, const judging_order& in_order) {
+  replay_report out = report_of(in_order);
+  const auto& records = in_order.records;
   std::optional<reference_key> key;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const auto& r = records[i];
@@ -54,9 +58,9 @@ replay_report replay_own_definition(const policy& p, std::vector<decision_record
 }
 
 replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
-                                 std::vector<decision_record> records, std::int64_t cutoff_ms) {
-  replay_report out;
-  judged_in_order(out, records, cutoff_ms);
+                                 const judging_order& in_order) {
+  replay_report out = report_of(in_order);
+  const auto& records = in_order.records;
 
   double over_sum = 0;
   std::deque<std::pair<std::int64_t, std::int64_t>> live;  // admitted (time, cost) in the window
@@ -105,6 +109,16 @@ replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
   close_window();
   out.mean_over_admission = out.key_windows ? over_sum / static_cast<double>(out.key_windows) : 0;
   return out;
+}
+
+replay_report replay_own_definition(const policy& p, std::vector<decision_record> records,
+                                    std::int64_t cutoff_ms) {
+  return replay_own_definition(p, in_judging_order(std::move(records), cutoff_ms));
+}
+
+replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
+                                 std::vector<decision_record> records, std::int64_t cutoff_ms) {
+  return replay_sliding_log(limit, window_ms, in_judging_order(std::move(records), cutoff_ms));
 }
 
 }  // namespace floodgate::bench

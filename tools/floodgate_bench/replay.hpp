@@ -42,7 +42,21 @@ struct replay_report {
   }
 };
 
-// Judges the records with time_ms < cutoff_ms (complete below it: see run_result).
+// The records with time_ms < cutoff_ms (complete below it: see run_result), sorted by key,
+// then time, admitted ones first within a millisecond: the order every replay reads. Sorted
+// once for all replays of a run.
+struct judging_order {
+  std::vector<decision_record> records;
+  std::uint64_t recorded = 0;  // records before the cutoff dropped the rest
+  std::uint64_t unjudged = 0;  // records at or after the cutoff
+};
+judging_order in_judging_order(std::vector<decision_record> records, std::int64_t cutoff_ms);
+
+replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
+                                 const judging_order& records);
+replay_report replay_own_definition(const policy& p, const judging_order& records);
+
+// The same, sorting the records first (one replay of a record).
 replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
                                  std::vector<decision_record> records, std::int64_t cutoff_ms);
 

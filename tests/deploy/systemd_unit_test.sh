@@ -7,18 +7,7 @@
 set -euo pipefail
 src=$1 bin=$2
 unit=$src/examples/floodgated.service
-work=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  [ -f "$work/log" ] && sed 's/^/  floodgated: /' "$work/log" >&2
-  exit 1
-}
+source "$src/tests/support/unit_run.sh"
 
 # 1. systemd-analyze verify on a copy naming the built binaries.
 sed "s#/usr/local/bin/#$bin/#g" "$unit" > "$work/floodgated.service"
@@ -30,27 +19,10 @@ echo "systemd-analyze verify: no warnings"
 
 # 2. The unit's command line, as systemd would run it without /etc/default/floodgated: the
 # default FLOODGATED_ARGS expanded, the rules file an example's, the port a free one (0).
-exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
-default_args=$(sed -n 's/^Environment="FLOODGATED_ARGS=\(.*\)"$/\1/p' "$unit")
-[ -n "$exec_start" ] && [ -n "$default_args" ] || fail "no ExecStart or default FLOODGATED_ARGS"
 rules=$work/rules.yaml
 cp "$src/examples/rules.yaml" "$rules"
-cmd=${exec_start//\$FLOODGATED_ARGS/$default_args}
-cmd=${cmd//\/usr\/local\/bin\//$bin/}
-cmd=${cmd//\/etc\/floodgate\/rules.yaml/$rules}
-cmd=${cmd//127.0.0.1:8080/127.0.0.1:0}
-echo "ExecStart: $cmd"
-# shellcheck disable=SC2086 # split as systemd splits an unbraced $VAR
-$cmd 2> "$work/log" &
-pid=$!
-wait_log() {  # TEXT: up to 10 s (a loaded 2-core machine starts it in well under 1 s)
-  for _ in $(seq 100); do
-    grep -q "$1" "$work/log" && return 0
-    kill -0 "$pid" 2>/dev/null || fail "floodgated exited while waiting for '$1'"
-    sleep 0.1
-  done
-  fail "no '$1' in floodgated's log within 10 s"
-}
+unit_command "$unit" /usr/local/bin/ "$bin/" /etc/floodgate/rules.yaml "$rules"
+start_unit
 wait_log 'msg="listening"'
 
 # 3. ExecReload, each command as the unit has it, $MAINPID being floodgated's pid.
@@ -70,9 +42,5 @@ first_reload=${first_reload//\/etc\/floodgate\/rules.yaml/$rules}
 if $first_reload 2>/dev/null; then fail "check-config accepted a limit of 0"; fi
 
 # 4. Stop: systemd sends SIGTERM (KillSignal's default) and waits TimeoutStopSec.
-kill -TERM "$pid"
-code=0
-wait "$pid" || code=$?
-pid=
-[ "$code" -eq 0 ] || fail "floodgated exited $code on SIGTERM"
+stop_unit
 echo "ok"

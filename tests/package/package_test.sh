@@ -11,18 +11,7 @@ if ! command -v dpkg-deb >/dev/null || ! command -v dpkg >/dev/null; then
   echo "######## SKIPPED: no dpkg here, so the Debian packages are NOT tested ########" >&2
   exit 77
 fi
-work=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  [ -f "$work/log" ] && sed 's/^/  floodgated: /' "$work/log" >&2
-  exit 1
-}
+source "$src/tests/support/unit_run.sh"
 step_start=$SECONDS
 step() {  # what was just checked, and how long it took
   echo "ok ($((SECONDS - step_start)) s): $*"
@@ -213,24 +202,11 @@ step "man pages"
 if grep -v '^#' "$x/etc/default/floodgated" | grep -q .; then
   fail "/etc/default/floodgated sets something"
 fi
-exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
-default_args=$(sed -n 's/^Environment="FLOODGATED_ARGS=\(.*\)"$/\1/p' "$unit")
-cmd=${exec_start//\$FLOODGATED_ARGS/$default_args}
-cmd=${cmd//\/usr\/bin\//$x/usr/bin/}
-cmd=${cmd//\/etc\/floodgate\//$x/etc/floodgate/}
-cmd=${cmd//127.0.0.1:8080/127.0.0.1:0}
-echo "ExecStart: $cmd"
-# shellcheck disable=SC2086 # split as systemd splits an unbraced $VAR
-$cmd 2> "$work/log" &
-pid=$!
-port=
-for _ in $(seq 100); do  # up to 10 s; a loaded 2-core machine starts it in well under 1 s
-  port=$(sed -n 's/.*msg="listening".* port=\([0-9]*\).*/\1/p' "$work/log" | head -1)
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || fail "floodgated exited"
-  sleep 0.1
-done
-[ -n "$port" ] || fail "no 'listening' line with a port within 10 s"
+unit_command "$unit" /usr/bin/ "$x/usr/bin/" /etc/floodgate/ "$x/etc/floodgate/"
+start_unit
+wait_log 'msg="listening"'
+port=$(listening_port)
+[ -n "$port" ] || fail "the 'listening' line names no port"
 code=$(curl -s -o "$work/healthz" -w '%{http_code}' --max-time 5 \
   "http://127.0.0.1:$port/healthz") || true
 [ "$code" = 200 ] || fail "/healthz answered '$code': $(cat "$work/healthz" 2>/dev/null)"
@@ -238,11 +214,7 @@ reload=$(sed -n 's/^ExecReload=\/usr\/bin\/floodgate //p' "$unit")
 reload=${reload//\/etc\/floodgate\//$x/etc/floodgate/}
 # shellcheck disable=SC2086
 "$x/usr/bin/floodgate" $reload || fail "ExecReload's check failed on the packaged rules"
-kill -TERM "$pid"
-code=0
-wait "$pid" || code=$?
-pid=
-[ "$code" -eq 0 ] || fail "floodgated exited $code on SIGTERM"
+stop_unit
 "$x/usr/bin/floodgate-bench" --help > /dev/null || fail "floodgate-bench --help"
 step "the extracted floodgated answered /healthz on port $port and stopped with 0"
 

@@ -24,7 +24,14 @@ std::optional<endpoint> parse_endpoint(std::string_view url, std::string_view sc
   }
   const auto colon = url.rfind(':');
   if (colon == std::string_view::npos || colon == 0) return std::nullopt;
-  e.host = std::string(url.substr(0, colon));
+  auto host = url.substr(0, colon);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return std::nullopt;
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return std::nullopt;  // an IPv6 address needs its brackets
+  }
+  e.host = std::string(host);
   const auto port = url.substr(colon + 1);
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), e.port);
   if (ec != std::errc{} || end != port.data() + port.size() || e.port == 0) return std::nullopt;
@@ -33,6 +40,11 @@ std::optional<endpoint> parse_endpoint(std::string_view url, std::string_view sc
     if (dec != std::errc{} || dend != path.data() + path.size() || e.db < 0) return std::nullopt;
   }
   return e;
+}
+
+std::string endpoint::label() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 }  // namespace floodgate::bench

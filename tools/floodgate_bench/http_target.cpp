@@ -44,7 +44,7 @@ class http_target final : public target {
     const std::string body = "{\"rule\":" + rule_ + ",\"key\":" + json_string(key) +
                              ",\"cost\":" + std::to_string(cost) + "}";
     const std::string request =
-        "POST /v1/check HTTP/1.1\r\nHost: " + endpoint_.host +
+        "POST /v1/check HTTP/1.1\r\nHost: " + endpoint_.label() +
         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
         "\r\n\r\n" + body;
     std::string error;
@@ -91,7 +91,7 @@ class http_target final : public target {
       if (fd_ < 0) continue;
       set_deadlines();
       if (::connect(fd_, ai->ai_addr, ai->ai_addrlen) != 0) {
-        error = "http: connect " + endpoint_.host + ":" + port + ": " + std::strerror(errno);
+        error = "http: connect " + endpoint_.label() + ": " + std::strerror(errno);
         disconnect();
       }
     }

@@ -62,7 +62,7 @@ class naive_target final : public target {
     if (context_ && !context_->err) return true;
     context_.reset(redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, timeout_));
     if (!context_ || context_->err) {
-      error = "naive: connect " + endpoint_.host + ":" + std::to_string(endpoint_.port) + ": " +
+      error = "naive: connect " + endpoint_.label() + ": " +
               (context_ ? context_->errstr : "out of memory");
       context_.reset();
       return false;

@@ -770,7 +770,8 @@ void server::impl::listen_on(tcp::acceptor& a, const std::string& host, std::uin
                                "): " + (ec ? ec.message() : "no addresses"));
     endpoint = results.begin()->endpoint();
   }
-  const auto where = host + ":" + std::to_string(port);
+  const auto where = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                     std::to_string(port);  // an IPv6 host in brackets
   a.open(endpoint.protocol(), ec);
   if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(endpoint, ec);

@@ -250,6 +250,11 @@ class session : public std::enable_shared_from_this<session> {
   session(session_socket socket, const asio::ip::address& peer, bool admin, server::impl& srv)
       : stream_(std::move(socket)), server_(srv), admin_(admin) {
     request_.peer_address = peer.to_string();
+    // Unparsed bytes held at once: a header (the parser refuses more with 431) plus room for
+    // the framing the parser can only take whole (a chunk-size line with its extensions, a
+    // trailer line) and the start of a pipelined request. Without a maximum, a chunk line
+    // that never ends grows the buffer for as long as the body deadline lets it.
+    buffer_.max_size(server_.options.max_header_bytes + framing_slack);
     deadline_ = std::chrono::steady_clock::now() + server_.options.header_timeout;
     server_.stats.connection_opened();
   }
@@ -291,6 +296,7 @@ class session : public std::enable_shared_from_this<session> {
 
  private:
   enum class phase { reading, deciding, writing, closing };
+  static constexpr std::size_t framing_slack = 16 * 1024;
 
   void wait_for_request() {
     phase_ = phase::reading;
@@ -433,6 +439,12 @@ class session : public std::enable_shared_from_this<session> {
       return respond(error_response(431, "request headers too large"), true);
     if (ec == http::error::body_limit)
       return respond(error_response(413, "request body too large"), true);
+    if (ec == http::error::buffer_overflow)
+      return parser_->is_header_done()
+                 ? respond(error_response(413, "request body too large: a chunk line or trailer "
+                                               "beyond the buffer"),
+                           true)
+                 : respond(error_response(431, "request headers too large"), true);
     // A malformed request (including Content-Length with Transfer-Encoding): say so and close,
     // since where the next request would start is unknown.
     if (ec.category() == http::make_error_code(http::error::bad_version).category() &&

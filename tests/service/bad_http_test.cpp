@@ -247,6 +247,36 @@ TEST(bad_http, chunked_bodies_are_fine) {
   EXPECT_EQ(c.read_reply().status, 200);
 }
 
+// A chunk-size line, a chunk extension or a trailer that never ends is framing Beast's parser
+// cannot consume until it is whole: it must not grow the read buffer without a bound (one
+// connection once held 300 MB). Each is refused with 413 before 4 MiB has gone in.
+TEST(bad_http, endless_chunk_framing_is_413_not_a_growing_buffer) {
+  floodgated_process fg(rules);
+  const std::string start =
+      "POST /v1/check HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const struct {
+    const char* what;
+    std::string head;
+    char filler;
+  } cases[] = {
+      {"a chunk extension", start + "1;", 'a'},
+      {"a chunk size of leading zeros", start, '0'},
+      {"a trailer", start + "0\r\nX-A: ", 'a'},
+  };
+  const std::string piece(64 * 1024, 'x');
+  for (const auto& c : cases) {
+    http_connection conn(fg.port());
+    ASSERT_TRUE(conn.send_raw(c.head)) << c.what;
+    const std::string filler(piece.size(), c.filler);
+    std::size_t sent = 0;
+    while (sent < (4u << 20) && conn.send_raw(filler)) sent += filler.size();
+    const auto r = conn.read_reply();
+    EXPECT_EQ(r.status, 413) << c.what << " (" << sent << " bytes sent): " << r.body;
+    EXPECT_TRUE(conn.closed_by_peer(3s)) << c.what;
+  }
+  expect_still_serving(fg);
+}
+
 TEST(bad_http, garbage_is_400_and_closed) {
   floodgated_process fg(rules);
   for (const char* request : {"HELLO THERE\r\n\r\n", "GET / HTTP/x.y\r\n\r\n",

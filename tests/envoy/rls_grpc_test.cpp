@@ -270,8 +270,8 @@ TEST(rls_grpc, health_service_answers_serving) {
 // grpc-go server has no decompressor and answers UNIMPLEMENTED in these words. Nothing is charged.
 TEST(rls_grpc, a_compressed_call_is_unimplemented_as_upstream_answers_it) {
   rls_process p("");
-  const auto refused = run_client(p, {check(request_of({{"remote_address", "z"}}, 30))},
-                                  {"--compress", "gzip"});
+  const auto refused =
+      run_client(p, {check(request_of({{"remote_address", "z"}}, 30))}, {"--compress", "gzip"});
   EXPECT_EQ(refused.at(0).at(0).at("code"), 12) << json::serialize(refused);
   EXPECT_EQ(refused.at(0).at(0).at("details"),
             "grpc: Decompressor is not installed for grpc-encoding \"gzip\"");

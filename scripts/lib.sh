@@ -10,7 +10,7 @@ FLOODGATE_PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libhiredis-dev libyaml-cpp-dev libspdlog-dev libssl-dev
   openssl
   libgtest-dev libgmock-dev libbenchmark-dev
-  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libnghttp2-dev nghttp2-client
+  libprotobuf-dev protobuf-compiler libnghttp2-dev nghttp2-client
   redis-server redis-tools nginx
   gnuplot-nox curl chromium
   prometheus systemd procps

@@ -14,6 +14,7 @@ struct h2_session::stream_state {
   std::string path;
   std::size_t header_bytes = 0;
   std::optional<std::chrono::nanoseconds> timeout;
+  std::string encoding;    // grpc-encoding: the message's compression, if any
   bool called = false;     // on_call seen: on_closed is owed
   bool delivered = false;  // its message went to on_message
   bool answered = false;   // a response is queued
@@ -113,6 +114,8 @@ struct h2_session::callbacks {
       st->path.assign(v);
     else if (n == "grpc-timeout")
       st->timeout = parse_timeout(v);
+    else if (n == "grpc-encoding")
+      st->encoding.assign(v);
     return 0;
   }
 
@@ -125,6 +128,11 @@ struct h2_session::callbacks {
     if (f->hd.type == NGHTTP2_HEADERS && !st->called) {
       st->called = true;
       me.events_.on_call(st->id, st->path, st->timeout);
+      // No decompressor here, as upstream's grpc-go server has none: refused at the headers,
+      // whatever the message's flag, in grpc-go's words (an unknown method was answered first).
+      if (!st->encoding.empty() && st->encoding != "identity")
+        me.fail(st->id, grpc_status::unimplemented,
+                "grpc: Decompressor is not installed for grpc-encoding \"" + st->encoding + "\"");
     }
     // The client finished its side: a call without its message will never have one.
     if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) && !st->delivered && !st->answered)
@@ -146,8 +154,9 @@ struct h2_session::callbacks {
       return 0;
     };
     if (have.size() < 5) return keep();
-    if (have[0] != 0) {
-      me.fail(id, grpc_status::unimplemented, "compressed messages are not supported");
+    if (have[0] != 0) {  // compressed, yet no encoding said how (any other was refused)
+      me.fail(id, grpc_status::internal,
+              "grpc: compressed flag set with identity or empty encoding");
       return 0;
     }
     const std::uint32_t size = (std::uint32_t{static_cast<std::uint8_t>(have[1])} << 24) |

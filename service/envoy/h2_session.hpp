@@ -12,9 +12,10 @@
 // in trailers, or a trailers-only error. A stream the client has not finished when the answer
 // goes out is reset (NO_ERROR), so it holds no slot of max_streams. Refused here without
 // asking anyone: a message over max_message_bytes (RESOURCE_EXHAUSTED, as soon as its prefix
-// says so), a compressed one (UNIMPLEMENTED), a stream ended without a message (CANCELLED),
-// headers over max_header_bytes (the stream is reset). on_closed comes once per stream that
-// on_call saw, whoever ended it.
+// says so), a grpc-encoding other than identity (UNIMPLEMENTED at the headers, as upstream's
+// grpc-go answers), a compressed flag without one (INTERNAL), a stream ended without a message
+// (CANCELLED), headers over max_header_bytes (the stream is reset). on_closed comes once per
+// stream that on_call saw, whoever ended it.
 // Threading: not thread-safe; events run on the caller's stack, inside receive() or send().
 #pragma once
 

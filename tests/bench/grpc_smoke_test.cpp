@@ -38,5 +38,18 @@ TEST(bench_grpc, a_burst_through_the_envoy_api_admits_exactly_the_limit) {
   std::filesystem::remove_all(dir, ec);
 }
 
+// The client's own HTTP/2 (grpc_h2_client): an error arrives as trailers only, and its status
+// and percent-encoded message must reach the user as the server wrote them.
+TEST(bench_grpc, a_grpc_error_is_reported_with_its_status_and_message) {
+  floodgated_process service("rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
+                             {.extra_args = {"--grpc-listen", "127.0.0.1:0"}});
+  const auto r = run_bench({"--grpc", "127.0.0.1:" + std::to_string(service.grpc_port()),
+                            "--domain", "", "--rule", "bench", "--burst", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot reach the target: grpc: status 3: domain must not be empty"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -248,14 +248,51 @@ TEST(h2_session, a_call_ended_without_a_message_is_cancelled) {
   }
 }
 
-TEST(h2_session, a_compressed_message_is_unimplemented) {
+// As upstream's server (grpc-go, no decompressor registered) answers: a grpc-encoding other
+// than identity is UNIMPLEMENTED at the headers, whatever the message; the compressed flag
+// without an encoding is INTERNAL. Before, the encoding was ignored and the flag UNIMPLEMENTED.
+TEST(h2_session, a_compressed_message_is_unimplemented_naming_its_encoding) {
+  recorder r;
+  h2_session server(r, {});
+  client c;
+  const auto id = c.call("/m", grpc_frame("abc", 3, true), true, {{"grpc-encoding", "gzip"}});
+  const auto flag_clear = c.call("/m", grpc_frame("abc"), true, {{"grpc-encoding", "deflate"}});
+  c.exchange(server);
+  EXPECT_TRUE(r.calls[id].messages.empty());
+  EXPECT_EQ(c.responses[id].headers.at("grpc-status"), "12");
+  EXPECT_EQ(c.responses[id].headers.at("grpc-message"),
+            "grpc: Decompressor is not installed for grpc-encoding \"gzip\"");
+  EXPECT_TRUE(r.calls[flag_clear].messages.empty());
+  EXPECT_EQ(c.responses[flag_clear].headers.at("grpc-status"), "12");
+  EXPECT_EQ(c.responses[flag_clear].headers.at("grpc-message"),
+            "grpc: Decompressor is not installed for grpc-encoding \"deflate\"");
+  EXPECT_EQ(r.calls[id].closed, 1);
+}
+
+TEST(h2_session, the_compressed_flag_without_an_encoding_is_internal) {
   recorder r;
   h2_session server(r, {});
   client c;
   const auto id = c.call("/m", grpc_frame("abc", 3, true));
+  const auto identity =
+      c.call("/m", grpc_frame("abc", 3, true), true, {{"grpc-encoding", "identity"}});
   c.exchange(server);
-  EXPECT_TRUE(r.calls[id].messages.empty());
-  EXPECT_EQ(c.responses[id].headers.at("grpc-status"), "12");
+  for (const auto s : {id, identity}) {
+    EXPECT_TRUE(r.calls[s].messages.empty());
+    EXPECT_EQ(c.responses[s].headers.at("grpc-status"), "13");
+    EXPECT_EQ(c.responses[s].headers.at("grpc-message"),
+              "grpc: compressed flag set with identity or empty encoding");
+  }
+}
+
+TEST(h2_session, identity_encoding_is_served) {
+  recorder r;
+  h2_session server(r, {});
+  client c;
+  const auto id = c.call("/m", grpc_frame("abc"), true, {{"grpc-encoding", "identity"}});
+  c.exchange(server);
+  ASSERT_EQ(r.calls[id].messages.size(), 1u);
+  EXPECT_EQ(r.calls[id].messages[0], "abc");
 }
 
 TEST(h2_session, headers_over_the_cap_reset_the_stream_unseen) {

@@ -1,8 +1,10 @@
 // A gRPC client for floodgated's Envoy rate limit service that shares no code with floodgate:
 // @grpc/grpc-js and @grpc/proto-loader, loading service/envoy/proto at run time.
-//   node rls_client.js HOST:PORT [--tls-ca FILE [--tls-cert FILE --tls-key FILE]] < calls.json
+//   node rls_client.js HOST:PORT [--tls-ca FILE [--tls-cert FILE --tls-key FILE]]
+//                     [--compress gzip|deflate] < calls.json
 // (--tls-ca: over TLS, trusting that CA; --tls-cert/--tls-key: the client's certificate, for
-// mutual TLS.) Results on stdout.
+// mutual TLS; --compress: the RateLimitService client compresses its messages, grpc-js's
+// channel option.) Results on stdout.
 // calls.json: a JSON list of calls, made in order; each call runs `parallel` copies at once
 // (default 1) and gives one result per copy:
 //   {"check": <RateLimitRequest as JSON>, "deadline_ms": 1000, "parallel": 1}
@@ -32,7 +34,10 @@ const read = (name) => (flags[name] ? fs.readFileSync(flags[name]) : null);
 const credentials = () => (flags['--tls-ca']
   ? grpc.credentials.createSsl(read('--tls-ca'), read('--tls-key'), read('--tls-cert'))
   : grpc.credentials.createInsecure());
-const rlsClient = new rls.RateLimitService(address, credentials());
+const algorithms = { deflate: 1, gzip: 2 };
+const rlsOptions = flags['--compress']
+  ? { 'grpc.default_compression_algorithm': algorithms[flags['--compress']] } : {};
+const rlsClient = new rls.RateLimitService(address, credentials(), rlsOptions);
 const healthClient = new health.Health(address, credentials());
 const rawClient = new grpc.Client(address, credentials());
 

@@ -266,6 +266,20 @@ TEST(rls_grpc, health_service_answers_serving) {
   EXPECT_EQ(results.at(2).at(0).at("code"), 5) << "NOT_FOUND";
 }
 
+// grpc-js told to compress (gzip) sends grpc-encoding: gzip and flagged messages; upstream's
+// grpc-go server has no decompressor and answers UNIMPLEMENTED in these words. Nothing is charged.
+TEST(rls_grpc, a_compressed_call_is_unimplemented_as_upstream_answers_it) {
+  rls_process p("");
+  const auto refused =
+      run_client(p, {check(request_of({{"remote_address", "z"}}, 30))}, {"--compress", "gzip"});
+  EXPECT_EQ(refused.at(0).at(0).at("code"), 12) << json::serialize(refused);
+  EXPECT_EQ(refused.at(0).at(0).at("details"),
+            "grpc: Decompressor is not installed for grpc-encoding \"gzip\"");
+  const auto after = run_client(p, {check(request_of({{"remote_address", "z"}}))});
+  EXPECT_EQ(response(after, 0).at("statuses").at(0).at("limit_remaining"), 29)
+      << "the compressed call's 30 hits were not counted";
+}
+
 TEST(rls_grpc, metrics_count_per_domain_and_rule) {
   rls_process p("");
   run_client(p, {check(request_of({{"remote_address", "m"}}), 3),

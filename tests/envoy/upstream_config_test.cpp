@@ -216,20 +216,23 @@ TEST(upstream_config, the_last_of_many_rules_is_found_as_fast_as_the_first) {
   const auto cfg = parse(text);
   ASSERT_EQ(cfg.find("big", {{"k", "v0"}})->requests_per_unit, 1u);
   ASSERT_EQ(cfg.find("big", {{"k", "v9999"}})->requests_per_unit, 10000u);
+  const std::vector<descriptor_entry> first_rule = {{"k", "v0"}}, last_rule = {{"k", "v9999"}};
   auto time_of = [&](const std::vector<descriptor_entry>& entries) {
-    auto best = std::chrono::steady_clock::duration::max();
-    for (int round = 0; round < 5; ++round) {
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < 20000; ++i)
-        if (cfg.find("big", entries) == nullptr) ADD_FAILURE();
-      best = std::min(best, std::chrono::steady_clock::now() - start);
-    }
-    return best;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 20000; ++i)
+      if (cfg.find("big", entries) == nullptr) ADD_FAILURE();
+    return std::chrono::steady_clock::now() - start;
   };
-  const auto first = time_of({{"k", "v0"}});
-  const auto last = time_of({{"k", "v9999"}});
-  // Linear: the last costs thousands of times the first. Indexed: within noise.
-  EXPECT_LT(last, first * 4) << "first " << first.count() << " last " << last.count();
+  // Rounds alternate and the best of each counts, so a burst of load from other tests (CI runs
+  // them all at once on 2 cores) falls on both or on neither.
+  auto first = std::chrono::steady_clock::duration::max(), last = first;
+  for (int round = 0; round < 7; ++round) {
+    first = std::min(first, time_of(first_rule));
+    last = std::min(last, time_of(last_rule));
+  }
+  // Linear: the last costs thousands of times the first. Indexed: within noise; the margin is
+  // wide because the machine is shared (it failed at 4x once under a load average of 12).
+  EXPECT_LT(last, first * 50) << "first " << first.count() << " last " << last.count();
 }
 
 }  // namespace

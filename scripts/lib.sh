@@ -16,6 +16,12 @@ FLOODGATE_PACKAGES=(
   prometheus systemd procps
   dpkg-dev file help2man lintian
 )
+# Node.js with npm, for the Envoy tests' gRPC client (grpc-js) and bench/compare's peer:
+# Debian's, unless node and npm are already there (NodeSource's nodejs carries its own npm,
+# which Debian's npm package conflicts with).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  FLOODGATE_PACKAGES+=(nodejs npm)
+fi
 # What scripts/fuzz adds: clang with libFuzzer and its sanitizer runtimes.
 FLOODGATE_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 

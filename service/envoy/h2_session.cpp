@@ -36,7 +36,9 @@ nghttp2_nv header(std::string_view name, std::string_view value, bool copy_value
                                     (copy_value ? 0 : NGHTTP2_NV_FLAG_NO_COPY_VALUE))};
 }
 
-// grpc-timeout: up to 8 digits and a unit (H M S m u n), gRPC over HTTP/2's form.
+// grpc-timeout: up to 8 digits and a unit (H M S m u n), gRPC over HTTP/2's form. Eight digits
+// of hours (11,000 years) overflow nanoseconds: a timeout beyond ten years is ten years, a
+// deadline that never comes, and one a steady_clock time point can still be added to.
 std::optional<std::chrono::nanoseconds> parse_timeout(std::string_view v) {
   if (v.size() < 2 || v.size() > 9) return std::nullopt;
   std::int64_t n = 0;
@@ -44,17 +46,22 @@ std::optional<std::chrono::nanoseconds> parse_timeout(std::string_view v) {
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
   if (ec != std::errc{} || end != digits.data() + digits.size() || n < 0) return std::nullopt;
   using namespace std::chrono;
+  constexpr nanoseconds longest = hours(24 * 365 * 10);
+  const auto capped = [&](auto unit) -> nanoseconds {
+    const auto in_unit = duration_cast<decltype(unit)>(longest).count();
+    return n >= in_unit ? longest : duration_cast<nanoseconds>(decltype(unit)(n));
+  };
   switch (v.back()) {
     case 'H':
-      return duration_cast<nanoseconds>(hours(n));
+      return capped(hours(1));
     case 'M':
-      return duration_cast<nanoseconds>(minutes(n));
+      return capped(minutes(1));
     case 'S':
-      return duration_cast<nanoseconds>(seconds(n));
+      return capped(seconds(1));
     case 'm':
-      return duration_cast<nanoseconds>(milliseconds(n));
+      return capped(milliseconds(1));
     case 'u':
-      return duration_cast<nanoseconds>(microseconds(n));
+      return capped(microseconds(1));
     case 'n':
       return nanoseconds(n);
     default:

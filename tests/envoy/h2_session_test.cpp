@@ -321,6 +321,28 @@ TEST(h2_session, bad_grpc_timeouts_are_ignored) {
   EXPECT_FALSE(r.calls[d].timeout);
 }
 
+// Eight digits of hours is 11,000 years: more than nanoseconds (or a steady_clock time point
+// plus it) can hold. Such a deadline is none in practice, not an overflow into the past.
+TEST(h2_session, the_longest_grpc_timeouts_are_far_in_the_future_not_overflowed) {
+  recorder r;
+  h2_session server(r, {});
+  client c;
+  std::vector<std::int32_t> ids;
+  for (const char* t : {"99999999H", "2562047H", "3000000H", "99999999M", "99999999S"})
+    ids.push_back(c.call("/m", grpc_frame("a"), true, {{"grpc-timeout", t}}));
+  c.exchange(server);
+  for (const auto id : ids) {
+    ASSERT_TRUE(r.calls[id].timeout) << id;
+    EXPECT_GE(*r.calls[id].timeout, std::chrono::hours(24 * 365)) << id;
+    // What grpc_connection adds it to: the sum must not overflow either.
+    const auto now = std::chrono::steady_clock::now();
+    EXPECT_GT(now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        *r.calls[id].timeout),
+              now)
+        << id;
+  }
+}
+
 // Not HTTP/2 at all: receive() says so and the connection closes (nothing to answer).
 // HTTP/2 that breaks the protocol: a GOAWAY goes out, then the session is over.
 TEST(h2_session, garbage_or_a_protocol_error_ends_the_connection) {

@@ -1,5 +1,9 @@
 #include "rls_proto.hpp"
 
+#include <google/protobuf/stubs/logging.h>
+
+#include <cstdio>
+
 #include "envoy/service/ratelimit/v3/rls.pb.h"
 #include "grpc/health/v1/health.pb.h"
 
@@ -11,9 +15,25 @@ namespace health = ::grpc::health::v1;
 int size_of(std::string_view bytes) {
   return static_cast<int>(bytes.size());
 }
+
+// libprotobuf writes a raw stderr line for every message it refuses (invalid UTF-8 in a
+// string field, for one): one line per bad call, outside floodgated's log format and its
+// throttle. The call is answered INVALID_ARGUMENT, which says it; only a fatal message (a bug
+// of ours, never the client's input) is still written.
+void keep_fatal_only(google::protobuf::LogLevel level, const char* file, int line,
+                     const std::string& message) {
+  if (level == google::protobuf::LOGLEVEL_FATAL)
+    std::fprintf(stderr, "[libprotobuf FATAL %s:%d] %s\n", file, line, message.c_str());
+}
+
+void quiet_protobuf() {
+  static const bool once = (google::protobuf::SetLogHandler(&keep_fatal_only), true);
+  (void)once;
+}
 }  // namespace
 
 std::optional<request> parse_rls_request(std::string_view bytes) {
+  quiet_protobuf();
   pb::RateLimitRequest in;
   if (!in.ParseFromArray(bytes.data(), size_of(bytes))) return std::nullopt;
   request out;
@@ -62,6 +82,7 @@ std::string serialize_rls_response(const response& in) {
 }
 
 std::optional<std::string> parse_health_request(std::string_view bytes) {
+  quiet_protobuf();
   health::HealthCheckRequest in;
   if (!in.ParseFromArray(bytes.data(), size_of(bytes))) return std::nullopt;
   return std::move(*in.mutable_service());

@@ -31,15 +31,15 @@ namespace floodgate {
 struct redis_value {
   enum class type : std::uint8_t { nil, string, status, error, integer, array };
   type kind = type::nil;
-  std::int64_t integer = 0;            // integer
-  std::string str;                     // string, status, error
-  std::vector<redis_value> elements;   // array
+  std::int64_t integer = 0;           // integer
+  std::string str;                    // string, status, error
+  std::vector<redis_value> elements;  // array
 };
 
 struct redis_answer {
-  redis_value value;   // when error is empty
-  std::string error;   // no answer, or an error reply: the node named, the server's words quoted
-  std::string node;    // host:port that answered (set when one did)
+  redis_value value;  // when error is empty
+  std::string error;  // no answer, or an error reply: the node named, the server's words quoted
+  std::string node;   // host:port that answered (set when one did)
 };
 
 class redis_caller {

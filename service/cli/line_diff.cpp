@@ -18,8 +18,8 @@ std::vector<std::string_view> split_lines(std::string_view s) {
 }
 
 struct op {
-  char kind;          // ' ', '-', '+'
-  std::size_t a, b;   // line numbers (0-based) before the op in each text
+  char kind;         // ' ', '-', '+'
+  std::size_t a, b;  // line numbers (0-based) before the op in each text
   std::string_view line;
 };
 
@@ -46,8 +46,8 @@ std::string unified_diff(std::string_view before, std::string_view after,
   auto at = [&](std::size_t i, std::size_t j) -> std::uint32_t& { return lcs[i * (m + 1) + j]; };
   for (std::size_t i = n; i-- > 0;)
     for (std::size_t j = m; j-- > 0;)
-      at(i, j) = a[head + i] == b[head + j] ? at(i + 1, j + 1) + 1
-                                            : std::max(at(i + 1, j), at(i, j + 1));
+      at(i, j) =
+          a[head + i] == b[head + j] ? at(i + 1, j + 1) + 1 : std::max(at(i + 1, j), at(i, j + 1));
   std::vector<op> ops;
   for (std::size_t k = 0; k < head; ++k) ops.push_back({' ', k, k, a[k]});
   std::size_t i = 0, j = 0;

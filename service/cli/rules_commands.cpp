@@ -19,7 +19,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* rules_usage = R"(usage: floodgate rules push FILE --to URL#NAME (--base N | --force) [--cluster]
+constexpr const char* rules_usage =
+    R"(usage: floodgate rules push FILE --to URL#NAME (--base N | --force) [--cluster]
        floodgate rules show URL#NAME [--version N]
        floodgate rules history URL#NAME
        floodgate rules rollback URL#NAME --to N [--cluster]
@@ -80,7 +81,8 @@ std::string version_name(const rules_ref& r, std::int64_t v) {
 }
 
 placement placement_for(const rules_ref& r, bool cluster) {
-  const bool cluster_url = r.url.starts_with("redis+cluster:") || r.url.starts_with("rediss+cluster:");
+  const bool cluster_url =
+      r.url.starts_with("redis+cluster:") || r.url.starts_with("rediss+cluster:");
   return cluster || cluster_url ? placement::one_key_per_group : placement::any;
 }
 
@@ -108,9 +110,8 @@ int push_text(rules_store& s, const rules_version& head, const std::string& text
                 version_name(r, head.version).c_str());
     return 0;
   }
-  const auto diff = unified_diff(head.text, text,
-                                 head.version ? version_name(r, head.version) : "(none)",
-                                 text_name);
+  const auto diff = unified_diff(
+      head.text, text, head.version ? version_name(r, head.version) : "(none)", text_name);
   std::fputs(diff.c_str(), stdout);
   const auto result = s.push(text, base, rules_author(), note);
   if (!result.error.empty()) fail(r.describe() + ": push failed: " + result.error);
@@ -166,8 +167,8 @@ int push(const std::vector<std::string_view>& args) {
       std::fputs(unified_diff(head.text, text, version_name(r, head.version), file).c_str(),
                  stdout);
       fail(r.describe() + " is at version " + std::to_string(head.version) + " (by " + head.by +
-           " at " + when(head.at_ms) + "): give --base " + std::to_string(head.version) +
-           " if " + file + " was made from it, or --force to push over it");
+           " at " + when(head.at_ms) + "): give --base " + std::to_string(head.version) + " if " +
+           file + " was made from it, or --force to push over it");
     }
     base = 0;
   }
@@ -178,12 +179,10 @@ int show(const std::vector<std::string_view>& args) {
   std::string where;
   std::optional<std::int64_t> version;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--version" && i + 1 < args.size())
-      {
+    if (args[i] == "--version" && i + 1 < args.size()) {
       ++i;
       version = parse_version("--version", args[i], 1);
-    }
-    else if (args[i].starts_with("--") || !where.empty())
+    } else if (args[i].starts_with("--") || !where.empty())
       usage("show: unexpected '" + std::string(args[i]) + "'");
     else
       where = args[i];
@@ -234,12 +233,10 @@ int rollback(const std::vector<std::string_view>& args) {
   std::optional<std::int64_t> to;
   bool cluster = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--to" && i + 1 < args.size())
-      {
+    if (args[i] == "--to" && i + 1 < args.size()) {
       ++i;
       to = parse_version("--to", args[i], 1);
-    }
-    else if (args[i] == "--cluster")
+    } else if (args[i] == "--cluster")
       cluster = true;
     else if (args[i].starts_with("--") || !where.empty())
       usage("rollback: unexpected '" + std::string(args[i]) + "'");
@@ -255,9 +252,10 @@ int rollback(const std::vector<std::string_view>& args) {
   auto old = s.at(*to, error);
   if (!error.empty()) fail(r.describe() + ": cannot read: " + error);
   if (!old)
-    fail(r.describe() + ": no version " + std::to_string(*to) + " in the history (it keeps the last " +
-         std::to_string(rules_history_kept) + ")");
-  if (*to == head.version) fail(r.describe() + ": version " + std::to_string(*to) + " is in force already");
+    fail(r.describe() + ": no version " + std::to_string(*to) +
+         " in the history (it keeps the last " + std::to_string(rules_history_kept) + ")");
+  if (*to == head.version)
+    fail(r.describe() + ": version " + std::to_string(*to) + " is in force already");
   try {
     (void)parse_config(old->text, version_name(r, *to), placement_for(r, cluster));
   } catch (const std::exception& e) {

@@ -467,7 +467,8 @@ rules_version initial_rules_from(rules_store& rules) {
   if (head->version == 0)
     throw floodgate::config_error("--rules-from " + from.describe() +
                                   ": no rules pushed under this name yet (floodgate rules push "
-                                  "FILE --to " + from.describe() + ")");
+                                  "FILE --to " +
+                                  from.describe() + ")");
   return *head;
 }
 
@@ -652,9 +653,8 @@ int main(int argc, char** argv) {
           *rules, first, [&store, &stats, where, &from = *f.rules_from](const rules_version& v) {
             return apply_rules(store, stats, where, from, v);
           });
-      stats.add_collector([w = rules_watcher.get()](std::string& out) {
-        append_rules_metrics(out, w->state());
-      });
+      stats.add_collector(
+          [w = rules_watcher.get()](std::string& out) { append_rules_metrics(out, w->state()); });
     }
     const std::function<rules_state()> rules_source = [w = rules_watcher.get(), &f] {
       if (w) return w->state();

@@ -25,11 +25,11 @@ rules_ref parse_rules_ref(std::string_view text) {
   if (hash == std::string_view::npos)
     throw config_error("'" + std::string(text) + "' names no document: give REDIS-URL#NAME");
   rules_ref r{std::string(text.substr(0, hash)), std::string(text.substr(hash + 1))};
-  const bool ok = !r.name.empty() && r.name.size() <= 64 &&
-                  std::all_of(r.name.begin(), r.name.end(), [](char c) {
-                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
-                           c == '.';
-                  });
+  const bool ok =
+      !r.name.empty() && r.name.size() <= 64 &&
+      std::all_of(r.name.begin(), r.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
   if (!ok)
     throw config_error("'" + r.name +
                        "' is not a rules name (1 to 64 letters, digits, '_', '-', '.')");

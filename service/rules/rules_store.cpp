@@ -1,5 +1,6 @@
 #include "rules/rules_store.hpp"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -146,6 +147,10 @@ push_result rules_store::push(const std::string& text, std::optional<std::int64_
 
 std::string rules_author() {
   const char* user = std::getenv("USER");
+  if (!user || !*user) {
+    const passwd* pw = ::getpwuid(::getuid());  // services and containers often have no $USER
+    user = pw ? pw->pw_name : nullptr;
+  }
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   return std::string(user && *user ? user : "unknown") + "@" + (host[0] ? host : "unknown");

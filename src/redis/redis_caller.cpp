@@ -132,9 +132,9 @@ redis_caller::redis_caller(std::string_view url, std::chrono::milliseconds timeo
     s.why_not = e.what();
     return;
   }
-  s.asker = std::make_unique<redis::node_asker>(s.options, s.target.tls()
-                                                               ? redis::make_tls_context(s.options.tls)
-                                                               : redis::tls_context_result{});
+  s.asker = std::make_unique<redis::node_asker>(
+      s.options,
+      s.target.tls() ? redis::make_tls_context(s.options.tls) : redis::tls_context_result{});
 }
 
 redis_caller::~redis_caller() = default;

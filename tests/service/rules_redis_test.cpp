@@ -101,8 +101,8 @@ TEST(rules_redis, a_push_changes_the_limit_on_three_instances_within_a_second) {
         std::chrono::steady_clock::now() - pushed));
   }
   for (std::size_t k = 0; k < fleet.size(); ++k) {
-    EXPECT_LT(took[k], apply_bound) << "instance " << k << " applied version 2 after "
-                                    << took[k].count() << " ms";
+    EXPECT_LT(took[k], apply_bound)
+        << "instance " << k << " applied version 2 after " << took[k].count() << " ms";
     EXPECT_EQ(rules_source(fleet[k]).at("version").as_int64(), 2);
     EXPECT_TRUE(fleet[k].fg->wait_for_log("msg=\"rules version applied\"")) << fleet[k].fg->log();
   }
@@ -124,8 +124,8 @@ TEST(rules_redis, an_invalid_version_changes_no_instance_and_each_says_why) {
   ASSERT_EQ(redis.command({"HSET", head_key("prod"), "version", "2", "text", bad}).kind,
             reply::number);
   for (const auto& i : fleet) {
-    ASSERT_TRUE(wait_for([&] { return rules_source(i).at("latest").as_int64() == 2; },
-                         give_up_after))
+    ASSERT_TRUE(
+        wait_for([&] { return rules_source(i).at("latest").as_int64() == 2; }, give_up_after))
         << i.fg->log();
     const auto s = rules_source(i);
     EXPECT_EQ(s.at("version").as_int64(), 1);
@@ -167,8 +167,7 @@ TEST(rules_redis, two_pushes_from_the_same_base_cannot_both_win) {
   EXPECT_NE(loser.find("refused: version 2 is in force, not 1"), std::string::npos) << loser;
   // The winner's text is version 2, and nothing else was stored.
   const auto show = run_floodgate_cli({"rules", "show", ref});
-  EXPECT_NE(show.output.find(*ca == 0 ? "limit: 6" : "limit: 8"), std::string::npos)
-      << show.output;
+  EXPECT_NE(show.output.find(*ca == 0 ? "limit: 6" : "limit: 8"), std::string::npos) << show.output;
   EXPECT_EQ(redis.command({"HGET", head_key("prod"), "version"}).str, "2");
   // Without --base once a version exists: refused, the diff shown.
   const auto r = push(a.path, ref, {});
@@ -221,8 +220,8 @@ TEST(rules_redis, an_instance_that_lost_redis_keeps_its_rules_and_says_so) {
 
 TEST(rules_redis, start_up_needs_a_document) {
   redis_server redis;
-  const auto r = run_floodgated({"--rules-from", redis.url() + "#nothing", "--listen",
-                                 "127.0.0.1:0"});
+  const auto r =
+      run_floodgated({"--rules-from", redis.url() + "#nothing", "--listen", "127.0.0.1:0"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no rules pushed under this name yet"), std::string::npos) << r.output;
   const auto both = run_floodgated({"--rules-from", redis.url() + "#x", "--config", "/dev/null"});
@@ -290,7 +289,8 @@ TEST(rules_cli, push_show_history_rollback_and_their_errors) {
             2);
   EXPECT_EQ(run_floodgate_cli({"rules", "rollback", ref, "--to", "x"}).exit_code, 2);
   // No Redis there: the failure names it.
-  r = run_floodgate_cli({"rules", "show", "redis://127.0.0.1:" + std::to_string(free_port()) + "#p"});
+  r = run_floodgate_cli(
+      {"rules", "show", "redis://127.0.0.1:" + std::to_string(free_port()) + "#p"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("cannot read: 127.0.0.1:"), std::string::npos) << r.output;
 }

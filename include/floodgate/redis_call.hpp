@@ -68,4 +68,44 @@ class redis_caller {
   std::unique_ptr<impl> impl_;
 };
 
+// A SUBSCRIBE to one channel behind a URL, read by the thread that waits on it: for learning
+// at once of a change that a PUBLISH announces (a poll must stay beside it: a message sent
+// while the subscription was down is lost).
+//
+//   floodgate::redis_subscription sub{url, "floodgate:rules:{prod}:changed", 1s};
+//   for (;;) {
+//     auto got = sub.wait(200ms);     // returns at the first message, or after 200 ms
+//     if (!got.error.empty()) log(got.error);   // reconnects at the next wait
+//     poll_anyway();
+//   }
+//
+// Where: redis:// the URL's node; redis+cluster:// the first seed that answers (a PUBLISH
+// reaches every node of a Cluster); redis+sentinel:// the primary the sentinels name, asked at
+// each (re)connection. Not thread-safe, except stop(). Never throws once built.
+class redis_subscription {
+ public:
+  // `timeout`: connecting, the greeting and the subscription's confirmation, together.
+  redis_subscription(std::string_view url, std::string channel,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(1));
+  ~redis_subscription();
+  redis_subscription(const redis_subscription&) = delete;
+  redis_subscription& operator=(const redis_subscription&) = delete;
+
+  struct messages {
+    std::vector<std::string> payloads;  // in order of arrival
+    std::string error;                  // the subscription failed (the node named); none now
+  };
+  // (Re)subscribes when not subscribed, then waits up to `for_at_most` for a message; returns
+  // at the first one (with any that came with it).
+  messages wait(std::chrono::milliseconds for_at_most);
+  bool subscribed() const noexcept;
+
+  // Any thread: the wait in progress and every later one return at once.
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
 }  // namespace floodgate

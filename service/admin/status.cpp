@@ -76,6 +76,7 @@ json::object rules_source_json(const admin_sources& sources) {
   o["latest"] = s.latest;
   o["refused"] = s.refused;
   o["redis_error"] = s.redis_error;
+  o["subscribed"] = s.subscribed;
   o["applied_at_ms"] = s.applied_at_ms;
   o["checked_at_ms"] = s.checked_at_ms;
   o["apply_failures"] = s.apply_failures;

@@ -14,6 +14,7 @@ struct rules_state {
   std::int64_t latest = 0;           // the newest version seen in Redis (> version: refused)
   std::string refused;               // why `latest` is not in force, as logged
   std::string redis_error;           // the last read of Redis failed: why (empty: it answers)
+  bool subscribed = false;           // told of pushes at once (else: the version read every 200 ms)
   std::int64_t applied_at_ms = 0;    // unix ms when `version` came into force
   std::int64_t checked_at_ms = 0;    // unix ms of the last successful read of Redis
   std::uint64_t apply_failures = 0;  // versions refused (invalid) since start

@@ -46,6 +46,8 @@ class rules_store {
   const rules_ref& ref() const noexcept { return ref_; }
   // Empty when the URL is one the backend takes; otherwise why not.
   const std::string& why_not() const noexcept { return caller_.why_not(); }
+  // The channel every push PUBLISHes its new version on.
+  const std::string& channel() const noexcept { return keys_.channel; }
 
   // The version in force (0: none), or nullopt with `error`.
   std::optional<std::int64_t> version(std::string& error);

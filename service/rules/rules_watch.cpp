@@ -13,7 +13,10 @@ std::int64_t unix_ms_now() {
 
 rules_watch::rules_watch(rules_store& store, const rules_version& first, apply_fn apply,
                          rules_watch_options options)
-    : store_(store), apply_(std::move(apply)), options_(options) {
+    : store_(store),
+      changes_(store.ref().url, store.channel(), std::chrono::seconds(1)),
+      apply_(std::move(apply)),
+      options_(options) {
   state_.from_redis = true;
   state_.where = store.ref().describe();
   state_.version = state_.latest = first.version;
@@ -23,7 +26,8 @@ rules_watch::rules_watch(rules_store& store, const rules_version& first, apply_f
 
 rules_watch::~rules_watch() {
   thread_.request_stop();
-  store_.stop();  // a read in progress returns at once
+  changes_.stop();  // a wait in progress returns at once
+  store_.stop();    // and so does a read
 }
 
 void rules_watch::poke() {
@@ -40,14 +44,33 @@ rules_state rules_watch::state() const {
 }
 
 void rules_watch::run(const std::stop_token& stop) {
-  std::unique_lock lock(mutex_);
+  std::string told;  // the subscription's failure last logged
   while (!stop.stop_requested()) {
-    wake_.wait_for(lock, stop, options_.interval, [this] { return poked_; });
-    poked_ = false;
+    // A poke (SIGHUP) is served at the next read, within one interval.
+    const auto got =
+        changes_.wait(changes_.subscribed() ? options_.subscribed_interval : options_.interval);
     if (stop.stop_requested()) break;
-    lock.unlock();
+    if (got.error != told && !got.error.empty())
+      spdlog::warn("msg=\"rules subscription failing; reading the version every {} ms\" error={}",
+                   options_.interval.count(), quote(got.error));
+    else if (got.error.empty() && !told.empty())
+      spdlog::info("msg=\"rules subscription back\"");
+    told = got.error;
+    for (const auto& v : got.payloads)
+      spdlog::debug("msg=\"rules version announced\" version={}", quote(v));
+    const bool failed = !got.error.empty();
+    {
+      std::lock_guard lock(mutex_);
+      state_.subscribed = !failed && changes_.subscribed();
+      poked_ = false;
+    }
+    // A failed subscribe returns at once: wait the interval before trying again.
+    if (failed && got.payloads.empty()) {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, stop, options_.interval, [this] { return poked_; });
+    }
+    if (stop.stop_requested()) break;
     check();
-    lock.lock();
   }
 }
 

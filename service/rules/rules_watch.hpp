@@ -9,9 +9,12 @@
 //   w.poke();              // SIGHUP: read now
 //   rules_state s = w.state();
 //
-// Polling rather than SUBSCRIBE (the push PUBLISHes; nothing here listens yet): one HGET per
-// interval per instance, and nothing to resubscribe after a lost connection or a failover.
-// Destruction stops the thread (within one read's timeout) before returning.
+// The thread waits on a subscription to the document's channel (every push PUBLISHes its
+// version there), so a push applies in about a round trip; and reads the version anyway after
+// each wait, every `subscribed_interval` at most (`interval` while the subscription is down,
+// renewed at each wait), so a message lost to a dropped connection or a failover delays a
+// version by that much, never for good. Destruction stops the thread (within one read's
+// timeout) before returning.
 #pragma once
 
 #include <chrono>
@@ -27,9 +30,12 @@
 namespace floodgate::service {
 
 struct rules_watch_options {
-  // Between version reads: a push applies within this plus two reads (each within the
-  // store's timeout).
+  // Between version reads while not subscribed: a push applies within this plus two reads
+  // (each within the store's timeout).
   std::chrono::milliseconds interval{200};
+  // ... and while subscribed: a push's PUBLISH wakes the thread at once, so this only bounds
+  // a message lost while the subscription was being renewed.
+  std::chrono::milliseconds subscribed_interval{500};
 };
 
 class rules_watch {
@@ -51,6 +57,7 @@ class rules_watch {
   void check();
 
   rules_store& store_;
+  redis_subscription changes_;  // the document's channel
   apply_fn apply_;
   rules_watch_options options_;
   mutable std::mutex mutex_;

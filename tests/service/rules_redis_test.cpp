@@ -46,6 +46,7 @@ struct instance {
 
 instance start_instance(const std::string& ref, const std::vector<std::string>& more = {}) {
   floodgated_process::options o;
+  o.log_level = "debug";  // "rules version announced": the subscription's messages
   o.rules_file = false;
   o.extra_args = {"--rules-from", ref, "--admin-listen", "127.0.0.1:0"};
   o.extra_args.insert(o.extra_args.end(), more.begin(), more.end());
@@ -87,6 +88,9 @@ TEST(rules_redis, a_push_changes_the_limit_on_three_instances_within_a_second) {
   std::vector<instance> fleet;
   for (int k = 0; k < 3; ++k) fleet.push_back(start_instance(ref));
   for (const auto& i : fleet) ASSERT_EQ(limit_of(i), 5) << i.fg->log();
+  for (const auto& i : fleet)
+    ASSERT_TRUE(wait_for([&] { return rules_source(i).at("subscribed").as_bool(); }, give_up_after))
+        << i.fg->log();
 
   // From before the CLI starts: the figure includes its validation and the push itself.
   const auto pushed = std::chrono::steady_clock::now();
@@ -105,6 +109,9 @@ TEST(rules_redis, a_push_changes_the_limit_on_three_instances_within_a_second) {
         << "instance " << k << " applied version 2 after " << took[k].count() << " ms";
     EXPECT_EQ(rules_source(fleet[k]).at("version").as_int64(), 2);
     EXPECT_TRUE(fleet[k].fg->wait_for_log("msg=\"rules version applied\"")) << fleet[k].fg->log();
+    // Told by the push's PUBLISH, not only found by a read.
+    EXPECT_TRUE(fleet[k].fg->wait_for_log("msg=\"rules version announced\" version=\"2\""))
+        << fleet[k].fg->log();
   }
   std::printf("version 2 in force after %lld, %lld, %lld ms\n",
               static_cast<long long>(took[0].count()), static_cast<long long>(took[1].count()),
@@ -179,6 +186,28 @@ TEST(rules_redis, two_pushes_from_the_same_base_cannot_both_win) {
   EXPECT_NE(f.output.find("pushed prod@v3"), std::string::npos) << f.output;
 }
 
+TEST(rules_redis, a_lost_subscription_delays_a_push_by_one_read_at_most) {
+  redis_server redis;
+  const auto ref = redis.url() + "#prod";
+  temp_rules_file v1(rules_with_limit(5)), v2(rules_with_limit(6));
+  ASSERT_EQ(push(v1.path, ref, {}).exit_code, 0);
+  const auto i = start_instance(ref);
+  ASSERT_TRUE(wait_for([&] { return rules_source(i).at("subscribed").as_bool(); }, give_up_after))
+      << i.fg->log();
+  // The subscription drops, and the push's message goes nowhere: the next version read (every
+  // 500 ms while subscribed, 200 ms while not) finds it within the same bound.
+  ASSERT_EQ(redis.command({"CLIENT", "KILL", "TYPE", "pubsub"}).kind, reply::number);
+  const auto pushed = std::chrono::steady_clock::now();
+  ASSERT_EQ(push(v2.path, ref, {"--base", "1"}).exit_code, 0);
+  ASSERT_TRUE(wait_for([&] { return limit_of(i) == 6; }, give_up_after)) << i.fg->log();
+  EXPECT_LT(std::chrono::steady_clock::now() - pushed, apply_bound);
+  EXPECT_TRUE(i.fg->wait_for_log("msg=\"rules subscription failing")) << i.fg->log();
+  // And it is renewed.
+  EXPECT_TRUE(wait_for([&] { return rules_source(i).at("subscribed").as_bool(); }, give_up_after))
+      << i.fg->log();
+  EXPECT_TRUE(i.fg->wait_for_log("msg=\"rules subscription back\"")) << i.fg->log();
+}
+
 TEST(rules_redis, an_instance_started_after_a_push_starts_on_it) {
   redis_server redis;
   const auto ref = redis.url() + "#prod";
@@ -205,6 +234,7 @@ TEST(rules_redis, an_instance_that_lost_redis_keeps_its_rules_and_says_so) {
                        give_up_after))
       << i.fg->log();
   EXPECT_EQ(rules_source(i).at("version").as_int64(), 1);
+  EXPECT_FALSE(rules_source(i).at("subscribed").as_bool());
   EXPECT_EQ(limit_of(i), 5);
   EXPECT_TRUE(i.fg->wait_for_log("msg=\"rules source failing; the rules in force stay\""))
       << i.fg->log();

@@ -58,6 +58,8 @@ class redis_caller {
   const std::string& key_prefix() const noexcept;
 
   // `command` run on the node that holds `key` (every key it names must share key's slot).
+  // On a Cluster the slot's master is found by MOVED from the first seed that answers, at
+  // each call (as the inspector finds a key's), not from a slot map kept here.
   redis_answer call(std::string_view key, const std::vector<std::string>& command);
 
   // Any thread: the call in progress and every later one return at once ("stopped").

@@ -72,7 +72,7 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        version applies within 1 s, validated as a file reload is; a bad one
                        is logged and the rules in force stay, as they do while that Redis
                        is unreachable. No document yet (or Redis unreachable) stops start-up.
-                       SIGHUP reads it again at once.
+                       SIGHUP reads it again within 0.5 s.
   --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
                        every floodgated using it; a Redis Cluster: redis+cluster://host:port[,...];
                        Sentinel: redis+sentinel://host:port[,...]/master (docs/operations.md).
@@ -695,7 +695,7 @@ int main(int argc, char** argv) {
     background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path,
                                  w = rules_watcher.get()] {
       reload(store, stats, envoy_api.get(), where, path);
-      if (w) w->poke();  // --rules-from: read Redis now
+      if (w) w->poke();  // --rules-from: read Redis within an interval
     });
     // After `errands`, which it tells, so it stops first.
     std::unique_ptr<config_watch> watch;

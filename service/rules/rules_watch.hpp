@@ -6,7 +6,7 @@
 // the rules in force stay. state() says which version runs, the newest seen, and why they differ.
 //
 //   rules_watch w(store, first, [&](const rules_version& v) { return apply(v); });
-//   w.poke();              // SIGHUP: read now
+//   w.poke();              // SIGHUP: read at the next wait's end (within an interval)
 //   rules_state s = w.state();
 //
 // The thread waits on a subscription to the document's channel (every push PUBLISHes its
@@ -49,7 +49,7 @@ class rules_watch {
   rules_watch(const rules_watch&) = delete;
   rules_watch& operator=(const rules_watch&) = delete;
 
-  void poke();  // any thread: read now
+  void poke();  // any thread: read at the end of the current wait (within an interval)
   rules_state state() const;
 
  private:

@@ -19,6 +19,7 @@
 #include "api/render.hpp"
 #include "config/config_store.hpp"
 #include "redis_watch/clock_skew.hpp"
+#include "rules/rules_state.hpp"
 #include "telemetry/metrics.hpp"
 
 namespace floodgate::service {
@@ -38,6 +39,8 @@ struct admin_sources {
   const config_store* store = nullptr;     // the rules; needed by /v1/top, /v1/status, keys
   // Redis's clock against this host's, per sampled node (/v1/status); empty: not sampled.
   std::function<std::vector<node_clock>()> clocks = {};
+  // Where the rules come from and which version runs (/v1/status); empty: a file, no version.
+  std::function<rules_state()> rules_source = {};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   bool keys = false;                // /v1/inspect and /v1/reset are served (a runner exists)
   std::size_t max_key_size = 1024;  // bytes of a decoded key, as on the public listener

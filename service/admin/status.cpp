@@ -61,6 +61,28 @@ json::object backend_json(const admin_sources& sources) {
   return o;
 }
 
+// Where the rules come from: a stuck instance shows an older version than its peers, or a
+// refused newer one, or a Redis it cannot read.
+json::object rules_source_json(const admin_sources& sources) {
+  json::object o;
+  const auto s = sources.rules_source ? sources.rules_source() : rules_state{};
+  o["from"] = s.from_redis ? "redis" : "file";
+  o["where"] = s.where;
+  if (!s.from_redis) {
+    o["version"] = nullptr;
+    return o;
+  }
+  o["version"] = s.version;
+  o["latest"] = s.latest;
+  o["refused"] = s.refused;
+  o["redis_error"] = s.redis_error;
+  o["subscribed"] = s.subscribed;
+  o["applied_at_ms"] = s.applied_at_ms;
+  o["checked_at_ms"] = s.checked_at_ms;
+  o["apply_failures"] = s.apply_failures;
+  return o;
+}
+
 }  // namespace
 
 double histogram_quantile(const metrics::latency_snapshot& h, double q) {
@@ -93,6 +115,7 @@ http_response render_status(const admin_sources& sources) {
     for (const auto& r : cfg->rules()) rules.push_back(rule_json(r, *sources.stats));
   }
   o["rules"] = std::move(rules);
+  o["rules_source"] = rules_source_json(sources);
   o["backend"] = backend_json(sources);
   json::array clock;
   if (sources.clocks)

@@ -8,6 +8,9 @@
 //    "backend": {"kind", "healthy", "last_error", "calls", "errors": {"timeout": n, ...},
 //                "latency_mean_ms", "latency_p99_ms"},                  (null before a call)
 //    "clock": [{"node", "up", "offset_ms", "rtt_ms"}...],               (Redis nodes sampled)
+//    "rules_source": {"from": "file"|"redis", "where", "version" (null for a file),
+//                     "latest", "refused", "redis_error", "subscribed", "applied_at_ms",
+//                     "checked_at_ms", "apply_failures"},    (rules/rules_state.hpp)
 //    "top_keys": {"enabled", "capacity", "interval_ms"}}
 //
 // Size: bounded by the rules in the config, the sampled nodes of the URL and fixed fields.

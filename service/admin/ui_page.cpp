@@ -25,7 +25,7 @@ input{flex:1;min-width:8em}
 </style></head><body>
 <h1>floodgate <span id="backend-health" class="muted">…</span></h1>
 <div id="updated" class="muted">loading…</div>
-<section><h2>Rules</h2><table id="rules"><thead><tr><th>rule</th><th class="num">checks/s</th>
+<section><h2>Rules</h2><div id="rules-source" class="muted"></div><table id="rules"><thead><tr><th>rule</th><th class="num">checks/s</th>
 <th class="num">denied, recent</th><th class="num">denied, total</th><th class="num">checks</th>
 <th class="num">limit / window</th><th>algorithm</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Hot keys</h2><div id="top"></div></section>
@@ -174,6 +174,17 @@ function showClock(s) {
   box.replaceChildren(t);
 }
 
+// Where the rules come from; for --rules-from, the version in force and why a newer one is not.
+function showRulesSource(s) {
+  const r = s.rules_source, d = $("rules-source");
+  if (!r || r.from !== "redis") { d.textContent = ""; return; }
+  let text = "version " + r.version + " from " + r.where;
+  if (r.latest > r.version) text += "; version " + r.latest + " refused: " + r.refused;
+  if (r.redis_error) text += "; Redis unreadable, last good rules in force: " + r.redis_error;
+  d.textContent = text;
+  d.className = r.latest > r.version || r.redis_error ? "bad" : "muted";
+}
+
 async function poll() {
   const u = $("updated");
   try {
@@ -181,6 +192,7 @@ async function poll() {
     if (!res.ok) throw new Error("HTTP " + res.status);
     const s = await res.json();
     showRules(s);
+    showRulesSource(s);
     showBackend(s);
     showClock(s);
     await showTop(s);

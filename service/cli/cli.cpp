@@ -4,6 +4,7 @@
 //   floodgate check-config --envoy PATH...
 //   floodgate inspect --redis URL --rules FILE RULE KEY
 //   floodgate reset   --redis URL --rules FILE RULE KEY
+//   floodgate rules   push|show|history|rollback (cli/rules_commands.hpp)
 //
 // check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages);
 // with --envoy, the paths as floodgated's --envoy-config loads them (envoy/envoy_config.hpp).
@@ -19,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/rules_commands.hpp"
 #include "config/config.hpp"
 #include "envoy_config.hpp"
 #include "floodgate/errors.hpp"
@@ -34,6 +36,7 @@ constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
        floodgate check-config --envoy PATH...
        floodgate inspect --redis URL --rules FILE RULE KEY
        floodgate reset --redis URL --rules FILE RULE KEY
+       floodgate rules push|show|history|rollback ...   (floodgate rules --help)
 
   check-config  load a rules file as floodgated does: exit 0, or exit 1 with FILE:LINE and the
                 problem. --cluster applies Redis Cluster's rule (a group's rules share a key).
@@ -44,6 +47,9 @@ constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
                 on the node that holds it: the URL's, the slot's master (Cluster) or the
                 primary (Sentinel), over TLS for rediss URLs.
   reset         forget the key's state for the rule: its next check sees full capacity.
+  rules         the rules document floodgated --rules-from serves, in Redis: push a file
+                (validated, diffed, refused unless based on the version in force), show,
+                history, rollback.
 Exit: 0 done, 1 failed (bad file, unknown rule, backend error), 2 usage.
 )";
 
@@ -240,6 +246,7 @@ int main(int argc, char** argv) {
     if (command == "check-config") return check_config(argc, argv);
     if (command == "inspect") return inspect(argc, argv);
     if (command == "reset") return reset(argc, argv);
+    if (command == "rules") return service::rules_command(argc, argv);
   } catch (const failure& f) {
     std::fprintf(stderr, "floodgate: %s\n", f.message.c_str());
     return 1;

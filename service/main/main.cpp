@@ -38,17 +38,21 @@
 #include "logging/log_json.hpp"
 #include "main/envoy_env.hpp"
 #include "redis_watch/redis_sampler.hpp"
+#include "rules/rules_ref.hpp"
+#include "rules/rules_store.hpp"
+#include "rules/rules_watch.hpp"
 #include "server/server.hpp"
 #include "telemetry/hot_keys.hpp"
 #include "telemetry/limiter_metrics.hpp"
 #include "telemetry/metrics.hpp"
+#include "telemetry/rules_metrics.hpp"
 
 namespace {
 
 using namespace floodgate::service;
 
 constexpr const char* usage =
-    R"(usage: floodgated --config FILE [--redis URL] [--listen HOST:PORT] [--io-threads N]
+    R"(usage: floodgated --config FILE|--rules-from URL#NAME [--redis URL] [--listen HOST:PORT] [--io-threads N]
                   [--max-connections N] [--max-connections-per-peer N] [--log-level LEVEL]
                   [--instances N] [--grpc-listen HOST:PORT] [--envoy-config PATH ...]
                   [--admin-listen HOST:PORT [--admin-host NAME ...] [--top-keys N]
@@ -62,6 +66,13 @@ floodgated answers "may this request pass?" over HTTP for the rules in FILE.
                        --envoy-config is given. A bad file stops start-up with FILE:LINE and
                        the problem. SIGHUP reloads it; a bad new file is logged and the old
                        rules stay.
+  --rules-from REDIS-URL#NAME
+                       the rules from Redis instead of a file: the document NAME that
+                       `floodgate rules push` stores there (docs/operations.md). A new
+                       version applies within 1 s, validated as a file reload is; a bad one
+                       is logged and the rules in force stay, as they do while that Redis
+                       is unreachable. No document yet (or Redis unreachable) stops start-up.
+                       SIGHUP reads it again within 0.5 s.
   --redis URL          keep state in Redis (redis://[user:password@]host:port[/db]), shared by
                        every floodgated using it; a Redis Cluster: redis+cluster://host:port[,...];
                        Sentinel: redis+sentinel://host:port[,...]/master (docs/operations.md).
@@ -132,6 +143,7 @@ using namespace std::chrono_literals;
 
 struct flags {
   std::string config_path;
+  std::optional<rules_ref> rules_from;  // --rules-from
   std::string backend_url = "memory://";
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
@@ -227,6 +239,12 @@ flags parse_flags(int argc, char** argv) {
       continue;
     } else if (arg == "--config") {
       f.config_path = next();
+    } else if (arg == "--rules-from") {
+      try {
+        f.rules_from = parse_rules_ref(next());
+      } catch (const floodgate::config_error& e) {
+        usage_error(std::string("--rules-from: ") + e.what());
+      }
     } else if (arg == "--redis") {
       f.backend_url = next();
     } else if (arg == "--listen") {
@@ -285,8 +303,10 @@ flags parse_flags(int argc, char** argv) {
   if (f.top_keys != 0 && !f.admin)
     usage_error("--top-keys serves hot keys on the admin listener: give --admin-listen too");
   if (const auto problem = f.envoy.problem(); !problem.empty()) usage_error(problem);
-  if (f.config_path.empty() && f.envoy.configs.empty())
-    usage_error("--config FILE is required (or --envoy-config PATH)");
+  if (!f.config_path.empty() && f.rules_from)
+    usage_error("--config and --rules-from both name the rules: give one");
+  if (f.config_path.empty() && !f.rules_from && f.envoy.configs.empty())
+    usage_error("--config FILE is required (or --rules-from URL#NAME, or --envoy-config PATH)");
   return f;
 }
 
@@ -410,6 +430,48 @@ void reload(config_store& store, metrics& stats, envoy::envoy_frontend* envoy_ap
   }
 }
 
+// --rules-from: version `v` of the document, validated as a file reload is (the same parser,
+// errors named NAME@vN:LINE), put in force; or why not, logged, the rules in force staying.
+std::string apply_rules(config_store& store, metrics& stats, placement where, const rules_ref& from,
+                        const rules_version& v) {
+  const auto name = from.name + "@v" + std::to_string(v.version);
+  try {
+    auto next = std::make_shared<const config>(parse_config(v.text, name, where));
+    const auto n = next->rules().size();
+    const auto groups = next->groups().size();
+    store.set(std::move(next));
+    stats.record_reload(true);
+    spdlog::info("msg=\"rules version applied\" rules_from={} version={} by={} rules={} groups={}",
+                 quote(from.describe()), v.version, quote(v.by), n, groups);
+    return {};
+  } catch (const std::exception& e) {
+    stats.record_reload(false);
+    spdlog::error(
+        "msg=\"rules version refused; the rules in force stay\" rules_from={} version={} "
+        "error={}",
+        quote(from.describe()), v.version, quote(e.what()));
+    return e.what();
+  }
+}
+
+// --rules-from at start-up: the version in force, which must exist and be valid. Throws
+// config_error.
+rules_version initial_rules_from(rules_store& rules) {
+  const auto& from = rules.ref();
+  if (!rules.why_not().empty())
+    throw floodgate::config_error("--rules-from " + from.describe() + ": " + rules.why_not());
+  std::string error;
+  auto head = rules.head(error);
+  if (!head)
+    throw floodgate::config_error("--rules-from " + from.describe() + ": cannot read: " + error);
+  if (head->version == 0)
+    throw floodgate::config_error("--rules-from " + from.describe() +
+                                  ": no rules pushed under this name yet (floodgate rules push "
+                                  "FILE --to " +
+                                  from.describe() + ")");
+  return *head;
+}
+
 // floodgated's own thread, for two errands that must not hold an I/O thread:
 // - SIGHUP's reloads: reading and parsing the files (a slow disk, 10,000 rules) must not hold
 //   the I/O thread that took the signal, which also accepts connections. A SIGHUP while a
@@ -486,7 +548,8 @@ using admin_handler = std::function<void(const http_request&, std::function<void
 admin_handler make_admin_handler(const flags& f, const server_options& options, metrics& stats,
                                  const std::shared_ptr<floodgate::limiter>& limiter,
                                  const hot_keys* top, const config_store& store,
-                                 const redis_sampler& sampler, inspector* keys) {
+                                 const redis_sampler& sampler, inspector* keys,
+                                 std::function<rules_state()> rules_source) {
   admin_sources sources{&stats,
                         [l = limiter] {
                           auto& b = l->get_backend();
@@ -494,6 +557,7 @@ admin_handler make_admin_handler(const flags& f, const server_options& options, 
                         },
                         top, &store};
   if (sampler.enabled()) sources.clocks = [&sampler] { return sampler.clocks(); };
+  sources.rules_source = std::move(rules_source);
   sources.keys = true;
   sources.max_key_size = options.limits.max_key_size;
   sources.host_names = f.admin_hosts;
@@ -560,12 +624,44 @@ int main(int argc, char** argv) {
     const auto where = limiter->get_backend().check_all_needs_one_key()
                            ? placement::one_key_per_group
                            : placement::any;
-    config_store store(initial_rules(f.config_path, where));
+    // --rules-from: the document's version in force, checked as a file is at start-up.
+    std::unique_ptr<rules_store> rules;
+    rules_version first;
+    std::shared_ptr<const config> first_rules;
+    if (f.rules_from) {
+      rules = std::make_unique<rules_store>(*f.rules_from, 1s);  // each read's deadline
+      first = initial_rules_from(*rules);
+      first_rules = std::make_shared<const config>(parse_config(
+          first.text, f.rules_from->name + "@v" + std::to_string(first.version), where));
+      spdlog::info("msg=\"config loaded\" rules_from={} version={} by={} rules={} groups={}",
+                   quote(f.rules_from->describe()), first.version, quote(first.by),
+                   first_rules->rules().size(), first_rules->groups().size());
+    } else {
+      first_rules = initial_rules(f.config_path, where);
+    }
+    config_store store(std::move(first_rules));
     metrics stats;
     redis_sampler sampler({.url = f.backend_url,
                            .interval = f.redis_sample_interval,
                            .max_clock_skew = f.max_clock_skew});
     add_collectors(stats, limiter, sampler);
+    // After `store` and `stats`, which it sets, so it stops first; before the collectors and
+    // the admin handler that read it.
+    std::unique_ptr<rules_watch> rules_watcher;
+    if (rules) {
+      rules_watcher = std::make_unique<rules_watch>(
+          *rules, first, [&store, &stats, where, &from = *f.rules_from](const rules_version& v) {
+            return apply_rules(store, stats, where, from, v);
+          });
+      stats.add_collector(
+          [w = rules_watcher.get()](std::string& out) { append_rules_metrics(out, w->state()); });
+    }
+    const std::function<rules_state()> rules_source = [w = rules_watcher.get(), &f] {
+      if (w) return w->state();
+      rules_state file;
+      file.where = f.config_path;
+      return file;
+    };
     // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
     std::unique_ptr<hot_keys> top;
     if (f.top_keys != 0)
@@ -576,8 +672,8 @@ int main(int argc, char** argv) {
       options.admin_host = f.admin->first;
       options.admin_port = f.admin->second;
       keys = std::make_unique<inspector>(limiter, f.backend_url);
-      options.admin_handler =
-          make_admin_handler(f, options, stats, limiter, top.get(), store, sampler, keys.get());
+      options.admin_handler = make_admin_handler(f, options, stats, limiter, top.get(), store,
+                                                 sampler, keys.get(), rules_source);
     }
     std::unique_ptr<envoy::envoy_frontend> envoy_api;
     if (f.envoy.enabled()) {
@@ -596,8 +692,10 @@ int main(int argc, char** argv) {
     };
     // Declared after what a reload uses, so it is stopped (a reload in progress finished)
     // before any of that goes.
-    background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path] {
+    background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path,
+                                 w = rules_watcher.get()] {
       reload(store, stats, envoy_api.get(), where, path);
+      if (w) w->poke();  // --rules-from: read Redis within an interval
     });
     // After `errands`, which it tells, so it stops first.
     std::unique_ptr<config_watch> watch;

@@ -29,8 +29,8 @@ floodgated_process::floodgated_process(const std::string& rules_yaml, options op
       rules_path_(dir_ + "/rules.yaml"),
       log_path_(dir_ + "/floodgated.log") {
   write_rules(rules_yaml);
-  std::vector<std::string> args = {"--config",    rules_path_,   "--listen",
-                                   "127.0.0.1:0", "--log-level", opts.log_level};
+  std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--log-level", opts.log_level};
+  if (opts.rules_file) args.insert(args.begin(), {"--config", rules_path_});
   args.insert(args.end(), opts.extra_args.begin(), opts.extra_args.end());
   process_ = spawn(args, log_path_, opts.max_open_files);
   if (!opts.wait_until_serving) return;

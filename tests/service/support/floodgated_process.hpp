@@ -26,6 +26,7 @@ class floodgated_process {
     std::string log_level = "info";
     bool wait_until_serving = true;
     int max_open_files = 0;  // RLIMIT_NOFILE for the process; 0 leaves it alone
+    bool rules_file = true;  // false: no --config (the rules come from extra_args)
   };
 
   explicit floodgated_process(const std::string& rules_yaml)

@@ -114,6 +114,14 @@ floodgate::limiter make_limiter(const std::string& url) {
   return floodgate::limiter(url, o, l);
 }
 
+// A backend failure in the server's own words when it gave any ("AUTH refused: WRONGPASS
+// ..."), not only the library's category ("backend not connected").
+std::string backend_failure(floodgate::limiter& lim, std::error_code ec) {
+  auto why = "backend: " + ec.message();
+  if (const auto last = lim.get_backend().last_error(); !last.empty()) why += ": " + last;
+  return why;
+}
+
 // The rule named `name` in the file, or exit 1.
 service::rule find_rule(const key_args& a, service::config& cfg) {
   try {
@@ -209,7 +217,7 @@ int inspect(int argc, char** argv) {
     print_raw_state(a.url, p, a.key);
     const auto peek = lim.check(a.key, p, 0);
     if (peek.outcome == outcome::backend_error || peek.outcome == outcome::invalid_request)
-      fail("backend: " + peek.error.message());
+      fail(backend_failure(lim, peek.error));
     std::printf("remaining      %lld of %lld\n", static_cast<long long>(peek.decision.remaining),
                 static_cast<long long>(peek.decision.limit));
     std::printf("reset_after_ms %lld\n", static_cast<long long>(peek.decision.reset_after.count()));
@@ -225,7 +233,7 @@ int reset(int argc, char** argv) {
   const auto r = find_rule(a, cfg);
   try {
     auto lim = make_limiter(a.url);
-    if (const auto ec = lim.reset(a.key, r.policy)) fail("backend: " + ec.message());
+    if (const auto ec = lim.reset(a.key, r.policy)) fail(backend_failure(lim, ec));
     std::printf("reset: rule %s, key %s\n", r.name().c_str(), printable(a.key).c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -105,5 +105,19 @@ TEST(cli, inspect_does_not_consume_and_reset_frees_the_key) {
   EXPECT_EQ(run_floodgate_cli({"inspect", "--rules", rules.path, "api", "a"}).exit_code, 2);
 }
 
+// A Redis that refuses the CLI says why in its own words, for reset as for inspect: not the
+// library's "backend not connected".
+TEST(cli, reset_and_inspect_quote_the_servers_refusal) {
+  redis_server redis;
+  redis.command({"CONFIG", "SET", "requirepass", "right"});
+  temp_rules_file rules("rules:\n  - {name: api, algorithm: gcra, limit: 5, window: 1s}\n");
+  const auto wrong = "redis://:wrong@127.0.0.1:" + std::to_string(redis.port());
+  for (const char* command : {"reset", "inspect"}) {
+    const auto r = run_floodgate_cli({command, "--redis", wrong, "--rules", rules.path, "api", "k"});
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;
+    EXPECT_NE(r.output.find("WRONGPASS"), std::string::npos) << command << ": " << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace floodgate::test

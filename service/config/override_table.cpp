@@ -28,7 +28,7 @@ override_table build_override_table(const rule& base, std::vector<override_spec>
   std::vector<override_table::entry> prefixes;
   for (auto& s : specs) {
     override_table::entry e{std::move(s.match), s.kind, as_rule(s.fields), s.fields,
-                            s.expires_at};
+                            s.expires_at, s.tag};
     if (e.kind == match_kind::exact) {
       std::string k = e.match;
       t.exact_.emplace(std::move(k), std::move(e));

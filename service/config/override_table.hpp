@@ -64,6 +64,7 @@ struct override_spec {
   match_kind kind = match_kind::exact;
   policy_fields fields;
   std::int64_t expires_at = 0;  // run-time entries: ms since the Unix epoch; 0: never
+  std::uint32_t tag = 0;        // the caller's, kept with the entry (the Envoy config's unit)
 };
 
 // One rule's overrides, immutable once built. A resolved rule lives as long as the table.
@@ -75,6 +76,7 @@ class override_table {
     rule as_rule;  // the base rule with the override's policy (and no overrides)
     policy_fields fields;         // as given
     std::int64_t expires_at = 0;  // ms since the Unix epoch; 0: never
+    std::uint32_t tag = 0;        // override_spec::tag
     std::size_t parent = npos;  // prefixes: the longest other prefix of this one, or npos
   };
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);

@@ -8,6 +8,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "admin_port.hpp"
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
 #include "redis_server.hpp"
@@ -151,6 +152,36 @@ TEST(overrides_served, a_keys_state_across_an_override_change_is_read_in_its_own
   const auto denied = check("win");
   EXPECT_EQ(denied.status, 429) << denied.body;
   EXPECT_EQ(json::parse(denied.body).as_object().at("limit").as_int64(), 2);
+}
+
+// The admin listener's key requests read and reset the state the key's override decides with:
+// gcra keeps its state in its rate's units, so the rule's own state key is another one.
+TEST(overrides_served, inspect_and_reset_act_on_the_overrides_state) {
+  redis_server redis;
+  floodgated_process::options o;
+  o.extra_args = {"--redis", redis.url(), "--admin-listen", "127.0.0.1:0"};
+  floodgated_process fg(R"(rules:
+  - name: api
+    algorithm: gcra
+    limit: 2
+    window: 1h
+    overrides:
+      - {key: vip, limit: 3}
+)",
+                        o);
+  wait_ready(fg);
+  const auto admin = admin_port_of(fg);
+  http_connection c(fg.port());
+  EXPECT_EQ(admitted(fg.port(), "vip", 4), 3);
+  const auto seen = http_request_once(admin, "GET", "/v1/inspect?rule=api&key=vip");
+  ASSERT_EQ(seen.status, 200) << seen.body;
+  const auto j = json::parse(seen.body).as_object();
+  EXPECT_EQ(j.at("remaining"), 0) << seen.body;
+  EXPECT_EQ(j.at("limit"), 3) << seen.body;
+
+  ASSERT_EQ(http_request_once(admin, "POST", "/v1/reset?rule=api&key=vip").status, 200);
+  EXPECT_EQ(c.request("POST", "/v1/check", check_body("vip")).status, 200)
+      << "the override's state was reset";
 }
 
 }  // namespace

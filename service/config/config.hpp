@@ -90,6 +90,8 @@ struct rule {
   // Keys with their own policy (override_table.hpp); null: none. An override's own rule has
   // none.
   std::shared_ptr<const override_table> overrides = nullptr;
+  // This is an override's rule (a key's own policy under the rule's name), not the rule's.
+  bool is_override = false;
 
   const std::string& name() const noexcept { return policy.name(); }
 };

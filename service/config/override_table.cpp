@@ -22,6 +22,7 @@ override_table build_override_table(const rule& base, std::vector<override_spec>
   auto as_rule = [&](const policy_fields& f) {
     rule r = base;
     r.overrides = nullptr;
+    r.is_override = true;
     r.policy = apply_fields(base, f);
     return r;
   };

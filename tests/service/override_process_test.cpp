@@ -92,6 +92,11 @@ void exact_and_prefix_keys_have_their_own_limits(const std::string& url) {
   const auto m = http_request_once(port, "GET", "/metrics").body;
   EXPECT_NE(m.find(R"(floodgate_decisions_total{rule="api",result="allowed"})"), std::string::npos)
       << m;
+  // vip 7, free:a 3, free:paid:b 5, free:paid:c 1, free:z twice by /v1/auth and free:g twice in
+  // a group: 20 checks an override decided; vipx's 4 the rule did.
+  EXPECT_NE(m.find(R"(floodgate_override_decisions_total{rule="api"} 20)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find(R"(floodgate_override_decisions_total{rule="ip"} 0)"), std::string::npos) << m;
 }
 
 TEST(overrides_served, exact_and_prefix_keys_have_their_own_limits_on_memory) {

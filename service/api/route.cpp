@@ -2,7 +2,6 @@
 #include "api/route.hpp"
 
 #include <boost/json/value.hpp>
-
 #include <chrono>
 
 #include "api/json_parse.hpp"
@@ -124,8 +123,8 @@ std::optional<std::string> parse_item(const json::object& o, const config& rules
 
 // A {"group", "key", "cost"} object: every rule of the group with the one key and cost.
 std::optional<std::string> parse_group_check(const json::object& o, const config& rules,
-                                             const request_limits& limits,
-                                             const resolver& resolve, check_plan& plan) {
+                                             const request_limits& limits, const resolver& resolve,
+                                             check_plan& plan) {
   item_fields f;
   if (auto unknown = fields_of(o, "group", f))
     return "unknown field " + quoted(*unknown) + " (a group check takes group, key, cost)";
@@ -159,7 +158,8 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
     if (obj->contains("rules") || obj->contains("rule"))
       return bad_request("give one of 'group', 'rules' or 'rule'");
     plan.kind = check_plan::style::json_multi;
-    if (auto err = parse_group_check(*obj, *plan.rules, limits, resolve, plan)) return bad_request(*err);
+    if (auto err = parse_group_check(*obj, *plan.rules, limits, resolve, plan))
+      return bad_request(*err);
     return plan;
   }
   if (const auto* list = obj->if_contains("rules")) {
@@ -210,7 +210,8 @@ route_result parse_refund(const http_request& req, std::shared_ptr<const config>
   plan.rules = std::move(rules);
   plan.kind = check_plan::style::refund;
   check_plan::item item;
-  if (auto err = parse_item(*obj, *plan.rules, limits, resolve, item, true)) return bad_request(*err);
+  if (auto err = parse_item(*obj, *plan.rules, limits, resolve, item, true))
+    return bad_request(*err);
   if (item.cost < 1) return bad_request("'cost' must be at least 1 for a refund");
   // The IETF draft's header (draft-ietf-httpapi-idempotency-key-header): a retry of a refund
   // whose outcome was unknown gives back once.

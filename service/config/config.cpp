@@ -18,8 +18,8 @@ namespace floodgate::service {
 namespace {
 
 constexpr std::string_view known_fields[] = {
-    "name",      "algorithm", "limit",        "window", "burst",   "key",
-    "block_for", "lease",     "failure_mode", "shadow", "reserve", "reserve_for", "overrides"};
+    "name",  "algorithm",    "limit",  "window",  "burst",       "key",      "block_for",
+    "lease", "failure_mode", "shadow", "reserve", "reserve_for", "overrides"};
 
 // What an override may set (override_table.hpp's policy_fields), besides its key or prefix.
 constexpr std::string_view override_fields[] = {"limit", "window", "burst", "block_for",
@@ -248,8 +248,8 @@ class parser {
                              " overrides per rule (got " + std::to_string(list.size()) + ")");
     overrides_total_ += list.size();
     if (overrides_total_ > max_overrides_total)
-      fail(field.second, what + ": more than " + std::to_string(max_overrides_total) +
-                             " overrides in the file");
+      fail(field.second,
+           what + ": more than " + std::to_string(max_overrides_total) + " overrides in the file");
     std::vector<override_spec> specs;
     specs.reserve(list.size());
     // (kind, match) -> line: a key or prefix given twice is a mistake, whichever would win.
@@ -271,8 +271,9 @@ class parser {
       if (key_it != fields.end() && prefix_it != fields.end())
         fail(prefix_it->second.second, owhat + ": give key or prefix, not both");
       if (key_it == fields.end() && prefix_it == fields.end())
-        fail(line(node), owhat + ": missing field 'key' (one key) or 'prefix' (every key "
-                                 "starting with it)");
+        fail(line(node), owhat +
+                             ": missing field 'key' (one key) or 'prefix' (every key "
+                             "starting with it)");
       override_spec spec;
       spec.kind = key_it != fields.end() ? match_kind::exact : match_kind::prefix;
       const auto& match_field = spec.kind == match_kind::exact ? key_it->second : prefix_it->second;
@@ -282,7 +283,8 @@ class parser {
         fail(match_field.second, owhat + ": " + match_name + " must be 1 to " +
                                      std::to_string(max_override_key_size) + " bytes");
       owhat = what + ": override of " + match_name + " '" + spec.match + "'";
-      const auto [first, fresh] = seen.emplace(std::pair{spec.kind, spec.match}, match_field.second);
+      const auto [first, fresh] =
+          seen.emplace(std::pair{spec.kind, spec.match}, match_field.second);
       if (!fresh)
         fail(match_field.second, owhat + ": duplicate " + match_name + " (first at line " +
                                      std::to_string(first->second) + ")");
@@ -320,8 +322,9 @@ class parser {
                owhat + ": failure_mode must be open, closed or local (got '" + text + "')");
       }
       if (f.empty())
-        fail(line(node), owhat + ": sets nothing (give limit, window, burst, block_for or "
-                                 "failure_mode)");
+        fail(line(node), owhat +
+                             ": sets nothing (give limit, window, burst, block_for or "
+                             "failure_mode)");
       try {
         (void)apply_fields(base, f);
       } catch (const config_error& e) {

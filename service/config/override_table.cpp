@@ -11,8 +11,8 @@ floodgate::policy apply_fields(const rule& base, const policy_fields& f) {
   std::optional<std::int64_t> burst = f.burst;
   if (!burst && base.burst_given) burst = p.burst();
   return floodgate::policy(p.name(), p.algo(), f.limit.value_or(p.limit()),
-                           f.window.value_or(p.window()), burst, f.on_failure.value_or(p.on_failure()),
-                           p.local_denials())
+                           f.window.value_or(p.window()), burst,
+                           f.on_failure.value_or(p.on_failure()), p.local_denials())
       .with_block_for(f.block_for.value_or(p.block_for()))
       .with_reserve(p.reserve(), p.reserve_for());
 }
@@ -28,8 +28,8 @@ override_table build_override_table(const rule& base, std::vector<override_spec>
   };
   std::vector<override_table::entry> prefixes;
   for (auto& s : specs) {
-    override_table::entry e{std::move(s.match), s.kind, as_rule(s.fields), s.fields,
-                            s.expires_at, s.tag};
+    override_table::entry e{std::move(s.match), s.kind,       as_rule(s.fields),
+                            s.fields,           s.expires_at, s.tag};
     if (e.kind == match_kind::exact) {
       std::string k = e.match;
       t.exact_.emplace(std::move(k), std::move(e));

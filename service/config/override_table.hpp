@@ -3,7 +3,8 @@
 // schema, docs/operations.md ("Per-key overrides") how to use them.
 //
 //   override_table t = build_override_table(base_rule, {{"vip", match_kind::exact, {.limit=1000}},
-//                                                       {"free:", match_kind::prefix, {.limit=10}}});
+//                                                       {"free:", match_kind::prefix,
+//                                                       {.limit=10}}});
 //   const rule& r = t.resolve(base_rule, "free:42");   // the "free:" override's rule
 //
 // Precedence: an exact key before any prefix, then the longest prefix. An override is a rule of
@@ -50,9 +51,7 @@ struct policy_fields {
   std::optional<std::chrono::milliseconds> block_for = std::nullopt;
   std::optional<failure_mode> on_failure = std::nullopt;
 
-  bool empty() const noexcept {
-    return !limit && !window && !burst && !block_for && !on_failure;
-  }
+  bool empty() const noexcept { return !limit && !window && !burst && !block_for && !on_failure; }
 };
 
 // `base` with `f` applied (the rule's reservation kept). Throws config_error with the policy's
@@ -73,11 +72,11 @@ class override_table {
   struct entry {
     std::string match;
     match_kind kind;
-    rule as_rule;  // the base rule with the override's policy (and no overrides)
+    rule as_rule;                 // the base rule with the override's policy (and no overrides)
     policy_fields fields;         // as given
     std::int64_t expires_at = 0;  // ms since the Unix epoch; 0: never
     std::uint32_t tag = 0;        // override_spec::tag
-    std::size_t parent = npos;  // prefixes: the longest other prefix of this one, or npos
+    std::size_t parent = npos;    // prefixes: the longest other prefix of this one, or npos
   };
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
 

@@ -102,7 +102,8 @@ std::vector<runtime_override> runtime_overrides::list(std::int64_t now) const {
       if (e.spec.expires_at > now) out.push_back(e);
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.rule, a.spec.kind, a.spec.match) < std::tie(b.rule, b.spec.kind, b.spec.match);
+    return std::tie(a.rule, a.spec.kind, a.spec.match) <
+           std::tie(b.rule, b.spec.kind, b.spec.match);
   });
   return out;
 }

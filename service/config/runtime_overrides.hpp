@@ -5,7 +5,8 @@
 // exact key, then the longest prefix, expired entries passed over.
 //
 //   runtime_overrides live;
-//   auto err = live.set(cfg, {"api", "vip", match_kind::exact, {.limit = 1000}, now_ms + 3'600'000},
+//   auto err = live.set(cfg, {"api", "vip", match_kind::exact, {.limit = 1000}, now_ms +
+//   3'600'000},
 //                       now_ms);                          // nullopt, or why not
 //   auto snap = live.current();                          // keep while the decision runs
 //   const rule* r = snap->resolve(*cfg.find("api"), "vip", now_ms);   // nullptr: none applies

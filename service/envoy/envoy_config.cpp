@@ -30,8 +30,8 @@ constexpr std::string_view yaml_true[] = {"y",    "Y",    "yes", "Yes", "YES", "
 constexpr std::string_view yaml_false[] = {"n",     "N",     "no",  "No",  "NO", "false",
                                            "False", "FALSE", "off", "Off", "OFF"};
 constexpr std::string_view rate_limit_fields[] = {
-    "unit",     "requests_per_unit", "unlimited", "name",
-    "replaces", "unit_multiplier",   "algorithm", "failure_mode", "overrides"};
+    "unit",      "requests_per_unit", "unlimited", "name", "replaces", "unit_multiplier",
+    "algorithm", "failure_mode",      "overrides"};
 constexpr std::string_view override_fields[] = {"value", "prefix", "requests_per_unit", "unit",
                                                 "unit_multiplier"};
 
@@ -184,8 +184,9 @@ class parser {
         // One counter for every matching value: a value's own limit would decide it for all.
         if (d.share_threshold && d.limit->overrides)
           fail(it->second.second,
-               what + ": overrides cannot be used with share_threshold (every matching value "
-                      "counts on one counter)");
+               what +
+                   ": overrides cannot be used with share_threshold (every matching value "
+                   "counts on one counter)");
       }
       if (auto it = fields.find("descriptors"); it != fields.end()) {
         d.children = parse_descriptors(it->second, my_path, metric);
@@ -318,15 +319,16 @@ class parser {
                                  const std::string& what) {
     const auto& list = f.first;
     if (!list.IsSequence())
-      fail(f.second, what + ": overrides must be a list of {value or prefix, requests_per_unit, "
-                            "unit, unit_multiplier}");
+      fail(f.second, what +
+                         ": overrides must be a list of {value or prefix, requests_per_unit, "
+                         "unit, unit_multiplier}");
     if (list.size() > max_overrides_per_rule)
       fail(f.second, what + ": at most " + std::to_string(max_overrides_per_rule) +
                          " overrides per rate_limit (got " + std::to_string(list.size()) + ")");
     overrides_total_ += list.size();
     if (overrides_total_ > max_overrides_total)
-      fail(f.second, what + ": more than " + std::to_string(max_overrides_total) +
-                         " overrides in the file");
+      fail(f.second,
+           what + ": more than " + std::to_string(max_overrides_total) + " overrides in the file");
     const rule base{*r.policy, {}};
     std::vector<override_spec> specs;
     std::map<std::pair<match_kind, std::string>, int> seen;
@@ -336,8 +338,9 @@ class parser {
       const auto value_it = fields.find("value");
       const auto prefix_it = fields.find("prefix");
       if ((value_it == fields.end()) == (prefix_it == fields.end()))
-        fail(line(node), what + ": an override takes value (one value) or prefix (every value "
-                                "starting with it), one of them");
+        fail(line(node), what +
+                             ": an override takes value (one value) or prefix (every value "
+                             "starting with it), one of them");
       override_spec spec;
       spec.kind = value_it != fields.end() ? match_kind::exact : match_kind::prefix;
       const auto& m = spec.kind == match_kind::exact ? value_it->second : prefix_it->second;
@@ -369,8 +372,9 @@ class parser {
       if (per != r.per || multiplier != r.unit_multiplier)
         spec.fields.window = *window_of(per) * multiplier;
       if (spec.fields.empty())
-        fail(line(node), owhat + ": sets nothing (give requests_per_unit, unit or "
-                                 "unit_multiplier)");
+        fail(line(node), owhat +
+                             ": sets nothing (give requests_per_unit, unit or "
+                             "unit_multiplier)");
       spec.tag = static_cast<std::uint32_t>(per);
       try {
         (void)apply_fields(base, spec.fields);

@@ -20,12 +20,13 @@
 //
 // Fields follow upstream (domain, descriptors, key, value, rate_limit, unit,
 // requests_per_unit, unit_multiplier, unlimited, name, replaces, shadow_mode, detailed_metric,
-// value_to_metric, share_threshold, metadata, quota_mode); two are ours, per rate_limit:
+// value_to_metric, share_threshold, metadata, quota_mode); three are ours, per rate_limit:
 // `algorithm` (default fixed_window, aligned to the epoch as upstream counts), `failure_mode`
-// (default closed) and `overrides` (values with their own limit: docs/envoy.md). `metadata` is accepted and never sent (floodgate sets no dynamic_metadata);
-// `quota_mode: true` is refused (its answer lives in dynamic_metadata). Unknown fields, duplicate
-// domains or descriptors, bad units and contradictions throw config_error naming the file, line and
-// problem. Loading happens at start-up and on SIGHUP only.
+// (default closed) and `overrides` (values with their own limit: docs/envoy.md). `metadata` is
+// accepted and never sent (floodgate sets no dynamic_metadata); `quota_mode: true` is refused (its
+// answer lives in dynamic_metadata). Unknown fields, duplicate domains or descriptors, bad units
+// and contradictions throw config_error naming the file, line and problem. Loading happens at
+// start-up and on SIGHUP only.
 //
 // Matching cost: each level is indexed by key, then by exact value (O(log n)); the wildcards of
 // that key are tried in file order, each in time linear in the value and the pattern.

@@ -27,8 +27,9 @@ const std::string head =
 
 TEST(envoy_overrides, values_and_prefixes_get_their_own_policy_under_the_rules_name) {
   std::map<std::string, domain_config, std::less<>> domains;
-  parse_envoy_domain(head + "      overrides:\n        - {value: a, requests_per_unit: 50}\n"
-                            "        - {prefix: b, unit: hour}\n",
+  parse_envoy_domain(head +
+                         "      overrides:\n        - {value: a, requests_per_unit: 50}\n"
+                         "        - {prefix: b, unit: hour}\n",
                      "edge.yaml", domains);
   const auto& r = *domains.at("edge").descriptors.at(0).limit;
   ASSERT_NE(r.overrides, nullptr);
@@ -45,8 +46,9 @@ TEST(envoy_overrides, values_and_prefixes_get_their_own_policy_under_the_rules_n
 
 TEST(envoy_overrides, bad_overrides_name_the_file_line_and_problem) {
   const std::string o = "      overrides:\n";
-  EXPECT_EQ(error_for(head + o + "        - {value: a, requests_per_unit: 5}\n"
-                                 "        - {value: a, requests_per_unit: 6}\n"),
+  EXPECT_EQ(error_for(head + o +
+                      "        - {value: a, requests_per_unit: 5}\n"
+                      "        - {value: a, requests_per_unit: 6}\n"),
             "edge.yaml:9: descriptor 'ip': rate_limit: override of value 'a': duplicate value "
             "(first at line 8)");
   EXPECT_EQ(error_for(head + o + "        - {value: a, limt: 5}\n"),

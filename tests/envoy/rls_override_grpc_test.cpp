@@ -71,7 +71,8 @@ TEST(rls_overrides, a_values_override_decides_its_counter_on_redis) {
   reload(p, config_with("        - {value: other, requests_per_unit: 6}\n"));
   results = run_client(p, {check(request_of({{"remote_address", "10.0.0.9"}}))});
   EXPECT_EQ(codes(results, 0, 1), (v{over}));
-  EXPECT_EQ(response(results, 0).at("statuses").at(0).at("current_limit").at("requests_per_unit"), 2);
+  EXPECT_EQ(response(results, 0).at("statuses").at(0).at("current_limit").at("requests_per_unit"),
+            2);
 }
 
 }  // namespace

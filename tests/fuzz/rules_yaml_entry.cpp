@@ -39,8 +39,8 @@ void check_consistent(const config& c, placement where) {
     require(r.overrides->size() <= service::max_overrides_per_rule, "too many overrides");
     for (const auto* e : r.overrides->entries()) {
       const auto& o = e->as_rule;
-      require(o.name() == r.name() && o.policy.algo() == r.policy.algo() &&
-                  o.key.same_as(r.key) && o.shadow == r.shadow && !o.overrides,
+      require(o.name() == r.name() && o.policy.algo() == r.policy.algo() && o.key.same_as(r.key) &&
+                  o.shadow == r.shadow && !o.overrides,
               "an override changed what is the rule's");
       require(&service::config::resolve(r, e->match) != &r, "an override that never decides");
     }

@@ -58,8 +58,8 @@ std::unique_ptr<floodgated_process> start(const std::string& yaml, const std::st
   if (!url.empty()) opts.extra_args = {"--redis", url};
   auto fg = std::make_unique<floodgated_process>(yaml, opts);
   // The Redis backend connects in the background: wait until it is ready.
-  const bool ready = wait_for(
-      [&] { return http_request_once(fg->port(), "GET", "/readyz").status == 200; }, 5s);
+  const bool ready =
+      wait_for([&] { return http_request_once(fg->port(), "GET", "/readyz").status == 200; }, 5s);
   if (!ready) throw std::runtime_error("floodgated never became ready:\n" + fg->log());
   return fg;
 }
@@ -94,8 +94,7 @@ void exact_and_prefix_keys_have_their_own_limits(const std::string& url) {
       << m;
   // vip 7, free:a 3, free:paid:b 5, free:paid:c 1, free:z twice by /v1/auth and free:g twice in
   // a group: 20 checks an override decided; vipx's 4 the rule did.
-  EXPECT_NE(m.find(R"(floodgate_override_decisions_total{rule="api"} 20)"), std::string::npos)
-      << m;
+  EXPECT_NE(m.find(R"(floodgate_override_decisions_total{rule="api"} 20)"), std::string::npos) << m;
   EXPECT_NE(m.find(R"(floodgate_override_decisions_total{rule="ip"} 0)"), std::string::npos) << m;
 }
 
@@ -122,8 +121,9 @@ TEST(overrides_served, a_keys_state_across_an_override_change_is_read_in_its_own
            "    overrides:\n" +
            gcra_override;
   };
-  auto fg = start(with("      - {key: vip, limit: 5}\n", "      - {key: vip, limit: 4, burst: 4}\n"),
-                  redis.url());
+  auto fg =
+      start(with("      - {key: vip, limit: 5}\n", "      - {key: vip, limit: 4, burst: 4}\n"),
+            redis.url());
   const auto port = fg->port();
   http_connection c(port);
   const auto check = [&](const std::string& rule) {

@@ -69,7 +69,8 @@ TEST(overrides, parse_exact_and_prefix_entries_inheriting_the_rule_fields) {
   // The rule left burst to its default: the override's limit is its burst.
   EXPECT_EQ(vip.policy, policy("api", algorithm::token_bucket, 100, 1s));
   EXPECT_EQ(vip.name(), "api") << "an override decides under its rule's name";
-  EXPECT_EQ(config::resolve(api, "free:1").policy, policy("api", algorithm::token_bucket, 2, 1s, 4));
+  EXPECT_EQ(config::resolve(api, "free:1").policy,
+            policy("api", algorithm::token_bucket, 2, 1s, 4));
   EXPECT_EQ(config::resolve(api, "free:trial:9").policy,
             policy("api", algorithm::token_bucket, 10, 1min, std::nullopt, failure_mode::open));
   EXPECT_EQ(&config::resolve(api, "other"), &api);
@@ -167,8 +168,9 @@ TEST(overrides, bad_entries_name_the_file_line_and_problem) {
   EXPECT_EQ(error_for(head + "      - {key: a, limt: 5}\n"),
             "rules.yaml:7: rule 'api': override of key 'a': unknown field 'limt' (expected key "
             "or prefix, limit, window, burst, block_for, failure_mode)");
-  EXPECT_EQ(error_for(head + "      - key: a\n        limit: 5\n      - key: a\n        limit: 6\n"),
-            "rules.yaml:9: rule 'api': override of key 'a': duplicate key (first at line 7)");
+  EXPECT_EQ(
+      error_for(head + "      - key: a\n        limit: 5\n      - key: a\n        limit: 6\n"),
+      "rules.yaml:9: rule 'api': override of key 'a': duplicate key (first at line 7)");
   EXPECT_EQ(error_for(head + "      - {prefix: a, limit: 5}\n      - {prefix: a, limit: 6}\n"),
             "rules.yaml:8: rule 'api': override of prefix 'a': duplicate prefix (first at line 7)");
   // A key and a prefix of the same text are different entries.
@@ -208,10 +210,11 @@ TEST(overrides, bad_entries_name_the_file_line_and_problem) {
             "rules.yaml:6: rule 'c': overrides does not apply to algorithm: concurrency (it "
             "takes limit and lease)");
   // A reservation the rule has must still fit an override's limit: blamed on the override.
-  EXPECT_EQ(error_for("rules:\n  - name: r\n    algorithm: fixed_window\n    limit: 100\n"
-                      "    window: 1s\n    reserve: 50\n    overrides:\n      - key: a\n"
-                      "        limit: 10\n"),
-            "rules.yaml:8: rule 'r': override of key 'a': reserve must be in 0..limit (10), got 50");
+  EXPECT_EQ(
+      error_for("rules:\n  - name: r\n    algorithm: fixed_window\n    limit: 100\n"
+                "    window: 1s\n    reserve: 50\n    overrides:\n      - key: a\n"
+                "        limit: 10\n"),
+      "rules.yaml:8: rule 'r': override of key 'a': reserve must be in 0..limit (10), got 50");
 }
 
 std::string many_overrides(const std::string& rule, std::size_t n) {
@@ -228,7 +231,8 @@ TEST(overrides, the_number_of_overrides_is_bounded) {
             "rules.yaml:6: rule 'a': at most 10000 overrides per rule (got 10001)");
   // In total: ten full rules, then one more entry. Counted before the entries are read.
   std::string text = "rules:\n";
-  for (int r = 0; r < 10; ++r) text += many_overrides("r" + std::to_string(r), max_overrides_per_rule);
+  for (int r = 0; r < 10; ++r)
+    text += many_overrides("r" + std::to_string(r), max_overrides_per_rule);
   text += many_overrides("last", 1);
   const auto err = error_for(text);
   EXPECT_NE(err.find("rule 'last': more than 100000 overrides in the file"), std::string::npos)
@@ -294,8 +298,9 @@ TEST(runtime_overrides, set_replaces_remove_removes_and_bad_entries_are_refused)
   EXPECT_EQ(live.set(*cfg, raise("api", "k", 0, 100), 0),
             "override of rule 'api' key 'k': policy 'api': limit must be at least 1 (got 0)");
   runtime_override burst{"log", {"k", match_kind::exact, with_burst(3), 100}};
-  EXPECT_EQ(live.set(*cfg, burst, 0), "override of rule 'log' key 'k': policy 'log': burst "
-                                      "applies only to token_bucket and gcra, not sliding_log");
+  EXPECT_EQ(live.set(*cfg, burst, 0),
+            "override of rule 'log' key 'k': policy 'log': burst "
+            "applies only to token_bucket and gcra, not sliding_log");
   EXPECT_EQ(live.set(*cfg, {"api", {"k", match_kind::exact, {}, 100}}, 0),
             "override of rule 'api' key 'k' sets nothing (give limit, window, burst, block_for "
             "or failure_mode)");
@@ -311,8 +316,7 @@ TEST(runtime_overrides, the_table_is_bounded_and_expired_entries_make_room) {
             "the run-time override table is full (3 entries); remove some or wait for them to "
             "expire");
   ASSERT_EQ(live.set(*cfg, raise("api", "k1", 9, 1'000), 0), std::nullopt) << "a replacement fits";
-  EXPECT_EQ(live.set(*cfg, raise("api", "k3", 5, 1'000), 100), std::nullopt)
-      << "k0 expired at 100";
+  EXPECT_EQ(live.set(*cfg, raise("api", "k3", 5, 1'000), 100), std::nullopt) << "k0 expired at 100";
   EXPECT_EQ(live.list(100).size(), 3u);
 }
 
@@ -339,7 +343,8 @@ TEST(runtime_overrides, a_reload_rebinds_entries_and_a_stale_one_is_never_used) 
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->policy, policy("api", algorithm::sliding_log, 50, 1s));
 
-  const auto gone = rules_with_static("rules:\n  - {name: other, algorithm: gcra, limit: 1, window: 1s}\n");
+  const auto gone =
+      rules_with_static("rules:\n  - {name: other, algorithm: gcra, limit: 1, window: 1s}\n");
   EXPECT_EQ(live.rebind(*gone, 0),
             std::vector<std::string>{"override of rule 'api' key 'k' dropped: its rule is gone"});
   EXPECT_TRUE(live.list(0).empty());
@@ -392,8 +397,10 @@ groups:
   EXPECT_EQ(grouped.items[0].rule->policy.limit(), 100);
   EXPECT_EQ(grouped.items[1].rule->policy.limit(), 5);
 
-  auto refund = plan_of(route({"POST", "/v1/refund", {}, R"({"rule":"api","key":"vip"})", "::1"}, cfg));
-  EXPECT_EQ(refund.items.at(0).rule->policy.limit(), 100) << "a refund gives back where the check took";
+  auto refund =
+      plan_of(route({"POST", "/v1/refund", {}, R"({"rule":"api","key":"vip"})", "::1"}, cfg));
+  EXPECT_EQ(refund.items.at(0).rule->policy.limit(), 100)
+      << "a refund gives back where the check took";
 
   auto auth = plan_of(route({"GET", "/v1/auth/api", {{"X-Key", "free:7"}}, "", "::1"}, cfg));
   EXPECT_EQ(auth.items.at(0).rule->policy.limit(), 2);
@@ -404,7 +411,8 @@ groups:
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
   ASSERT_EQ(live.set(*cfg, raise("api", "vip", 1000, now + 3'600'000), now), std::nullopt);
-  auto raised = plan_of(route(post_check(R"({"rule":"api","key":"vip"})"), cfg, {}, live.current()));
+  auto raised =
+      plan_of(route(post_check(R"({"rule":"api","key":"vip"})"), cfg, {}, live.current()));
   live.remove("api", match_kind::exact, "vip");
   EXPECT_EQ(raised.items.at(0).rule->policy.limit(), 1000);
   EXPECT_EQ(plan_of(route(post_check(R"({"rule":"api","key":"vip"})"), cfg, {}, live.current()))

@@ -65,7 +65,7 @@ void inspector::stop() {
 
 http_response inspector::run(const key_request& r) {
   const auto& rule = *r.rule;
-  const auto& p = rule.policy;
+  const auto& p = config::resolve(rule, r.key).policy;  // the key's override, if any
   if (r.what == key_request::action::reset) {
     if (const auto ec = limiter_->reset(r.key, p))
       return admin_error(503, "backend: " + ec.message());

@@ -2,6 +2,7 @@
 #include "api/route.hpp"
 
 #include <boost/json/value.hpp>
+#include <chrono>
 
 #include "api/json_parse.hpp"
 #include "api/render.hpp"
@@ -12,6 +13,18 @@ namespace {
 namespace json = boost::json;
 
 constexpr std::string_view auth_prefix = "/v1/auth/";
+
+// The rule that decides a key: a live run-time override, else a static one, else the rule.
+struct resolver {
+  const runtime_snapshot* live = nullptr;
+  std::int64_t now = 0;  // ms since the Unix epoch, for the run-time entries' expiry
+
+  const rule& operator()(const rule& r, std::string_view key) const {
+    if (live)
+      if (const rule* o = live->resolve(r, key, now)) return *o;
+    return config::resolve(r, key);
+  }
+};
 
 // Caller-controlled text in messages, cut to something readable.
 std::string quoted(std::string_view s) {
@@ -89,8 +102,8 @@ std::optional<std::string_view> fields_of(const json::object& o, std::string_vie
 // One {"rule", "key", "cost"} object into `out`; an error message otherwise. `refund`: the
 // cost's messages say a refund's range, not /v1/check's (where 0 peeks).
 std::optional<std::string> parse_item(const json::object& o, const config& rules,
-                                      const request_limits& limits, check_plan::item& out,
-                                      bool refund = false) {
+                                      const request_limits& limits, const resolver& resolve,
+                                      check_plan::item& out, bool refund = false) {
   item_fields f;
   if (auto unknown = fields_of(o, "rule", f)) return "unknown field " + quoted(*unknown);
   if (!f.what) return std::string("missing field 'rule'");
@@ -102,6 +115,7 @@ std::optional<std::string> parse_item(const json::object& o, const config& rules
     return "rule " + quoted(name) + " is a concurrency limit: use /v1/acquire and /v1/release";
 
   if (auto err = parse_key(f.key, limits, out.key)) return err;
+  out.rule = &resolve(*out.rule, out.key);
 
   if (refund) return parse_cost(f.cost, *out.rule, out.cost, " (a refund is at least 1)");
   return parse_cost(f.cost, *out.rule, out.cost);
@@ -109,7 +123,8 @@ std::optional<std::string> parse_item(const json::object& o, const config& rules
 
 // A {"group", "key", "cost"} object: every rule of the group with the one key and cost.
 std::optional<std::string> parse_group_check(const json::object& o, const config& rules,
-                                             const request_limits& limits, check_plan& plan) {
+                                             const request_limits& limits, const resolver& resolve,
+                                             check_plan& plan) {
   item_fields f;
   if (auto unknown = fields_of(o, "group", f))
     return "unknown field " + quoted(*unknown) + " (a group check takes group, key, cost)";
@@ -121,7 +136,7 @@ std::optional<std::string> parse_group_check(const json::object& o, const config
   std::string key;
   if (auto err = parse_key(f.key, limits, key)) return err;
   for (auto i : plan.group->rules) {
-    const rule& r = rules.rules()[i];
+    const rule& r = resolve(rules.rules()[i], key);
     check_plan::item item{&r, key, 1};
     if (auto err = parse_cost(f.cost, r, item.cost)) return err;
     plan.items.push_back(std::move(item));
@@ -130,7 +145,7 @@ std::optional<std::string> parse_group_check(const json::object& o, const config
 }
 
 route_result parse_check(const http_request& req, std::shared_ptr<const config> rules,
-                         const request_limits& limits) {
+                         const request_limits& limits, const resolver& resolve) {
   json::value body;
   // Depth 4: {"rules": [{...}]} needs 3.
   if (auto err = parse_json_strict(req.body, 4, body)) return bad_request(*err);
@@ -143,7 +158,8 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
     if (obj->contains("rules") || obj->contains("rule"))
       return bad_request("give one of 'group', 'rules' or 'rule'");
     plan.kind = check_plan::style::json_multi;
-    if (auto err = parse_group_check(*obj, *plan.rules, limits, plan)) return bad_request(*err);
+    if (auto err = parse_group_check(*obj, *plan.rules, limits, resolve, plan))
+      return bad_request(*err);
     return plan;
   }
   if (const auto* list = obj->if_contains("rules")) {
@@ -161,7 +177,7 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
       const auto* item_obj = (*arr)[i].if_object();
       if (!item_obj) return bad_request(where + "must be a {\"rule\", \"key\", \"cost\"} object");
       check_plan::item item;
-      if (auto err = parse_item(*item_obj, *plan.rules, limits, item))
+      if (auto err = parse_item(*item_obj, *plan.rules, limits, resolve, item))
         return bad_request(where + *err);
       if (item.rule->shadow)
         return bad_request(where + "rule " + quoted(item.rule->name()) +
@@ -177,7 +193,7 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
   }
 
   check_plan::item item;
-  if (auto err = parse_item(*obj, *plan.rules, limits, item)) return bad_request(*err);
+  if (auto err = parse_item(*obj, *plan.rules, limits, resolve, item)) return bad_request(*err);
   plan.kind = check_plan::style::json;
   plan.items.push_back(std::move(item));
   return plan;
@@ -185,7 +201,7 @@ route_result parse_check(const http_request& req, std::shared_ptr<const config> 
 
 // POST /v1/refund {"rule", "key", "cost"}: cost 1 by default, at least 1.
 route_result parse_refund(const http_request& req, std::shared_ptr<const config> rules,
-                          const request_limits& limits) {
+                          const request_limits& limits, const resolver& resolve) {
   json::value body;
   if (auto err = parse_json_strict(req.body, 2, body)) return bad_request(*err);
   const auto* obj = body.if_object();
@@ -194,7 +210,8 @@ route_result parse_refund(const http_request& req, std::shared_ptr<const config>
   plan.rules = std::move(rules);
   plan.kind = check_plan::style::refund;
   check_plan::item item;
-  if (auto err = parse_item(*obj, *plan.rules, limits, item, true)) return bad_request(*err);
+  if (auto err = parse_item(*obj, *plan.rules, limits, resolve, item, true))
+    return bad_request(*err);
   if (item.cost < 1) return bad_request("'cost' must be at least 1 for a refund");
   // The IETF draft's header (draft-ietf-httpapi-idempotency-key-header): a retry of a refund
   // whose outcome was unknown gives back once.
@@ -331,7 +348,8 @@ std::variant<std::string, http_response> key_from_source(const http_request& req
 
 // /v1/auth/{name}: a rule, or a group whose rules each take their key from their own source.
 route_result parse_auth(const http_request& req, std::string_view name,
-                        std::shared_ptr<const config> rules, const request_limits& limits) {
+                        std::shared_ptr<const config> rules, const request_limits& limits,
+                        const resolver& resolve) {
   check_plan plan;
   plan.kind = check_plan::style::auth;
   plan.peek = req.method == "HEAD";
@@ -343,7 +361,8 @@ route_result parse_auth(const http_request& req, std::string_view name,
                          " is a concurrency limit: use /v1/acquire and /v1/release");
     auto key = key_from_source(req, r, *rules, limits);
     if (auto* res = std::get_if<http_response>(&key)) return std::move(*res);
-    plan.items.push_back({&r, std::move(std::get<std::string>(key)), cost});
+    auto& k = std::get<std::string>(key);
+    plan.items.push_back({&resolve(r, k), std::move(k), cost});
     return std::nullopt;
   };
   if (const rule* r = rules->find(name)) {
@@ -369,7 +388,17 @@ std::vector<check_item> check_plan::check_items() const {
 }
 
 route_result route(const http_request& req, std::shared_ptr<const config> rules,
-                   const request_limits& limits) {
+                   const request_limits& limits, std::shared_ptr<const runtime_snapshot> live) {
+  resolver resolve{live.get(), 0};
+  if (live)
+    resolve.now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  // Keeps the run-time overrides' rules alive with the plan.
+  auto keep = [&](route_result r) {
+    if (auto* plan = std::get_if<check_plan>(&r)) plan->live = std::move(live);
+    return r;
+  };
   const std::string_view target = req.target;
   if (target == "*")
     return req.method == "OPTIONS" ? render_server_options() : render_star_misused();
@@ -377,7 +406,7 @@ route_result route(const http_request& req, std::shared_ptr<const config> rules,
 
   if (path == "/v1/check") {
     if (req.method != "POST") return method_not_allowed("POST");
-    return parse_check(req, std::move(rules), limits);
+    return keep(parse_check(req, std::move(rules), limits, resolve));
   }
   for (const auto& [name, kind] : {std::pair{"/v1/acquire", check_plan::style::acquire},
                                    std::pair{"/v1/release", check_plan::style::release},
@@ -388,11 +417,12 @@ route_result route(const http_request& req, std::shared_ptr<const config> rules,
   }
   if (path == "/v1/refund") {
     if (req.method != "POST") return method_not_allowed("POST");
-    return parse_refund(req, std::move(rules), limits);
+    return keep(parse_refund(req, std::move(rules), limits, resolve));
   }
   if (path.starts_with(auth_prefix)) {
     if (!get_or_head(req)) return method_not_allowed("GET, HEAD");
-    return parse_auth(req, path.substr(auth_prefix.size()), std::move(rules), limits);
+    return keep(
+        parse_auth(req, path.substr(auth_prefix.size()), std::move(rules), limits, resolve));
   }
   for (const auto& [name, p] :
        {std::pair{"/healthz", probe::healthz}, std::pair{"/readyz", probe::readyz},

@@ -31,6 +31,7 @@
 
 #include "api/http_message.hpp"
 #include "config/config.hpp"
+#include "config/runtime_overrides.hpp"
 #include "floodgate/backend.hpp"
 #include "floodgate/decision.hpp"
 #include "floodgate/semaphore.hpp"
@@ -55,13 +56,17 @@ struct check_plan {
     renew,       // POST /v1/renew: semaphore::async_renew of `lease`
   };
   struct item {
-    const service::rule* rule;  // points into `rules`
+    // Points into `rules` or `live`: the rule that decides this key (an override's own rule,
+    // under the rule's name, when one matches the key; config::resolve).
+    const service::rule* rule;
     std::string key;
     std::int64_t cost = 1;
   };
 
   style kind = style::json;
   std::shared_ptr<const config> rules;    // keeps every item's rule alive until rendered
+  // A run-time override's rule (runtime_overrides.hpp) lives here rather than in `rules`.
+  std::shared_ptr<const runtime_snapshot> live;
   const service::group* group = nullptr;  // the group asked for, if any (points into `rules`)
   std::vector<item> items;
   std::string lease;            // release and renew: the lease id
@@ -84,7 +89,9 @@ enum class probe {
 // What a request asks for: a finished response (an error, usually), a check, or a probe.
 using route_result = std::variant<http_response, check_plan, probe>;
 
+// `live`: the run-time overrides in force (null: none); they decide before the rules' own.
 route_result route(const http_request& req, std::shared_ptr<const config> rules,
-                   const request_limits& limits = {});
+                   const request_limits& limits = {},
+                   std::shared_ptr<const runtime_snapshot> live = nullptr);
 
 }  // namespace floodgate::service

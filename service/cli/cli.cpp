@@ -208,7 +208,7 @@ int inspect(int argc, char** argv) {
   const auto r = find_rule(a, cfg);
   try {
     auto lim = make_limiter(a.url);
-    const auto& p = r.policy;
+    const auto& p = service::config::resolve(r, a.key).policy;  // the key's override, if any
     std::printf("rule           %s (%s, limit %lld per %lld ms, capacity %lld%s)\n",
                 p.name().c_str(), std::string(to_string(p.algo())).c_str(),
                 static_cast<long long>(p.limit()), static_cast<long long>(p.window().count()),
@@ -233,7 +233,8 @@ int reset(int argc, char** argv) {
   const auto r = find_rule(a, cfg);
   try {
     auto lim = make_limiter(a.url);
-    if (const auto ec = lim.reset(a.key, r.policy)) fail(backend_failure(lim, ec));
+    if (const auto ec = lim.reset(a.key, service::config::resolve(r, a.key).policy))
+      fail(backend_failure(lim, ec));
     std::printf("reset: rule %s, key %s\n", r.name().c_str(), printable(a.key).c_str());
     return 0;
   } catch (const std::exception& e) {

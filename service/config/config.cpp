@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "config/config_file.hpp"
+#include "config/override_table.hpp"
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 
@@ -17,8 +18,12 @@ namespace floodgate::service {
 namespace {
 
 constexpr std::string_view known_fields[] = {
-    "name",      "algorithm", "limit",        "window", "burst",   "key",
-    "block_for", "lease",     "failure_mode", "shadow", "reserve", "reserve_for"};
+    "name",  "algorithm",    "limit",  "window",  "burst",       "key",      "block_for",
+    "lease", "failure_mode", "shadow", "reserve", "reserve_for", "overrides"};
+
+// What an override may set (override_table.hpp's policy_fields), besides its key or prefix.
+constexpr std::string_view override_fields[] = {"limit", "window", "burst", "block_for",
+                                                "failure_mode"};
 
 // RFC 9110 token characters: what a header name may hold.
 bool is_tchar(char c) {
@@ -217,21 +222,124 @@ class parser {
       shadow = text == "true";
     }
 
-    try {
-      return rule{policy(name, *algo, limit, window, burst, on_failure)
-                      .with_block_for(block_for)
-                      .with_reserve(reserve, reserve_for),
-                  std::move(key), std::nullopt, shadow};
-    } catch (const config_error& e) {
-      fail_policy(e, "policy '" + name + "': ", fields, node, what);
+    rule r = [&] {
+      try {
+        return rule{policy(name, *algo, limit, window, burst, on_failure)
+                        .with_block_for(block_for)
+                        .with_reserve(reserve, reserve_for),
+                    std::move(key), std::nullopt, shadow, burst.has_value()};
+      } catch (const config_error& e) {
+        fail_policy(e, "policy '" + name + "': ", fields, node, what);
+      }
+    }();
+    if (auto it = fields.find("overrides"); it != fields.end())
+      r.overrides = std::make_shared<const override_table>(parse_overrides(r, it->second, what));
+    return r;
+  }
+
+  // A rule's `overrides:` list: each entry a key or a prefix and what it sets.
+  override_table parse_overrides(const rule& base, const std::pair<YAML::Node, int>& field,
+                                 const std::string& what) {
+    const YAML::Node& list = field.first;
+    if (!list.IsSequence())
+      fail(field.second, what + ": overrides must be a list of {key or prefix, limit, ...}");
+    if (list.size() > max_overrides_per_rule)
+      fail(field.second, what + ": at most " + std::to_string(max_overrides_per_rule) +
+                             " overrides per rule (got " + std::to_string(list.size()) + ")");
+    overrides_total_ += list.size();
+    if (overrides_total_ > max_overrides_total)
+      fail(field.second,
+           what + ": more than " + std::to_string(max_overrides_total) + " overrides in the file");
+    std::vector<override_spec> specs;
+    specs.reserve(list.size());
+    // (kind, match) -> line: a key or prefix given twice is a mistake, whichever would win.
+    std::map<std::pair<match_kind, std::string>, int> seen;
+    std::size_t index = 0;
+    for (const auto& node : list) {
+      ++index;
+      std::string owhat = what + ": override #" + std::to_string(index);
+      if (!node.IsMap()) fail(line(node), owhat + " must be a map");
+      field_map fields;
+      for (const auto& kv : node) {
+        const auto key = kv.first.Scalar();
+        const int at = line(kv.first);
+        if (fields.count(key)) fail(at, owhat + ": duplicate field '" + key + "'");
+        fields.emplace(key, std::pair{kv.second, at});
+      }
+      const auto key_it = fields.find("key");
+      const auto prefix_it = fields.find("prefix");
+      if (key_it != fields.end() && prefix_it != fields.end())
+        fail(prefix_it->second.second, owhat + ": give key or prefix, not both");
+      if (key_it == fields.end() && prefix_it == fields.end())
+        fail(line(node), owhat +
+                             ": missing field 'key' (one key) or 'prefix' (every key "
+                             "starting with it)");
+      override_spec spec;
+      spec.kind = key_it != fields.end() ? match_kind::exact : match_kind::prefix;
+      const auto& match_field = spec.kind == match_kind::exact ? key_it->second : prefix_it->second;
+      const char* match_name = spec.kind == match_kind::exact ? "key" : "prefix";
+      spec.match = string_field(owhat, match_name, match_field);
+      if (spec.match.empty() || spec.match.size() > max_override_key_size)
+        fail(match_field.second, owhat + ": " + match_name + " must be 1 to " +
+                                     std::to_string(max_override_key_size) + " bytes");
+      owhat = what + ": override of " + match_name + " '" + spec.match + "'";
+      const auto [first, fresh] =
+          seen.emplace(std::pair{spec.kind, spec.match}, match_field.second);
+      if (!fresh)
+        fail(match_field.second, owhat + ": duplicate " + match_name + " (first at line " +
+                                     std::to_string(first->second) + ")");
+
+      for (const auto& [name, value] : fields) {
+        if (name == "key" || name == "prefix") continue;
+        bool settable = false;
+        for (auto f : override_fields) settable = settable || f == name;
+        if (settable) continue;
+        bool rule_field = false;
+        for (auto f : known_fields) rule_field = rule_field || f == name;
+        fail(value.second,
+             owhat + ": " +
+                 (rule_field ? name + " cannot be set in an override (it is the rule's; an "
+                                      "override sets limit, window, burst, block_for, "
+                                      "failure_mode)"
+                             : "unknown field '" + name +
+                                   "' (expected key or prefix, limit, window, burst, "
+                                   "block_for, failure_mode)"));
+      }
+      auto& f = spec.fields;
+      if (auto it = fields.find("limit"); it != fields.end())
+        f.limit = int_field(owhat, "limit", it->second);
+      if (auto it = fields.find("window"); it != fields.end())
+        f.window = duration_field(owhat, "window", it->second, "500ms, 60s, 5m or 1h");
+      if (auto it = fields.find("burst"); it != fields.end())
+        f.burst = int_field(owhat, "burst", it->second);
+      if (auto it = fields.find("block_for"); it != fields.end())
+        f.block_for = duration_field(owhat, "block_for", it->second, "30s, 15m or 1h");
+      if (auto it = fields.find("failure_mode"); it != fields.end()) {
+        const auto text = string_field(owhat, "failure_mode", it->second);
+        f.on_failure = parse_failure_mode(text);
+        if (!f.on_failure)
+          fail(it->second.second,
+               owhat + ": failure_mode must be open, closed or local (got '" + text + "')");
+      }
+      if (f.empty())
+        fail(line(node), owhat +
+                             ": sets nothing (give limit, window, burst, block_for or "
+                             "failure_mode)");
+      try {
+        (void)apply_fields(base, f);
+      } catch (const config_error& e) {
+        fail_policy(e, "policy '" + base.name() + "': ", fields, node, owhat);
+      }
+      specs.push_back(std::move(spec));
     }
+    return build_override_table(base, std::move(specs));
   }
 
   // algorithm: concurrency: name, limit, lease, optional failure_mode (open or closed).
   rule parse_concurrency(const YAML::Node& node, const std::string& name, const std::string& what,
                          const field_map& fields) {
     for (const char* other :
-         {"window", "burst", "block_for", "key", "shadow", "reserve", "reserve_for"})
+         {"window", "burst", "block_for", "key", "shadow", "reserve", "reserve_for", "overrides"})
       if (auto it = fields.find(other); it != fields.end())
         fail(it->second.second, what + ": " + other +
                                     " does not apply to algorithm: concurrency (it takes limit "
@@ -395,6 +503,7 @@ class parser {
 
   std::string file_;
   placement where_;
+  std::size_t overrides_total_ = 0;
   std::map<std::string, int, std::less<>> first_line_;  // rule and group names
   // Rule name -> position: a group's entries are found without a walk of the list.
   std::map<std::string, std::size_t, std::less<>> rule_at_;
@@ -448,6 +557,10 @@ std::vector<const rule*> config::rules_of(const group& g) const {
   out.reserve(g.rules.size());
   for (auto i : g.rules) out.push_back(&rules_.at(i));
   return out;
+}
+
+const rule& config::resolve(const rule& r, std::string_view key) {
+  return r.overrides ? r.overrides->resolve(r, key) : r;
 }
 
 config parse_config(std::string_view text, std::string_view file_name, placement where) {

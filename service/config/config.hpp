@@ -14,6 +14,16 @@
 //       lease: 30s               # a lease not released or renewed by then ends by itself
 //       key: header:X-Api-Key    # for /v1/auth: header:NAME or remote_addr (default)
 //       shadow: true             # decide and count, always answer allowed (default: false)
+//     - name: search
+//       algorithm: token_bucket
+//       limit: 10
+//       window: 1s
+//       overrides:               # optional: keys with their own limit/window/burst/...
+//         - key: vip             # this key exactly (wins over every prefix)
+//           limit: 100
+//         - prefix: "free:"      # every key starting with "free:" (the longest prefix wins)
+//           limit: 2
+//           burst: 4
 //   groups:                      # optional: rules checked together, all-or-nothing
 //     - name: login
 //       rules: [login-per-minute, login-per-day]
@@ -36,6 +46,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +58,8 @@
 #include "floodgate/semaphore.hpp"
 
 namespace floodgate::service {
+
+class override_table;  // config/override_table.hpp
 
 // Where /v1/auth/{rule} takes a rule's key from.
 struct key_source {
@@ -71,6 +84,14 @@ struct rule {
   // Shadow mode: decided and counted as usual, always answered as allowed, a denial reported
   // as "shadow_denied" (shadow.hpp). Checked alone: never in a group or a "rules" list.
   bool shadow = false;
+  // The file gave `burst` (an override that sets no burst keeps it; else the override's limit
+  // is its burst, as the rule's limit is the rule's).
+  bool burst_given = false;
+  // Keys with their own policy (override_table.hpp); null: none. An override's own rule has
+  // none.
+  std::shared_ptr<const override_table> overrides = nullptr;
+  // This is an override's rule (a key's own policy under the rule's name), not the rule's.
+  bool is_override = false;
 
   const std::string& name() const noexcept { return policy.name(); }
 };
@@ -101,6 +122,9 @@ class config {
   const std::vector<rule>& rules() const noexcept { return rules_; }
   const std::vector<group>& groups() const noexcept { return groups_; }
   std::vector<const rule*> rules_of(const group& g) const;
+  // The rule that decides `key` under `r` (a rule of this config): an override's (the exact
+  // key, else the longest prefix), or `r` itself. O(key length + log overrides).
+  static const rule& resolve(const rule& r, std::string_view key);
   // Peers whose X-Real-IP / X-Forwarded-For are believed; empty: nobody's.
   const std::vector<cidr>& trusted_proxies() const noexcept { return trusted_proxies_; }
   bool is_trusted_proxy(const ip_address& a) const noexcept;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "config/config_file.hpp"
+#include "config/override_table.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service::envoy {
@@ -29,8 +30,10 @@ constexpr std::string_view yaml_true[] = {"y",    "Y",    "yes", "Yes", "YES", "
 constexpr std::string_view yaml_false[] = {"n",     "N",     "no",  "No",  "NO", "false",
                                            "False", "FALSE", "off", "Off", "OFF"};
 constexpr std::string_view rate_limit_fields[] = {
-    "unit",     "requests_per_unit", "unlimited", "name",
-    "replaces", "unit_multiplier",   "algorithm", "failure_mode"};
+    "unit",      "requests_per_unit", "unlimited", "name", "replaces", "unit_multiplier",
+    "algorithm", "failure_mode",      "overrides"};
+constexpr std::string_view override_fields[] = {"value", "prefix", "requests_per_unit", "unit",
+                                                "unit_multiplier"};
 
 // FNV-1a: a short, stable name for a rule's counters (the policy name is part of the key).
 std::uint64_t fnv1a(std::string_view s) {
@@ -178,6 +181,12 @@ class parser {
         d.limit->shadow_mode = shadow;
         d.limit->detailed_metric = detailed;
         d.limit->metric_name = metric;
+        // One counter for every matching value: a value's own limit would decide it for all.
+        if (d.share_threshold && d.limit->overrides)
+          fail(it->second.second,
+               what +
+                   ": overrides cannot be used with share_threshold (every matching value "
+                   "counts on one counter)");
       }
       if (auto it = fields.find("descriptors"); it != fields.end()) {
         d.children = parse_descriptors(it->second, my_path, metric);
@@ -213,8 +222,8 @@ class parser {
     const auto unit_it = fields.find("unit");
     const auto rpu_it = fields.find("requests_per_unit");
     if (r.unlimited) {
-      for (std::string_view no :
-           {"unit", "requests_per_unit", "unit_multiplier", "algorithm", "failure_mode"})
+      for (std::string_view no : {"unit", "requests_per_unit", "unit_multiplier", "algorithm",
+                                  "failure_mode", "overrides"})
         if (auto it = fields.find(no); it != fields.end())
           fail(it->second.second,
                what + ": 'unlimited: true' contradicts '" + std::string(no) + "'");
@@ -271,7 +280,11 @@ class parser {
              what + ": failure_mode must be open or closed (got '" + text + "')");
       on_failure = *m;
     }
-    if (r.requests_per_unit == 0) return r;  // over the limit whatever the count: no counter
+    if (r.requests_per_unit == 0) {  // over the limit whatever the count: no counter
+      if (auto it = fields.find("overrides"); it != fields.end())
+        fail(it->second.second, what + ": overrides need requests_per_unit of at least 1");
+      return r;
+    }
     char name[32];
     std::snprintf(name, sizeof name, "envoy.%016llx",
                   static_cast<unsigned long long>(fnv1a(domain_ + path)));
@@ -283,11 +296,101 @@ class parser {
       if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
       fail(rpu_it->second.second, what + ": " + msg);
     }
+    if (auto it = fields.find("overrides"); it != fields.end())
+      r.overrides = std::make_shared<const override_table>(parse_overrides(r, it->second, what));
     return r;
+  }
+
+  // An integer from `low` to 4294967295, as upstream's uint32 fields.
+  std::uint32_t uint32_field(const std::pair<YAML::Node, int>& f, std::string_view name,
+                             const std::string& what, std::uint64_t low) const {
+    const auto text = scalar(f, name);
+    std::uint64_t n = 0;
+    if (text.empty() || text.size() > 10 ||
+        !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        (n = std::stoull(text)) < low || n > 0xffffffffULL)
+      fail(f.second, what + ": " + std::string(name) + " must be an integer from " +
+                         std::to_string(low) + " to 4294967295 (got '" + text + "')");
+    return static_cast<std::uint32_t>(n);
+  }
+
+  // A rate_limit's `overrides:`: [{value or prefix, requests_per_unit, unit, unit_multiplier}].
+  override_table parse_overrides(const rate_limit& r, const std::pair<YAML::Node, int>& f,
+                                 const std::string& what) {
+    const auto& list = f.first;
+    if (!list.IsSequence())
+      fail(f.second, what +
+                         ": overrides must be a list of {value or prefix, requests_per_unit, "
+                         "unit, unit_multiplier}");
+    if (list.size() > max_overrides_per_rule)
+      fail(f.second, what + ": at most " + std::to_string(max_overrides_per_rule) +
+                         " overrides per rate_limit (got " + std::to_string(list.size()) + ")");
+    overrides_total_ += list.size();
+    if (overrides_total_ > max_overrides_total)
+      fail(f.second,
+           what + ": more than " + std::to_string(max_overrides_total) + " overrides in the file");
+    const rule base{*r.policy, {}};
+    std::vector<override_spec> specs;
+    std::map<std::pair<match_kind, std::string>, int> seen;
+    for (const auto& node : list) {
+      if (!node.IsMap()) fail(line(node), what + ": each override must be a map");
+      const auto fields = fields_of(node, what + ": override", override_fields);
+      const auto value_it = fields.find("value");
+      const auto prefix_it = fields.find("prefix");
+      if ((value_it == fields.end()) == (prefix_it == fields.end()))
+        fail(line(node), what +
+                             ": an override takes value (one value) or prefix (every value "
+                             "starting with it), one of them");
+      override_spec spec;
+      spec.kind = value_it != fields.end() ? match_kind::exact : match_kind::prefix;
+      const auto& m = spec.kind == match_kind::exact ? value_it->second : prefix_it->second;
+      const char* m_name = spec.kind == match_kind::exact ? "value" : "prefix";
+      spec.match = scalar(m, m_name);
+      if (spec.match.empty() || spec.match.size() > max_override_key_size)
+        fail(m.second, what + ": an override's " + m_name + " must be 1 to " +
+                           std::to_string(max_override_key_size) + " bytes");
+      const std::string owhat = what + ": override of " + m_name + " '" + spec.match + "'";
+      const auto [first, fresh] = seen.emplace(std::pair{spec.kind, spec.match}, m.second);
+      if (!fresh)
+        fail(m.second, owhat + ": duplicate " + m_name + " (first at line " +
+                           std::to_string(first->second) + ")");
+      auto per = r.per;
+      auto multiplier = r.unit_multiplier;
+      if (auto it = fields.find("requests_per_unit"); it != fields.end())
+        spec.fields.limit = uint32_field(it->second, "requests_per_unit", owhat, 1);
+      if (auto it = fields.find("unit"); it != fields.end()) {
+        const auto text = scalar(it->second, "unit");
+        const auto u = parse_unit(text);
+        if (!u)
+          fail(it->second.second,
+               owhat + ": unit must be second, minute, hour, day, week, month or year (got '" +
+                   text + "')");
+        per = *u;
+      }
+      if (auto it = fields.find("unit_multiplier"); it != fields.end())
+        multiplier = uint32_field(it->second, "unit_multiplier", owhat, 1);
+      if (per != r.per || multiplier != r.unit_multiplier)
+        spec.fields.window = *window_of(per) * multiplier;
+      if (spec.fields.empty())
+        fail(line(node), owhat +
+                             ": sets nothing (give requests_per_unit, unit or "
+                             "unit_multiplier)");
+      spec.tag = static_cast<std::uint32_t>(per);
+      try {
+        (void)apply_fields(base, spec.fields);
+      } catch (const config_error& e) {
+        std::string msg = e.what();
+        if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
+        fail(line(node), owhat + ": " + msg);
+      }
+      specs.push_back(std::move(spec));
+    }
+    return build_override_table(base, std::move(specs));
   }
 
   std::string file_;
   std::string domain_;
+  std::size_t overrides_total_ = 0;
 };
 
 void count_rules(const std::vector<descriptor_node>& nodes, std::size_t& n) {

@@ -20,12 +20,13 @@
 //
 // Fields follow upstream (domain, descriptors, key, value, rate_limit, unit,
 // requests_per_unit, unit_multiplier, unlimited, name, replaces, shadow_mode, detailed_metric,
-// value_to_metric, share_threshold, metadata, quota_mode); two are ours, per rate_limit:
-// `algorithm` (default fixed_window, aligned to the epoch as upstream counts) and `failure_mode`
-// (default closed). `metadata` is accepted and never sent (floodgate sets no dynamic_metadata);
-// `quota_mode: true` is refused (its answer lives in dynamic_metadata). Unknown fields, duplicate
-// domains or descriptors, bad units and contradictions throw config_error naming the file, line and
-// problem. Loading happens at start-up and on SIGHUP only.
+// value_to_metric, share_threshold, metadata, quota_mode); three are ours, per rate_limit:
+// `algorithm` (default fixed_window, aligned to the epoch as upstream counts), `failure_mode`
+// (default closed) and `overrides` (values with their own limit: docs/envoy.md). `metadata` is
+// accepted and never sent (floodgate sets no dynamic_metadata); `quota_mode: true` is refused (its
+// answer lives in dynamic_metadata). Unknown fields, duplicate domains or descriptors, bad units
+// and contradictions throw config_error naming the file, line and problem. Loading happens at
+// start-up and on SIGHUP only.
 //
 // Matching cost: each level is indexed by key, then by exact value (O(log n)); the wildcards of
 // that key are tried in file order, each in time linear in the value and the pattern.
@@ -41,6 +42,10 @@
 #include <vector>
 
 #include "floodgate/policy.hpp"
+
+namespace floodgate::service {
+class override_table;  // config/override_table.hpp
+}
 
 namespace floodgate::service::envoy {
 
@@ -79,6 +84,10 @@ struct rate_limit {
   // the rule (domain and path), so it is stable across reloads of the same file.
   std::optional<floodgate::policy> policy;
   std::string metric_name;  // upstream's stats key below the domain, e.g. "path_/login.user"
+  // Ours: values of the request's last entry (the one this limit sits on) with their own
+  // requests_per_unit, unit or unit_multiplier: the exact value, else the longest prefix
+  // (override_table.hpp; an entry's tag is its unit). Null: none.
+  std::shared_ptr<const override_table> overrides;
 };
 
 // One level of a domain's tree, by key: positions in the level's vector of the exact values,

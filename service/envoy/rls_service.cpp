@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 
+#include "config/override_table.hpp"
 #include "floodgate/errors.hpp"
 #include "rls_metrics.hpp"
 
@@ -90,6 +91,8 @@ std::uint64_t counted_hits(std::uint64_t hits, const floodgate::policy* p) {
 struct slot {
   enum class kind { none, unlimited, limited } what = kind::none;
   const rate_limit* rule = nullptr;  // null for an override
+  // The rule's override for the request's value (envoy_config.hpp), if one matches.
+  const floodgate::policy* value_policy = nullptr;
   reported_limit limit;
   std::size_t item = no_item;
   std::uint64_t hits = 1;
@@ -315,6 +318,13 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     }
     s.what = slot::kind::limited;
     s.limit = {r->name, r->requests_per_unit, r->per};
+    // The value of the entry the limit sits on is the key an override names.
+    if (r->overrides)
+      if (const auto* o = r->overrides->find(d.entries.back().value)) {
+        s.value_policy = &o->as_rule.policy;
+        s.limit.requests_per_unit = static_cast<std::uint32_t>(o->as_rule.policy.limit());
+        s.limit.per = static_cast<unit>(o->tag);
+      }
     s.shadow = r->shadow_mode;
     for (const auto& name : r->replaces) replaced.insert(name);
   }
@@ -333,7 +343,10 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     const auto& d = c->req.descriptors[i];
     const floodgate::policy* p = nullptr;
     if (s.rule) {
-      if (s.rule->policy) p = &*s.rule->policy;  // none: requests_per_unit 0, refuses all
+      if (s.value_policy)
+        p = s.value_policy;
+      else if (s.rule->policy)
+        p = &*s.rule->policy;  // none: requests_per_unit 0, refuses all
     } else if (d.limit->requests_per_unit > 0) {
       const std::string name = override_prefix + std::string(to_string(d.limit->per));
       auto same = std::find_if(c->overrides.begin(), c->overrides.end(), [&](const auto& o) {

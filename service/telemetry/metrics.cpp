@@ -99,7 +99,7 @@ void metrics::record_refund(std::string_view rule, refund_result r, std::int64_t
 }
 
 void metrics::record_rule(std::string_view rule, verdict v, std::int64_t cost, const decision* d,
-                          bool shadow_denied) {
+                          bool shadow_denied, bool overridden) {
   auto& c = counters_of(rule);
   c.verdicts[static_cast<std::size_t>(v)].fetch_add(1, std::memory_order_relaxed);
   if ((v == verdict::allowed || v == verdict::local_allowed) && cost > 0)
@@ -109,6 +109,7 @@ void metrics::record_rule(std::string_view rule, verdict v, std::int64_t cost, c
       d->remaining * 10 < d->limit)
     c.near_limit.fetch_add(1, std::memory_order_relaxed);
   if (shadow_denied) c.shadow_denied.fetch_add(1, std::memory_order_relaxed);
+  if (overridden) c.overridden.fetch_add(1, std::memory_order_relaxed);
 }
 
 void metrics::histogram::observe(std::chrono::nanoseconds latency) noexcept {
@@ -184,7 +185,10 @@ std::string metrics::render() const {
          "Checks admitted that left less than 10 % of the rule's capacity (keys close to being "
          "refused)."},
         {"floodgate_shadow_denied_total", &rule_counters::shadow_denied,
-         "Checks of a shadow rule that were over the limit and answered as allowed."}};
+         "Checks of a shadow rule that were over the limit and answered as allowed."},
+        {"floodgate_override_decisions_total", &rule_counters::overridden,
+         "Checks decided with a per-key override of the rule (counted in "
+         "floodgate_decisions_total too)."}};
     for (const auto& f : per_rule) {
       prometheus_family family(out, f.name, metric_type::counter, f.help);
       for (const auto& [rule, counts] : decisions_)
@@ -280,6 +284,7 @@ std::optional<metrics::rule_snapshot> metrics::rule_counts(std::string_view rule
   s.cost = c.cost.load(std::memory_order_relaxed);
   s.near_limit = c.near_limit.load(std::memory_order_relaxed);
   s.shadow_denied = c.shadow_denied.load(std::memory_order_relaxed);
+  s.overridden = c.overridden.load(std::memory_order_relaxed);
   return s;
 }
 

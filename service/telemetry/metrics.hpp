@@ -88,9 +88,10 @@ class metrics {
   // One rule's part in a decided check: the check's verdict `v`, the cost the item asked, and
   // the item's decision when the backend (or local mode) made one (null otherwise). Counts the
   // verdict, the cost charged (allowed and local_allowed), admissions that left less than 10 %
-  // of the capacity (near limit), and shadow rules' would-be denials.
+  // of the capacity (near limit), shadow rules' would-be denials, and checks a per-key
+  // override decided (`overridden`: under the rule's name, with the key's own policy).
   void record_rule(std::string_view rule, verdict v, std::int64_t cost, const decision* d,
-                   bool shadow_denied);
+                   bool shadow_denied, bool overridden = false);
   // The latency of a backend call whose items all use `algo` (nullopt: several algorithms).
   void record_algorithm_latency(std::optional<algorithm> algo,
                                 std::chrono::nanoseconds latency) noexcept;
@@ -117,7 +118,7 @@ class metrics {
   // The counters behind the text, for GET /v1/status (status.hpp).
   struct rule_snapshot {
     std::array<std::uint64_t, verdict_count> verdicts{};  // by verdict
-    std::uint64_t cost = 0, near_limit = 0, shadow_denied = 0;
+    std::uint64_t cost = 0, near_limit = 0, shadow_denied = 0, overridden = 0;
   };
   struct latency_snapshot {
     std::array<std::uint64_t, latency_buckets.size() + 1> counts{};  // per bucket, +Inf last
@@ -140,6 +141,7 @@ class metrics {
     counter cost{0};           // cost charged by admitted checks
     counter near_limit{0};     // admitted, leaving remaining < 10 % of the capacity
     counter shadow_denied{0};  // a shadow rule's denials, answered as allowed
+    counter overridden{0};     // checks a per-key override decided
   };
   // Algorithms, then "mixed" (a check_all over rules of several algorithms).
   static constexpr std::size_t algorithm_labels = 6;

@@ -30,7 +30,7 @@ void observe_decision(metrics& stats, hot_keys* top, const check_plan& plan,
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     const auto& item = plan.items[i];
     stats.record_rule(item.rule->name(), v, item.cost, decided ? &r.decisions[i] : nullptr,
-                      item.rule->shadow && denied);
+                      item.rule->shadow && denied, item.rule->is_override);
     if (top && v != verdict::invalid) top->record(item.rule->name(), item.key, denied, now);
   }
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "config/override_table.hpp"
 #include "floodgate/errors.hpp"
 #include "fuzz_entries.hpp"
 
@@ -31,8 +32,19 @@ std::optional<config> load(std::string_view text, placement where) {
 
 void check_consistent(const config& c, placement where) {
   require(!c.rules().empty(), "an accepted file without rules");
-  for (const auto& r : c.rules())
+  for (const auto& r : c.rules()) {
     require(c.find(r.name()) == &r, "a rule's name does not find it (duplicate names?)");
+    if (!r.overrides) continue;
+    // An override is the rule with another policy: same name, algorithm, key source, shadow.
+    require(r.overrides->size() <= service::max_overrides_per_rule, "too many overrides");
+    for (const auto* e : r.overrides->entries()) {
+      const auto& o = e->as_rule;
+      require(o.name() == r.name() && o.policy.algo() == r.policy.algo() && o.key.same_as(r.key) &&
+                  o.shadow == r.shadow && !o.overrides,
+              "an override changed what is the rule's");
+      require(&service::config::resolve(r, e->match) != &r, "an override that never decides");
+    }
+  }
   for (const auto& g : c.groups()) {
     require(c.find_group(g.name) == &g, "a group's name does not find it");
     require(c.find(g.name) == nullptr, "a group and a rule share a name");

@@ -1,0 +1,158 @@
+#include "config/runtime_overrides.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "floodgate/errors.hpp"
+
+namespace floodgate::service {
+namespace {
+
+std::string describe(const runtime_override& o) {
+  return "override of rule '" + o.rule + "' " +
+         (o.spec.kind == match_kind::exact ? "key '" : "prefix '") + o.spec.match + "'";
+}
+
+bool same_rule(const rule& a, const rule& b) noexcept {
+  return a.policy == b.policy && a.shadow == b.shadow && a.burst_given == b.burst_given &&
+         a.key.same_as(b.key);
+}
+
+bool same_entry(const runtime_override& o, std::string_view rule, match_kind kind,
+                std::string_view match) {
+  return o.rule == rule && o.spec.kind == kind && o.spec.match == match;
+}
+
+}  // namespace
+
+const rule* runtime_snapshot::resolve(const rule& base, std::string_view key,
+                                      std::int64_t now) const {
+  if (rules_.empty()) return nullptr;
+  const auto it = rules_.find(base.name());
+  if (it == rules_.end() || !same_rule(it->second.base, base)) return nullptr;
+  const auto* e = it->second.table.find(key, now);
+  return e ? &e->as_rule : nullptr;
+}
+
+std::optional<std::string> runtime_overrides::set(const config& cfg, runtime_override o,
+                                                  std::int64_t now) {
+  const rule* base = cfg.find(o.rule);
+  if (!base) return "no rule named '" + o.rule + "'";
+  if (base->concurrency)
+    return "rule '" + o.rule + "' is a concurrency limit: overrides do not apply to it";
+  if (o.spec.match.empty() || o.spec.match.size() > max_override_key_size)
+    return "the key or prefix must be 1 to " + std::to_string(max_override_key_size) + " bytes";
+  if (o.spec.fields.empty())
+    return describe(o) + " sets nothing (give limit, window, burst, block_for or failure_mode)";
+  // Required: a temporary change must end by itself.
+  if (o.spec.expires_at <= now) return describe(o) + ": its expiry must be in the future";
+  try {
+    (void)apply_fields(*base, o.spec.fields);
+  } catch (const config_error& e) {
+    return describe(o) + ": " + e.what();
+  }
+
+  std::lock_guard lock(mutex_);
+  drop_expired(now);
+  auto it = std::find_if(entries_.begin(), entries_.end(), [&](const runtime_override& e) {
+    return same_entry(e, o.rule, o.spec.kind, o.spec.match);
+  });
+  if (it != entries_.end()) {
+    *it = std::move(o);
+  } else {
+    if (entries_.size() >= max_entries_)
+      return "the run-time override table is full (" + std::to_string(max_entries_) +
+             " entries); remove some or wait for them to expire";
+    const auto of_rule = std::count_if(entries_.begin(), entries_.end(),
+                                       [&](const runtime_override& e) { return e.rule == o.rule; });
+    if (static_cast<std::size_t>(of_rule) >= max_overrides_per_rule)
+      return "rule '" + o.rule + "' has " + std::to_string(max_overrides_per_rule) +
+             " run-time overrides already";
+    entries_.push_back(std::move(o));
+  }
+  // Every rule's entries are rebuilt against the config at hand: the one the caller decided
+  // with.
+  publish([&](std::string_view name) { return cfg.find(name); }, nullptr);
+  return std::nullopt;
+}
+
+bool runtime_overrides::remove(std::string_view rule, match_kind kind, std::string_view match) {
+  std::lock_guard lock(mutex_);
+  const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const runtime_override& e) {
+    return same_entry(e, rule, kind, match);
+  });
+  if (it == entries_.end()) return false;
+  entries_.erase(it);
+  // The other entries keep the rules they were built against.
+  const auto previous = current_.load();
+  publish(
+      [&](std::string_view name) -> const service::rule* {
+        const auto found = previous->rules_.find(name);
+        return found == previous->rules_.end() ? nullptr : &found->second.base;
+      },
+      nullptr);
+  return true;
+}
+
+std::vector<runtime_override> runtime_overrides::list(std::int64_t now) const {
+  std::vector<runtime_override> out;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& e : entries_)
+      if (e.spec.expires_at > now) out.push_back(e);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.rule, a.spec.kind, a.spec.match) <
+           std::tie(b.rule, b.spec.kind, b.spec.match);
+  });
+  return out;
+}
+
+std::vector<std::string> runtime_overrides::rebind(const config& cfg, std::int64_t now) {
+  std::vector<std::string> dropped;
+  std::lock_guard lock(mutex_);
+  drop_expired(now);
+  publish([&](std::string_view name) { return cfg.find(name); }, &dropped);
+  return dropped;
+}
+
+void runtime_overrides::drop_expired(std::int64_t now) {
+  std::erase_if(entries_, [now](const runtime_override& e) { return e.spec.expires_at <= now; });
+}
+
+void runtime_overrides::publish(const std::function<const rule*(std::string_view)>& base_of,
+                                std::vector<std::string>* dropped) {
+  auto next = std::make_shared<runtime_snapshot>();
+  std::map<std::string, std::vector<override_spec>, std::less<>> by_rule;
+  std::vector<runtime_override> kept;
+  kept.reserve(entries_.size());
+  for (auto& e : entries_) {
+    const rule* base = base_of(e.rule);
+    std::optional<std::string> why;
+    if (!base || base->concurrency) {
+      why = "its rule is gone";
+    } else {
+      try {
+        (void)apply_fields(*base, e.spec.fields);
+      } catch (const config_error& err) {
+        why = err.what();
+      }
+    }
+    if (why) {
+      if (dropped) dropped->push_back(describe(e) + " dropped: " + *why);
+      continue;
+    }
+    by_rule[e.rule].push_back(e.spec);
+    kept.push_back(std::move(e));
+  }
+  entries_ = std::move(kept);
+  for (auto& [name, specs] : by_rule) {
+    rule base = *base_of(name);
+    base.overrides = nullptr;
+    auto table = build_override_table(base, std::move(specs));
+    next->rules_.emplace(name, runtime_snapshot::per_rule{std::move(base), std::move(table)});
+  }
+  current_.store(std::move(next));
+}
+
+}  // namespace floodgate::service

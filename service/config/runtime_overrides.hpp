@@ -1,0 +1,92 @@
+// Run-time overrides: per-key policies an operator sets while floodgated runs, each with an
+// expiry so that a temporary raise cannot be forgotten. The rules store in Redis feeds it
+// (`floodgate override set RULE KEY --limit N --for 1h`); it decides before the rule's static
+// overrides (config/override_table.hpp), with the same precedence among its own entries: the
+// exact key, then the longest prefix, expired entries passed over.
+//
+//   runtime_overrides live;
+//   auto err = live.set(cfg, {"api", "vip", match_kind::exact, {.limit = 1000}, now_ms +
+//   3'600'000},
+//                       now_ms);                          // nullopt, or why not
+//   auto snap = live.current();                          // keep while the decision runs
+//   const rule* r = snap->resolve(*cfg.find("api"), "vip", now_ms);   // nullptr: none applies
+//   live.rebind(new_cfg, now_ms);                        // after a reload
+//
+// Thread-safe: writers serialise on a mutex and publish a new immutable snapshot; readers load
+// it without a lock. Bounded: at most max_entries live entries (expired ones are dropped on
+// every write), each key at most max_override_key_size bytes. Times are ms since the Unix
+// epoch (wall clock: instances sharing a table agree on them).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/override_table.hpp"
+
+namespace floodgate::service {
+
+// One run-time entry as set: which rule, which key or prefix, what it sets, until when.
+struct runtime_override {
+  std::string rule;
+  override_spec spec;  // spec.expires_at: required (> now when set)
+};
+
+// The run-time overrides in force at one moment, by rule.
+class runtime_snapshot {
+ public:
+  // The override's rule for `key` under `base` at `now`, or nullptr (then the static overrides
+  // and the rule decide). An entry built against another version of the rule (a reload
+  // changed it and rebind() has not run yet) is never used.
+  const rule* resolve(const rule& base, std::string_view key, std::int64_t now) const;
+
+ private:
+  friend class runtime_overrides;
+  struct per_rule {
+    rule base;  // the rule the entries were built against (without its overrides)
+    override_table table;
+  };
+  std::map<std::string, per_rule, std::less<>> rules_;
+};
+
+class runtime_overrides {
+ public:
+  explicit runtime_overrides(std::size_t max_entries = max_overrides_total)
+      : max_entries_(max_entries), current_(std::make_shared<const runtime_snapshot>()) {}
+
+  // Adds or replaces the entry for (rule, kind, match). Refused with the reason: no such rule
+  // (or a concurrency rule), an empty or over-long key, nothing set, an expiry not after `now`,
+  // fields the rule's algorithm does not take, or the table full.
+  std::optional<std::string> set(const config& cfg, runtime_override o, std::int64_t now);
+  // Removes the entry; false if there was none.
+  bool remove(std::string_view rule, match_kind kind, std::string_view match);
+  // The entries live at `now`, by rule, then exact keys before prefixes, then by key.
+  std::vector<runtime_override> list(std::int64_t now) const;
+  // After a reload: every live entry rebuilt against `cfg`'s rules. An entry whose rule is gone
+  // or no longer takes its fields is dropped, and named in the returned messages.
+  std::vector<std::string> rebind(const config& cfg, std::int64_t now);
+
+  std::shared_ptr<const runtime_snapshot> current() const noexcept { return current_.load(); }
+
+ private:
+  // Rebuilds the snapshot from entries_, each against its rule as `base_of(name)` gives it;
+  // entries that fail are removed and described in `dropped`. Holds mutex_.
+  void publish(const std::function<const rule*(std::string_view)>& base_of,
+               std::vector<std::string>* dropped);
+  void drop_expired(std::int64_t now);
+
+  std::size_t max_entries_;
+  mutable std::mutex mutex_;
+  std::vector<runtime_override> entries_;  // the source of truth; the snapshot is built from it
+  std::atomic<std::shared_ptr<const runtime_snapshot>> current_;
+};
+
+}  // namespace floodgate::service

@@ -9,6 +9,15 @@
 -- a - now and r without forming it unless it fits (a - now <= floor((B * W - r) / L)).
 -- Floors are written out as (x - x % y) / y (see floor_div: exact for these operands), since
 -- a Lua call per floor costs more here than the rest of the arithmetic.
+--
+-- Expiry on a 1 s grid (docs/algorithms.md, "Redis representation"): a key expires at the end
+-- of the second its TAT lies in (on the clock's whole seconds), so a write whose TAT lies in
+-- the same second as the TAT it read keeps the key's expiry, and then adds the difference with
+-- INCRBY (as fixed_window does): the value is one integer, which INCRBY changes in place,
+-- where SET ... PX makes a new value object, removes and re-adds the key's expiry entry and is
+-- rewritten by Redis for propagation, and answers a status that Lua receives as a table
+-- (bench/lua_cost: about a third of a lean batched item). Every writer of a gcra state keeps
+-- the rule (refund.lua too): a key's expiry is at least the end of its TAT's second.
 
 -- The TAT (whole ms a, remainder r) a value stores, or nil when it is not a gcra state.
 local function read_tat(s, l)
@@ -35,10 +44,11 @@ end
 
 local function gcra(key, now, l, w, b, cost, out, at)
   local bw = b * w
-  local a, r = now, 0
+  local a, r, v = now, 0, nil  -- v: the value read, when one integer
+  local read  -- the whole ms of the TAT read, if any
   local s = redis.pcall('GET', key)
   if s then
-    local v = tonumber(s)  -- nil for Redis's error table too
+    v = tonumber(s)  -- nil for Redis's error table too
     if v then
       r = v % l
       a = (v - r) / l
@@ -48,6 +58,7 @@ local function gcra(key, now, l, w, b, cost, out, at)
       a, r = read_tat(s, l)
       if a == nil or r == nil then return nil, nil, not_a_tat(s) end
     end
+    read = a
     if a < now then a, r = now, 0 end  -- base = max(TAT, now)
   end
   local ahead, t = a - now, bw - r
@@ -75,9 +86,14 @@ local function gcra(key, now, l, w, b, cost, out, at)
   ahead = ahead + (nr + (-nr) % l) / l
   out[at + 1], out[at + 2] = room, ahead  -- put(out, at, true, ...) inline
   if cost > 0 then
+    local second = na - na % 1000
     local t = na * l + nr  -- tat_value inline
-    if t < two53 then return format('%d', t), ahead end
-    return format('%d:%d', na, nr), ahead
+    if t < two53 then
+      -- (t > v: the TAT only moves on, so the increment is positive and exact)
+      if v and second == read - read % 1000 then return format('%d', t - v), -1 end  -- INCRBY
+      return format('%d', t), second + 1000 - now
+    end
+    return format('%d:%d', na, nr), second + 1000 - now
   end
 end
 algorithms.gcra = gcra

@@ -129,7 +129,8 @@ function refunds.gcra(key, now, l, w, b, cost)
     local owed = (a0 - now) * l + r0
     return owed > 0 and -floor_div(-owed, w) or 0
   end
-  redis.call('SET', key, tat_value(a, r, l), 'PX', str(a - now - floor_div(-r, l)))
+  -- The key expires at the end of its TAT's second, as gcra.lua writes it.
+  redis.call('SET', key, tat_value(a, r, l), 'PX', str(a - a % 1000 + 1000 - now))
   return cost
 end
 

@@ -223,6 +223,32 @@ double power_of_ten(std::int64_t d) {
 
 }  // namespace
 
+namespace {
+
+std::int64_t second_of(std::int64_t ms) { return core::floor_div(ms, 1000); }
+
+}  // namespace
+
+std::int64_t redis_expiry(const core::any_state& s, std::int64_t now, const core::params& p) {
+  if (const auto* g = std::get_if<core::gcra_state>(&s); g && g->present)
+    return (second_of(g->whole) + 1) * 1000 - now;
+  return core::expiry(s, now, p);
+}
+
+bool keeps_expiry(const core::any_state& before, const core::any_state& after,
+                  const core::params& p) {
+  const auto* b = std::get_if<core::gcra_state>(&before);
+  const auto* a = std::get_if<core::gcra_state>(&after);
+  const auto one_integer = [&](const core::gcra_state& s) {
+    // As Lua computes it: in doubles, exact below 2^53, and 2^53 or more when not.
+    return static_cast<double>(s.whole) * static_cast<double>(p.limit) +
+               static_cast<double>(s.rem) <
+           9007199254740992.0;
+  };
+  return b && a && b->present && a->present && second_of(b->whole) == second_of(a->whole) &&
+         one_integer(*b) && one_integer(*a);
+}
+
 bool adds_in_place(const core::any_state& s, std::int64_t now, const core::params& p,
                    std::int64_t cost) {
   if (cost < 1) return false;

@@ -89,6 +89,14 @@ class script_client {
 bool adds_in_place(const core::any_state& s, std::int64_t now, const core::params& p,
                    std::int64_t cost);
 
+// The PEXPIRE a script gives a state it writes with SET ... PX: core::expiry, but for gcra the
+// end of the second its TAT lies in (lua/gcra.lua: then a write in the same second keeps it).
+std::int64_t redis_expiry(const core::any_state& s, std::int64_t now, const core::params& p);
+// Whether gcra's write of `after` over `before` keeps the key's expiry (INCRBY): both TATs lie
+// in one second and both values are one integer (a x L + r below 2^53, not "<a>:<r>").
+bool keeps_expiry(const core::any_state& before, const core::any_state& after,
+                  const core::params& p);
+
 struct model_key {
   explicit model_key(algorithm a) : state(core::empty_state(a)), empty(core::empty_state(a)) {}
 
@@ -103,12 +111,14 @@ struct model_key {
   }
   // Applies an allowed request; returns the expiry to expect on the Redis key.
   std::int64_t commit(std::int64_t now, const core::params& p, std::int64_t cost) {
-    const bool kept = written && adds_in_place(state, now, p, cost);
+    const bool in_place = written && adds_in_place(state, now, p, cost);
+    const core::any_state before = state;
     core::commit(state, now, p, cost);
-    if (kept) return expiry;  // INCRBY: the key keeps the expiry of the write before
+    // INCRBY or SET ... KEEPTTL: the key keeps the expiry of the write before
+    if (in_place || (written && keeps_expiry(before, state, p))) return expiry;
     written = true;
     written_at = now;
-    expiry = core::expiry(state, now, p);
+    expiry = redis_expiry(state, now, p);
     return expiry;
   }
   // True once the state has outlived its expiry: it must then decide like the empty state.

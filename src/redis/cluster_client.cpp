@@ -42,31 +42,21 @@ class slots_call final : public request {
 // Routes each call by its slot (request::route: where redirections sent it so far) and
 // decides what its node's answer means: MOVED and ASK followed, TRYAGAIN retried, the rest
 // answered. The nodes, their health and the waiting room are the pool's (node_pool.hpp).
-class cluster_client final : public pool_router,
-                             public call_router,
-                             public transport::client,
-                             public std::enable_shared_from_this<cluster_client> {
+class cluster_client final : public pool_client, public call_router {
  public:
   cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
                  script_set scripts)
-      : credentials_(seeds.front()),
-        pool_(*this, options, std::move(scripts),
-              credentials_.tls ? make_tls_context(options.tls) : tls_context_result{}),
+      : pool_client(seeds.front().tls, options, std::move(scripts)),
+        credentials_(seeds.front()),
         refresh_timer_(pool_.context()),
         tick_timer_(pool_.context()) {
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
 
-  void run() { pool_.start(shared_from_this()); }
-  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
-  void shutdown() override { pool_.shutdown(); }
-
   // Every slot's master reachable, and no node failing for a reason that will not heal.
   bool healthy() const noexcept override {
     return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
   }
-
-  std::string last_error() const override { return pool_.health().last_error(); }
 
   backend_stats stats() const noexcept override {
     auto s = pool_.health().stats();
@@ -308,7 +298,6 @@ class cluster_client final : public pool_router,
   }
 
   const redis_endpoint credentials_;  // user, password (and TLS) for every node
-  node_pool pool_;                    // before the timers: its io_context outlives them
   std::set<node*> masters_;           // the nodes owning slots in the current map
   std::vector<node*> seeds_;
   std::array<node*, cluster_slots> slots_{};
@@ -337,9 +326,7 @@ std::unique_ptr<transport> make_cluster_client(std::vector<redis_endpoint> seeds
                                                const redis_options& options, script_set scripts) {
   validate_options(options);
   if (seeds.empty()) throw config_error("redis+cluster: no seed nodes");
-  auto c = std::make_shared<cluster_client>(std::move(seeds), options, std::move(scripts));
-  c->run();
-  return std::make_unique<transport>(std::move(c));
+  return start_client<cluster_client>(std::move(seeds), options, std::move(scripts));
 }
 
 }  // namespace floodgate::redis

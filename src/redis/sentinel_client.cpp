@@ -101,15 +101,12 @@ namespace {
 // Routes every call to the current primary and decides what its answer means: a READONLY (a
 // demoted primary: the script wrote nothing) is re-sent once, to the new primary, and
 // failures start a new look-up (request::route.epoch: the primary it went to).
-class sentinel_client final : public pool_router,
-                              public call_router,
-                              public transport::client,
-                              public std::enable_shared_from_this<sentinel_client> {
+class sentinel_client final : public pool_client, public call_router {
  public:
+  // The pool's TLS context (rediss+sentinel://) is the sentinels' too.
   sentinel_client(sentinel_config config, const redis_options& options, script_set scripts)
-      : config_(std::move(config)),
-        pool_(*this, options, std::move(scripts),
-              config_.primary.tls ? make_tls_context(options.tls) : tls_context_result{}),
+      : pool_client(config.primary.tls, options, std::move(scripts)),
+        config_(std::move(config)),
         round_timer_(pool_.context()),
         recheck_timer_(pool_.context()) {
     // The epoch, then the address (sentinel_answer.hpp says why in this order).
@@ -125,7 +122,7 @@ class sentinel_client final : public pool_router,
   // at most: the sentinels are asked together, so one that never answers costs nothing when a
   // majority does.
   void run() {
-    pool_.start(shared_from_this());
+    pool_client::run();
     std::unique_lock lock(mutex_);
     cv_.wait_for(lock, pool_.options().connect_timeout,
                  [&] { return have_primary_ || first_round_over_; });
@@ -144,7 +141,6 @@ class sentinel_client final : public pool_router,
     }
     pool_.submit(std::move(r));
   }
-  void shutdown() override { pool_.shutdown(); }
 
   bool healthy() const noexcept override {
     return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
@@ -500,9 +496,6 @@ class sentinel_client final : public pool_router,
 
   const sentinel_config config_;
   std::string ask_command_, address_command_, subscribe_command_;
-
-  // The primary's node, and rediss+sentinel://'s TLS context, the sentinels' too.
-  node_pool pool_;  // before what uses its io_context: destroyed after it
   std::vector<std::unique_ptr<peer>> peers_;
   asio::steady_timer round_timer_, recheck_timer_;
 
@@ -537,9 +530,7 @@ std::unique_ptr<transport> make_sentinel_client(sentinel_config config,
   validate_options(options);
   if (config.sentinels.empty()) throw config_error("redis+sentinel: no sentinels");
   if (config.primary.tls) validate_tls_options(options.tls);
-  auto c = std::make_shared<sentinel_client>(std::move(config), options, std::move(scripts));
-  c->run();
-  return std::make_unique<transport>(std::move(c));
+  return start_client<sentinel_client>(std::move(config), options, std::move(scripts));
 }
 
 }  // namespace floodgate::redis

@@ -53,11 +53,6 @@ class cluster_client final : public pool_client, public call_router {
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
 
-  // Every slot's master reachable, and no node failing for a reason that will not heal.
-  bool healthy() const noexcept override {
-    return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
-  }
-
   backend_stats stats() const noexcept override {
     auto s = pool_.health().stats();
     s.redirections = redirections_.load(std::memory_order_relaxed);
@@ -289,6 +284,8 @@ class cluster_client final : public pool_client, public call_router {
     });
   }
 
+  // Healthy: every slot's master reachable, its breaker closed (and, pool_client says, no
+  // node failing for a reason that will not heal).
   void update_health() {
     nodes_known_.store(pool_.nodes().size(), std::memory_order_relaxed);
     bool ok = map_complete_;
@@ -311,7 +308,6 @@ class cluster_client final : public pool_client, public call_router {
   std::size_t refresh_cursor_ = 0;
   bool torn_down_ = false;
 
-  std::atomic<bool> healthy_{false};
   std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, nodes_retired_{0},
       nodes_known_{0};
 };

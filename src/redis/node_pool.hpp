@@ -20,6 +20,7 @@
 // held only to push or swap).
 #pragma once
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <map>
@@ -164,8 +165,8 @@ class node_pool final {
 };
 
 // A topology's client: a router over its own pool, which the backend holds as a transport
-// (transport.hpp). Health is the topology's to say; errors and stats are the pool's unless a
-// topology adds to them.
+// (transport.hpp). Health is what the topology last said (healthy_) while no node fails for a
+// lasting reason; errors and stats are the pool's; a topology may say more of each.
 class pool_client : public pool_router,
                     public transport::client,
                     public std::enable_shared_from_this<pool_client> {
@@ -174,6 +175,9 @@ class pool_client : public pool_router,
   void shutdown() override { pool_.shutdown(); }
   std::string last_error() const override { return pool_.health().last_error(); }
   backend_stats stats() const noexcept override { return pool_.health().stats(); }
+  bool healthy() const noexcept override {
+    return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
+  }
 
   // Starts the pool's thread, which holds the client until it exits.
   void run() { pool_.start(shared_from_this()); }
@@ -185,6 +189,7 @@ class pool_client : public pool_router,
               tls ? make_tls_context(options.tls) : tls_context_result{}) {}
 
   node_pool pool_;  // before the topology's timers and sockets: its io_context outlives them
+  std::atomic<bool> healthy_{false};
 };
 
 // Makes and runs topology `client` (its run(): pool_client's, or one that also waits) and

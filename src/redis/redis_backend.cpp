@@ -5,7 +5,6 @@
 #include "redis/client.hpp"
 #include "redis/cluster_client.hpp"
 #include "redis/cluster_protocol.hpp"
-#include "redis/cluster_url.hpp"
 #include "redis/key.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/script_decision.hpp"

@@ -48,8 +48,7 @@ class single_client final : public pool_client {
 
   // To the node's least loaded connection, unless its breaker is open; else not_connected now.
   void route(request_ptr r, bool) override {
-    if (auto refused = pool_.send(std::move(r), *node_))
-      refused->complete(errc::not_connected, nullptr);
+    pool_.send(std::move(r), *node_);
   }
 
  private:

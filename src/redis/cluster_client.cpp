@@ -70,7 +70,6 @@ class cluster_client final : public pool_client, public call_router {
   }
 
   void stop() override {
-    torn_down_ = true;
     refresh_timer_.cancel();
     tick_timer_.cancel();
     healthy_.store(false, std::memory_order_relaxed);
@@ -92,10 +91,8 @@ class cluster_client final : public pool_client, public call_router {
     if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
     if (!n) n = any_node();
     if (!n) return c.complete(errc::not_connected, nullptr);
-    if (auto refused = pool_.send(std::move(r), *n)) {
+    if (!pool_.send(std::move(r), *n))
       request_refresh();  // a failover may have given the slot to a reachable node
-      refused->complete(errc::not_connected, nullptr);
-    }
   }
 
   void readiness_changed(node&, bool ready) override {
@@ -117,7 +114,7 @@ class cluster_client final : public pool_client, public call_router {
 
   // call_router: a call's node answered it (and heard of it first: request::finish).
   void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
-    if (torn_down_) return c->complete(ec, r);
+    if (pool_.torn_down()) return c->complete(ec, r);
     if (r != nullptr && r->is_error()) {
       const auto code = r->error_code();
       if ((code == "MOVED" || code == "ASK") && c->route.redirects < max_cluster_redirects) {
@@ -159,7 +156,7 @@ class cluster_client final : public pool_client, public call_router {
   }
 
   void on_slots(node* asked, std::error_code ec, reply* r) noexcept {
-    if (torn_down_) return;
+    if (pool_.torn_down()) return;
     refresh_in_flight_ = false;
     std::optional<std::vector<slot_range>> ranges;
     if (!ec && r != nullptr) ranges = parse_cluster_slots(*r);
@@ -210,15 +207,22 @@ class cluster_client final : public pool_client, public call_router {
     nodes_retired_.store(pool_.retired_count(), std::memory_order_relaxed);
   }
 
-  // Before the map is known, or for a slot it lacks: any node with a usable connection (it
-  // answers MOVED for slots it does not serve).
+  // The nodes with a ready connection; failing that, those with a connecting one.
+  std::vector<node*> usable() const {
+    std::vector<node*> out;
+    for (const auto& [name, n] : pool_.nodes())
+      if (n->ready() > 0) out.push_back(n.get());
+    if (out.empty())
+      for (const auto& [name, n] : pool_.nodes())
+        if (n->pick()) out.push_back(n.get());
+    return out;
+  }
+
+  // Before the map is known, or for a slot it lacks: any usable node (it answers MOVED for
+  // slots it does not serve).
   node* any_node() {
-    node* fallback = nullptr;
-    for (const auto& [name, n] : pool_.nodes()) {
-      if (n->ready() > 0) return n.get();
-      if (!fallback && n->pick()) fallback = n.get();
-    }
-    return fallback;
+    const auto nodes = usable();
+    return nodes.empty() ? nullptr : nodes.front();
   }
 
   // --- routing -----------------------------------------------------------------------------
@@ -239,28 +243,21 @@ class cluster_client final : public pool_client, public call_router {
   // At most one CLUSTER SLOTS in flight, and one per refresh_min_interval; always from a
   // timer, never inside a connection's callback.
   void request_refresh() {
-    if (torn_down_ || refresh_in_flight_ || refresh_armed_) return;
+    if (pool_.torn_down() || refresh_in_flight_ || refresh_armed_) return;
     refresh_armed_ = true;
     refresh_timer_.expires_at(std::max(steady::now(), last_refresh_ + refresh_min_interval));
     refresh_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec == asio::error::operation_aborted || torn_down_) return;
+      if (ec == asio::error::operation_aborted || pool_.torn_down()) return;
       refresh_armed_ = false;
       start_refresh();
     });
   }
 
   void start_refresh() {
-    // Round-robin over nodes with a ready connection, so one stale node cannot keep feeding
-    // us its view.
-    std::vector<node*> candidates;
-    for (const auto& [name, n] : pool_.nodes())
-      if (n->ready() > 0) candidates.push_back(n.get());
+    // Round-robin over usable nodes, so one stale node cannot keep feeding us its view.
+    const auto candidates = usable();
     last_refresh_ = steady::now();
-    if (candidates.empty()) {
-      for (const auto& [name, n] : pool_.nodes())
-        if (n->pick()) candidates.push_back(n.get());
-      if (candidates.empty()) return request_refresh();
-    }
+    if (candidates.empty()) return request_refresh();
     node* n = candidates[refresh_cursor_++ % candidates.size()];
     connection* c = n->pick();
     if (c == nullptr) return request_refresh();
@@ -277,7 +274,7 @@ class cluster_client final : public pool_client, public call_router {
   void tick() {
     tick_timer_.expires_after(unhealthy_refresh_interval);
     tick_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec == asio::error::operation_aborted || torn_down_) return;
+      if (ec == asio::error::operation_aborted || pool_.torn_down()) return;
       if (!healthy() || steady::now() - last_refresh_ >= periodic_refresh_interval)
         request_refresh();
       tick();
@@ -306,7 +303,6 @@ class cluster_client final : public pool_client, public call_router {
   bool refresh_in_flight_ = false;
   steady::time_point last_refresh_{};
   std::size_t refresh_cursor_ = 0;
-  bool torn_down_ = false;
 
   std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, nodes_retired_{0},
       nodes_known_{0};

@@ -27,19 +27,11 @@ bool lasting_error(std::string_view text) noexcept {
 namespace {
 
 stream_config stream_config_for(const connection_config& c) {
-  stream_config out;
-  out.endpoint = c.endpoint;
-  out.tls = c.options.tls;
-  out.tls_context = c.tls;
-  out.greeting.user = c.endpoint.user;
-  out.greeting.password = c.endpoint.password;
-  out.greeting.db = c.endpoint.db;
+  stream_config out = node_stream_config(c.endpoint, c.options, c.tls);
   out.greeting.check_version = true;
   for (const script* s : c.scripts.all) out.greeting.scripts.push_back(s->source);
   if (c.scripts.library != nullptr && c.options.use_functions)
     out.greeting.library = c.scripts.library->source;
-  out.connect_timeout = c.options.connect_timeout;
-  out.max_reply_size = c.options.max_reply_size;
   return out;
 }
 

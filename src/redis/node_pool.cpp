@@ -80,18 +80,19 @@ node* node_pool::node_for(const redis_endpoint& ep) {
 
 // The node observes each call it admits (request::observer), so its outcome reaches the
 // breaker before the router and the caller.
-request_ptr node_pool::send(request_ptr r, node& n) {
+bool node_pool::send(request_ptr r, node& n) {
   bool probe = false;
   connection* to = n.admit(probe) ? n.pick() : nullptr;
   if (to == nullptr) {
     n.not_sent(probe);
-    return r;
+    r->complete(errc::not_connected, nullptr);
+    return false;
   }
   r->observer = &n;
   r->probe = probe;
   to->enqueue(std::move(r));
   if (std::find(dirty_.begin(), dirty_.end(), to) == dirty_.end()) dirty_.push_back(to);
-  return nullptr;
+  return true;
 }
 
 void node_pool::flush() {

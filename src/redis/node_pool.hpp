@@ -7,8 +7,7 @@
 //
 //   class my_client final : public pool_client {   // pool_: its node_pool
 //     void route(request_ptr r, bool fresh) override {
-//       if (auto refused = pool_.send(std::move(r), *pool_.node_for(ep)))
-//         refused->complete(errc::not_connected, nullptr);
+//       pool_.send(std::move(r), *pool_.node_for(ep));   // or errc::not_connected
 //     }
 //     bool healthy() const noexcept override;
 //   };
@@ -99,9 +98,10 @@ class node_pool final {
   // The node at `ep`'s address (its credentials, db and TLS are `ep`'s when it is made),
   // connecting from now on.
   node* node_for(const redis_endpoint& ep);
-  // Admitted by `n`'s breaker and queued on its least-loaded connection (written at flush());
-  // null then. Refused (the breaker is open, no connection can take it): `r` is given back.
-  request_ptr send(request_ptr r, node& n);
+  // Admitted by `n`'s breaker and queued on its least-loaded connection (written at flush()).
+  // False when refused (the breaker is open, no connection can take it): `r` has completed
+  // with errc::not_connected.
+  bool send(request_ptr r, node& n);
   // Writes what send() queued.
   void flush();
 

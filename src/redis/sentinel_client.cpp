@@ -134,10 +134,7 @@ class sentinel_client final : public pool_client, public call_router {
       return r->complete(errc::not_connected, nullptr);
     }
     r->route.epoch = epoch_;
-    if (auto refused = pool_.send(std::move(r), *primary_)) {
-      request_round();
-      refused->complete(errc::not_connected, nullptr);
-    }
+    if (!pool_.send(std::move(r), *primary_)) request_round();
   }
 
   void readiness_changed(node&, bool) override { update_health(); }

@@ -193,20 +193,7 @@ void connection::append_call(std::string& out, const request& r, script_call for
     return;
   }
   append_array_header(out, r.argument_count);
-  switch (form) {
-    case script_call::fcall:
-      append_bulk(out, "FCALL");
-      append_bulk(out, r.script->function);
-      break;
-    case script_call::evalsha:
-      append_bulk(out, "EVALSHA");
-      append_bulk(out, r.script->sha1);
-      break;
-    case script_call::eval:
-      append_bulk(out, "EVAL");
-      append_bulk(out, r.script->source);
-      break;
-  }
+  append_script_head(out, *r.script, form);
   out.append(r.command, r.body_offset);
 }
 

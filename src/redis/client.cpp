@@ -38,8 +38,7 @@ namespace {
 class single_client final : public pool_client {
  public:
   single_client(const redis_endpoint& endpoint, const redis_options& options, script_set scripts)
-      : pool_client(endpoint.tls, options, std::move(scripts)),
-        node_(pool_.node_for(endpoint)) {}
+      : pool_client(endpoint.tls, options, std::move(scripts)), node_(pool_.node_for(endpoint)) {}
 
   bool healthy() const noexcept override {
     const auto& h = pool_.health();
@@ -47,9 +46,7 @@ class single_client final : public pool_client {
   }
 
   // To the node's least loaded connection, unless its breaker is open; else not_connected now.
-  void route(request_ptr r, bool) override {
-    pool_.send(std::move(r), *node_);
-  }
+  void route(request_ptr r, bool) override { pool_.send(std::move(r), *node_); }
 
  private:
   node* const node_;  // the pool's only node: never retired

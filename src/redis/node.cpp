@@ -117,8 +117,8 @@ void node::script_reloaded() noexcept {
 
 void node::problem(const std::string& why, bool lasting) {
   constexpr std::string_view call = "call: ";
-  if (stopped_ ||
-      (why.starts_with(call) && pool_.router().routing_reply(std::string_view(why).substr(call.size()))))
+  if (stopped_ || (why.starts_with(call) &&
+                   pool_.router().routing_reply(std::string_view(why).substr(call.size()))))
     return;
   // A failed connect already names the node; a call's error ("call: NOPERM ...") does not.
   const bool named = why.starts_with(name_ + ": ");

@@ -43,9 +43,9 @@ struct node_asker::impl {
   link& link_to(const redis_endpoint& ep, peer kind) {
     auto& slot = links[link_name(ep, kind)];
     if (slot) return *slot;
-    slot = std::make_unique<link>(io, kind == peer::node
-                                          ? node_stream_config(ep, options, tls)
-                                          : sentinel_stream_config(ep, options, tls));
+    slot =
+        std::make_unique<link>(io, kind == peer::node ? node_stream_config(ep, options, tls)
+                                                      : sentinel_stream_config(ep, options, tls));
     return *slot;
   }
 

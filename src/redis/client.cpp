@@ -35,34 +35,20 @@ void validate_options(const redis_options& o) {
 // The one node's router: every call goes to it, and what it answers is the answer.
 namespace {
 
-class single_client final : public pool_router,
-                            public transport::client,
-                            public std::enable_shared_from_this<single_client> {
+class single_client final : public pool_client {
  public:
   single_client(const redis_endpoint& endpoint, const redis_options& options, script_set scripts)
-      : pool_(*this, options, std::move(scripts),
-              endpoint.tls ? make_tls_context(options.tls) : tls_context_result{}),
-        node_(pool_.node_for(endpoint)) {}
-
-  void run() { pool_.start(shared_from_this()); }
-  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
-  void shutdown() override { pool_.shutdown(); }
+      : pool_client(endpoint.tls, options, std::move(scripts)), node_(pool_.node_for(endpoint)) {}
 
   bool healthy() const noexcept override {
     const auto& h = pool_.health();
     return node_->ready() > 0 && h.breakers_closed() && !h.lasting();
   }
-  std::string last_error() const override { return pool_.health().last_error(); }
-  backend_stats stats() const noexcept override { return pool_.health().stats(); }
 
   // To the node's least loaded connection, unless its breaker is open; else not_connected now.
-  void route(request_ptr r, bool) override {
-    if (auto refused = pool_.send(std::move(r), *node_))
-      refused->complete(errc::not_connected, nullptr);
-  }
+  void route(request_ptr r, bool) override { pool_.send(std::move(r), *node_); }
 
  private:
-  node_pool pool_;
   node* const node_;  // the pool's only node: never retired
 };
 
@@ -71,9 +57,7 @@ class single_client final : public pool_router,
 std::unique_ptr<transport> make_client(const redis_endpoint& endpoint, const redis_options& options,
                                        script_set scripts) {
   validate_options(options);
-  auto c = std::make_shared<single_client>(endpoint, options, std::move(scripts));
-  c->run();
-  return std::make_unique<transport>(std::move(c));
+  return start_client<single_client>(endpoint, options, std::move(scripts));
 }
 
 }  // namespace floodgate::redis

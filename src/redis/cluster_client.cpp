@@ -42,31 +42,16 @@ class slots_call final : public request {
 // Routes each call by its slot (request::route: where redirections sent it so far) and
 // decides what its node's answer means: MOVED and ASK followed, TRYAGAIN retried, the rest
 // answered. The nodes, their health and the waiting room are the pool's (node_pool.hpp).
-class cluster_client final : public pool_router,
-                             public call_router,
-                             public transport::client,
-                             public std::enable_shared_from_this<cluster_client> {
+class cluster_client final : public pool_client, public call_router {
  public:
   cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
                  script_set scripts)
-      : credentials_(seeds.front()),
-        pool_(*this, options, std::move(scripts),
-              credentials_.tls ? make_tls_context(options.tls) : tls_context_result{}),
+      : pool_client(seeds.front().tls, options, std::move(scripts)),
+        credentials_(seeds.front()),
         refresh_timer_(pool_.context()),
         tick_timer_(pool_.context()) {
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
-
-  void run() { pool_.start(shared_from_this()); }
-  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
-  void shutdown() override { pool_.shutdown(); }
-
-  // Every slot's master reachable, and no node failing for a reason that will not heal.
-  bool healthy() const noexcept override {
-    return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
-  }
-
-  std::string last_error() const override { return pool_.health().last_error(); }
 
   backend_stats stats() const noexcept override {
     auto s = pool_.health().stats();
@@ -85,7 +70,6 @@ class cluster_client final : public pool_router,
   }
 
   void stop() override {
-    torn_down_ = true;
     refresh_timer_.cancel();
     tick_timer_.cancel();
     healthy_.store(false, std::memory_order_relaxed);
@@ -107,10 +91,8 @@ class cluster_client final : public pool_router,
     if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
     if (!n) n = any_node();
     if (!n) return c.complete(errc::not_connected, nullptr);
-    if (auto refused = pool_.send(std::move(r), *n)) {
+    if (!pool_.send(std::move(r), *n))
       request_refresh();  // a failover may have given the slot to a reachable node
-      refused->complete(errc::not_connected, nullptr);
-    }
   }
 
   void readiness_changed(node&, bool ready) override {
@@ -132,7 +114,7 @@ class cluster_client final : public pool_router,
 
   // call_router: a call's node answered it (and heard of it first: request::finish).
   void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
-    if (torn_down_) return c->complete(ec, r);
+    if (pool_.torn_down()) return c->complete(ec, r);
     if (r != nullptr && r->is_error()) {
       const auto code = r->error_code();
       if ((code == "MOVED" || code == "ASK") && c->route.redirects < max_cluster_redirects) {
@@ -174,7 +156,7 @@ class cluster_client final : public pool_router,
   }
 
   void on_slots(node* asked, std::error_code ec, reply* r) noexcept {
-    if (torn_down_) return;
+    if (pool_.torn_down()) return;
     refresh_in_flight_ = false;
     std::optional<std::vector<slot_range>> ranges;
     if (!ec && r != nullptr) ranges = parse_cluster_slots(*r);
@@ -225,15 +207,22 @@ class cluster_client final : public pool_router,
     nodes_retired_.store(pool_.retired_count(), std::memory_order_relaxed);
   }
 
-  // Before the map is known, or for a slot it lacks: any node with a usable connection (it
-  // answers MOVED for slots it does not serve).
+  // The nodes with a ready connection; failing that, those with a connecting one.
+  std::vector<node*> usable() const {
+    std::vector<node*> out;
+    for (const auto& [name, n] : pool_.nodes())
+      if (n->ready() > 0) out.push_back(n.get());
+    if (out.empty())
+      for (const auto& [name, n] : pool_.nodes())
+        if (n->pick()) out.push_back(n.get());
+    return out;
+  }
+
+  // Before the map is known, or for a slot it lacks: any usable node (it answers MOVED for
+  // slots it does not serve).
   node* any_node() {
-    node* fallback = nullptr;
-    for (const auto& [name, n] : pool_.nodes()) {
-      if (n->ready() > 0) return n.get();
-      if (!fallback && n->pick()) fallback = n.get();
-    }
-    return fallback;
+    const auto nodes = usable();
+    return nodes.empty() ? nullptr : nodes.front();
   }
 
   // --- routing -----------------------------------------------------------------------------
@@ -254,28 +243,21 @@ class cluster_client final : public pool_router,
   // At most one CLUSTER SLOTS in flight, and one per refresh_min_interval; always from a
   // timer, never inside a connection's callback.
   void request_refresh() {
-    if (torn_down_ || refresh_in_flight_ || refresh_armed_) return;
+    if (pool_.torn_down() || refresh_in_flight_ || refresh_armed_) return;
     refresh_armed_ = true;
     refresh_timer_.expires_at(std::max(steady::now(), last_refresh_ + refresh_min_interval));
     refresh_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec == asio::error::operation_aborted || torn_down_) return;
+      if (ec == asio::error::operation_aborted || pool_.torn_down()) return;
       refresh_armed_ = false;
       start_refresh();
     });
   }
 
   void start_refresh() {
-    // Round-robin over nodes with a ready connection, so one stale node cannot keep feeding
-    // us its view.
-    std::vector<node*> candidates;
-    for (const auto& [name, n] : pool_.nodes())
-      if (n->ready() > 0) candidates.push_back(n.get());
+    // Round-robin over usable nodes, so one stale node cannot keep feeding us its view.
+    const auto candidates = usable();
     last_refresh_ = steady::now();
-    if (candidates.empty()) {
-      for (const auto& [name, n] : pool_.nodes())
-        if (n->pick()) candidates.push_back(n.get());
-      if (candidates.empty()) return request_refresh();
-    }
+    if (candidates.empty()) return request_refresh();
     node* n = candidates[refresh_cursor_++ % candidates.size()];
     connection* c = n->pick();
     if (c == nullptr) return request_refresh();
@@ -292,13 +274,15 @@ class cluster_client final : public pool_router,
   void tick() {
     tick_timer_.expires_after(unhealthy_refresh_interval);
     tick_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec == asio::error::operation_aborted || torn_down_) return;
+      if (ec == asio::error::operation_aborted || pool_.torn_down()) return;
       if (!healthy() || steady::now() - last_refresh_ >= periodic_refresh_interval)
         request_refresh();
       tick();
     });
   }
 
+  // Healthy: every slot's master reachable, its breaker closed (and, pool_client says, no
+  // node failing for a reason that will not heal).
   void update_health() {
     nodes_known_.store(pool_.nodes().size(), std::memory_order_relaxed);
     bool ok = map_complete_;
@@ -308,7 +292,6 @@ class cluster_client final : public pool_router,
   }
 
   const redis_endpoint credentials_;  // user, password (and TLS) for every node
-  node_pool pool_;                    // before the timers: its io_context outlives them
   std::set<node*> masters_;           // the nodes owning slots in the current map
   std::vector<node*> seeds_;
   std::array<node*, cluster_slots> slots_{};
@@ -320,9 +303,7 @@ class cluster_client final : public pool_router,
   bool refresh_in_flight_ = false;
   steady::time_point last_refresh_{};
   std::size_t refresh_cursor_ = 0;
-  bool torn_down_ = false;
 
-  std::atomic<bool> healthy_{false};
   std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, nodes_retired_{0},
       nodes_known_{0};
 };
@@ -337,9 +318,7 @@ std::unique_ptr<transport> make_cluster_client(std::vector<redis_endpoint> seeds
                                                const redis_options& options, script_set scripts) {
   validate_options(options);
   if (seeds.empty()) throw config_error("redis+cluster: no seed nodes");
-  auto c = std::make_shared<cluster_client>(std::move(seeds), options, std::move(scripts));
-  c->run();
-  return std::make_unique<transport>(std::move(c));
+  return start_client<cluster_client>(std::move(seeds), options, std::move(scripts));
 }
 
 }  // namespace floodgate::redis

@@ -27,19 +27,11 @@ bool lasting_error(std::string_view text) noexcept {
 namespace {
 
 stream_config stream_config_for(const connection_config& c) {
-  stream_config out;
-  out.endpoint = c.endpoint;
-  out.tls = c.options.tls;
-  out.tls_context = c.tls;
-  out.greeting.user = c.endpoint.user;
-  out.greeting.password = c.endpoint.password;
-  out.greeting.db = c.endpoint.db;
+  stream_config out = node_stream_config(c.endpoint, c.options, c.tls);
   out.greeting.check_version = true;
   for (const script* s : c.scripts.all) out.greeting.scripts.push_back(s->source);
   if (c.scripts.library != nullptr && c.options.use_functions)
     out.greeting.library = c.scripts.library->source;
-  out.connect_timeout = c.options.connect_timeout;
-  out.max_reply_size = c.options.max_reply_size;
   return out;
 }
 
@@ -99,20 +91,28 @@ void connection::stream_read_done() {
 void connection::connect_failed(std::string why) {
   owner_.problem(endpoint_label(config_.endpoint) + ": " + why, false);
   last_error_ = std::move(why);
-  stream_.close();
-  loads_.clear();
-  loading_.clear();
-  load_library_ = library_loading_ = functions_ = false;
+  close_stream();
   state_ = state::backoff;
   schedule_reconnect();
   // Nothing will be written here for a while: let another connection take them, or fail
   // them now rather than at their deadlines.
   std::vector<request_ptr> waiting;
-  for (auto* q : {&retries_, &unsent_})
-    for (auto& r : *q) waiting.push_back(std::move(r));
-  retries_.clear();
-  unsent_.clear();
+  take_unsent(waiting);
   owner_.redispatch(std::move(waiting));
+}
+
+void connection::close_stream() {
+  stream_.close();
+  loads_.clear();
+  loading_.clear();
+  load_library_ = library_loading_ = functions_ = false;
+}
+
+void connection::take_unsent(std::vector<request_ptr>& out) {
+  for (auto* q : {&retries_, &unsent_}) {
+    for (auto& r : *q) out.push_back(std::move(r));
+    q->clear();
+  }
 }
 
 void connection::schedule_reconnect() {
@@ -129,19 +129,13 @@ void connection::schedule_reconnect() {
 void connection::drop(std::string why, std::error_code for_in_flight) {
   last_error_ = std::move(why);
   const bool was_ready = state_ == state::ready;
-  stream_.close();
+  close_stream();
   auto flight = std::move(in_flight_);
   in_flight_.clear();
   in_flight_calls_ = 0;
   writes_in_flight_ = 0;
-  loads_.clear();
-  loading_.clear();
-  load_library_ = library_loading_ = functions_ = false;
   std::vector<request_ptr> waiting;
-  for (auto* q : {&retries_, &unsent_})
-    for (auto& r : *q) waiting.push_back(std::move(r));
-  retries_.clear();
-  unsent_.clear();
+  take_unsent(waiting);
   if (was_ready) owner_.readiness_changed(*this, false);
   connect();
   fail_in_flight(flight, for_in_flight);
@@ -168,13 +162,10 @@ void connection::stop(std::vector<request_ptr>& out) {
     for (auto& item : f.batch)
       if (item) out.push_back(std::move(item));
   }
-  for (auto* q : {&retries_, &unsent_})
-    for (auto& r : *q) out.push_back(std::move(r));
+  take_unsent(out);
   in_flight_.clear();
   in_flight_calls_ = 0;
   writes_in_flight_ = 0;
-  retries_.clear();
-  unsent_.clear();
 }
 
 // --- requests ----------------------------------------------------------------------------
@@ -202,20 +193,7 @@ void connection::append_call(std::string& out, const request& r, script_call for
     return;
   }
   append_array_header(out, r.argument_count);
-  switch (form) {
-    case script_call::fcall:
-      append_bulk(out, "FCALL");
-      append_bulk(out, r.script->function);
-      break;
-    case script_call::evalsha:
-      append_bulk(out, "EVALSHA");
-      append_bulk(out, r.script->sha1);
-      break;
-    case script_call::eval:
-      append_bulk(out, "EVAL");
-      append_bulk(out, r.script->source);
-      break;
-  }
+  append_script_head(out, *r.script, form);
   out.append(r.command, r.body_offset);
 }
 
@@ -271,10 +249,7 @@ void connection::flush() {
         append_command(out, {"ASKING"});
         in_flight_.push_back({in_flight::kind::asking, nullptr, nullptr, now});
       }
-      const auto form = form_for(r->noscript_replies);
-      append_call(out, *r, form);
-      in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
-      in_flight_.back().form = form;
+      send_call(out, std::move(r), now);
     }
   }
   for (auto& b : open) send_batch(out, b, now);
@@ -315,13 +290,17 @@ void connection::add_to_batch(std::string& out, std::vector<open_batch>& open, r
   open.back().items.push_back(std::move(r));
 }
 
+void connection::send_call(std::string& out, request_ptr r, request::clock::time_point now) {
+  const auto form = form_for(r->noscript_replies);
+  append_call(out, *r, form);
+  in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
+  in_flight_.back().form = form;
+}
+
 void connection::send_batch(std::string& out, open_batch& b, request::clock::time_point now) {
   if (b.items.empty()) return;
   if (b.items.size() == 1) {
-    const auto form = form_for(b.items.front()->noscript_replies);
-    append_call(out, *b.items.front(), form);
-    in_flight_.push_back({in_flight::kind::call, std::move(b.items.front()), nullptr, now});
-    in_flight_.back().form = form;
+    send_call(out, std::move(b.items.front()), now);
     b.items.clear();
     return;
   }
@@ -358,15 +337,13 @@ void connection::stream_reply(reply& r) {
     case in_flight::kind::call: {
       // Smoothed like TCP's SRTT (7/8 old, 1/8 new): steady under jitter, quick to follow load.
       // A late reply counts too: it is how slow the server is.
-      const auto sample = request::clock::now() - f.written;
-      round_trip_ += (sample - round_trip_) / 8;
+      round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
       if (!f.call) return;  // timed out already: its reply is dropped here, in its place
       --in_flight_calls_;
       return on_call_reply(std::move(f.call), r, f.form);
     }
     case in_flight::kind::batch: {
-      const auto sample = request::clock::now() - f.written;
-      round_trip_ += (sample - round_trip_) / 8;
+      round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
       // Items that timed out are null: the reply's parts stay matched by position.
       const auto live = static_cast<std::size_t>(std::count_if(
           f.batch.begin(), f.batch.end(), [](const request_ptr& item) { return item != nullptr; }));
@@ -399,26 +376,14 @@ void connection::on_call_reply(request_ptr call, reply& r, script_call form) {
   // A missing function did not run either: sent again as EVALSHA.
   if (form == script_call::fcall && function_missing(r)) {
     call->noscript_replies = 1;
-    if (call->deadline <= request::clock::now())
-      return request::finish(std::move(call), errc::timeout, nullptr);
-    retries_.push_back(std::move(call));
-    return;
+    return retry(std::move(call));
   }
   // NOSCRIPT means the script did not run, so sending the call again cannot count it twice.
   if (call->script != nullptr && call->noscript_replies < 2 && r.error_code() == "NOSCRIPT") {
     // The first retry is EVALSHA after a SCRIPT LOAD (one per script, however many calls
     // met NOSCRIPT); the second is EVAL, which needs no load.
-    const script* s = call->script;
-    if (++call->noscript_replies == 1 &&
-        std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
-        std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
-      loads_.push_back(s);
-      owner_.script_reloaded();
-    }
-    if (call->deadline <= request::clock::now())
-      return request::finish(std::move(call), errc::timeout, nullptr);
-    retries_.push_back(std::move(call));  // written after the SCRIPT LOAD, by the next flush
-    return;
+    if (++call->noscript_replies == 1) reload(call->script);
+    return retry(std::move(call));  // written after the SCRIPT LOAD, by the next flush
   }
   owner_.problem("call: " + r.str, lasting_error(r.str));
   request::finish(std::move(call), error_for(r), &r);
@@ -440,22 +405,26 @@ void connection::on_batch_reply(std::vector<request_ptr> items, reply& r, script
   }
   // The batch script did not run: as for one call (on_call_reply), load it and send the
   // items again; they may form other batches, and go as EVAL after a second NOSCRIPT.
-  const script* s = config_.scripts.batch;
-  if (!missing_function && std::find(loads_.begin(), loads_.end(), s) == loads_.end() &&
-      std::find(loading_.begin(), loading_.end(), s) == loading_.end()) {
-    loads_.push_back(s);
-    owner_.script_reloaded();
-  }
-  const auto now = request::clock::now();
+  if (!missing_function) reload(config_.scripts.batch);
   for (auto& item : items) {
     if (!item) continue;  // timed out in flight
-    if (item->deadline <= now) {
-      request::finish(std::move(item), errc::timeout, nullptr);
-      continue;
-    }
     item->noscript_replies = static_cast<std::uint8_t>(std::min(item->noscript_replies + 1, 2));
-    retries_.push_back(std::move(item));
+    retry(std::move(item));
   }
+}
+
+void connection::reload(const script* s) {
+  if (std::find(loads_.begin(), loads_.end(), s) != loads_.end() ||
+      std::find(loading_.begin(), loading_.end(), s) != loading_.end())
+    return;
+  loads_.push_back(s);
+  owner_.script_reloaded();
+}
+
+void connection::retry(request_ptr call) {
+  if (call->deadline <= request::clock::now())
+    return request::finish(std::move(call), errc::timeout, nullptr);
+  retries_.push_back(std::move(call));
 }
 
 // --- deadlines ---------------------------------------------------------------------------

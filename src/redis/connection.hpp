@@ -126,6 +126,10 @@ class connection final : private stream_owner {
   void connect_failed(std::string why);
   void drop(std::string why, std::error_code for_in_flight);
   void schedule_reconnect();
+  // Closes the socket and forgets what was loading on it.
+  void close_stream();
+  // Moves the calls not in flight (retries, then unsent) to `out`.
+  void take_unsent(std::vector<request_ptr>& out);
 
   // stream_owner
   void stream_ready() override;
@@ -136,6 +140,10 @@ class connection final : private stream_owner {
 
   void on_call_reply(request_ptr call, reply& r, script_call form);
   void on_batch_reply(std::vector<request_ptr> items, reply& r, script_call form);
+  // SCRIPT LOAD of `s` before the next calls, unless one is queued or in flight already.
+  void reload(const script* s);
+  // `call`, which did not run, goes again with the next flush; at its deadline, timeout now.
+  void retry(request_ptr call);
   // How a call whose script met `not_run` replies so far goes out now.
   script_call form_for(std::uint8_t not_run) const noexcept;
   // Appends `r` as `form` (the same for a request without a script: its command).
@@ -148,6 +156,8 @@ class connection final : private stream_owner {
   // too many are open).
   void add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
                     request::clock::time_point now);
+  // Appends `r` as its own call, in the form its script's replies so far allow.
+  void send_call(std::string& out, request_ptr r, request::clock::time_point now);
   // Appends `b` as one call (a lone item as its own script's call) and records it in flight.
   void send_batch(std::string& out, open_batch& b, request::clock::time_point now);
   void fail_in_flight(std::deque<in_flight>& flight, std::error_code ec);

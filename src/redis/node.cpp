@@ -4,19 +4,19 @@
 
 #include "floodgate/errors.hpp"
 #include "redis/endpoint_label.hpp"
+#include "redis/node_pool.hpp"
 
 namespace floodgate::redis {
 
-node::node(boost::asio::io_context& io, connection_config config, node_owner& owner,
-           pool_health& health)
+node::node(node_pool& pool, connection_config config)
     : config_(std::move(config)),
       name_(endpoint_label(config_.endpoint)),
-      owner_(owner),
-      health_(health),
+      pool_(pool),
+      health_(pool.health()),
       breaker_(config_.options.breaker_failures, config_.options.breaker_open_for) {
   connections_.reserve(config_.options.connections);
   for (std::size_t i = 0; i < config_.options.connections; ++i)
-    connections_.push_back(std::make_unique<connection>(io, config_, *this));
+    connections_.push_back(std::make_unique<connection>(pool.context(), config_, *this));
 }
 
 void node::start() {
@@ -84,7 +84,7 @@ void node::finished(std::error_code ec, bool probe) {
   } else {
     health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
   }
-  owner_.breaker_changed(*this, change);
+  pool_.router().breaker_changed(*this, change);
 }
 
 bool node::busy() const noexcept {
@@ -104,11 +104,11 @@ void node::readiness_changed(connection&, bool ready) {
   // Connecting works again; a node no call is routed to (a replica among the seeds) would
   // otherwise keep telling its old connect failure. What is lasting waits for an answer.
   if (ready && has_problem_ && !problem_lasting_) clear_problem();
-  owner_.readiness_changed(*this, ready);
+  pool_.router().readiness_changed(*this, ready);
 }
 
 void node::redispatch(std::vector<request_ptr> requests) {
-  owner_.redispatch(*this, std::move(requests));
+  pool_.redispatch(std::move(requests));
 }
 
 void node::script_reloaded() noexcept {
@@ -117,8 +117,8 @@ void node::script_reloaded() noexcept {
 
 void node::problem(const std::string& why, bool lasting) {
   constexpr std::string_view call = "call: ";
-  if (stopped_ ||
-      (why.starts_with(call) && owner_.routing_reply(std::string_view(why).substr(call.size()))))
+  if (stopped_ || (why.starts_with(call) &&
+                   pool_.router().routing_reply(std::string_view(why).substr(call.size()))))
     return;
   // A failed connect already names the node; a call's error ("call: NOPERM ...") does not.
   const bool named = why.starts_with(name_ + ": ");

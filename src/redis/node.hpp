@@ -4,7 +4,7 @@
 // the server's words (pool_health.hpp), so health, errors and stats read the same on every
 // topology.
 //
-//   node n{io, config, pool, health_};   // pool: its node_owner (node_pool.hpp)
+//   node n{pool, config};   // pool: node_pool.hpp, which hears of it on its io thread
 //   n.start();
 //   bool probe = false;
 //   connection* c = n.admit(probe) ? n.pick() : nullptr;   // null: fail not_connected
@@ -15,7 +15,6 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,29 +27,12 @@
 
 namespace floodgate::redis {
 
-class node;
-
-// The pool's side of its nodes (node_pool.hpp). Io thread.
-class node_owner {
- public:
-  // One of the node's connections became ready or stopped being ready.
-  virtual void readiness_changed(node& n, bool ready) = 0;
-  // Calls a connection of the node gave back unsent (connection_owner::redispatch).
-  virtual void redispatch(node& n, std::vector<request_ptr> requests) = 0;
-  // The node's breaker opened or closed.
-  virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
-  // Whether an error reply (connection_owner::problem's "call: ..." text) is the topology
-  // routing the call (a Cluster's MOVED), not a problem to report.
-  virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
-
- protected:
-  ~node_owner() = default;
-};
+class node_pool;
 
 class node final : public connection_owner, public call_observer {
  public:
-  node(boost::asio::io_context& io, connection_config config, node_owner& owner,
-       pool_health& health);
+  // Connecting on `pool`'s io thread, reporting to its router and health.
+  node(node_pool& pool, connection_config config);
   node(const node&) = delete;
   node& operator=(const node&) = delete;
 
@@ -100,8 +82,8 @@ class node final : public connection_owner, public call_observer {
  private:
   const connection_config config_;  // before the connections, which refer to it
   const std::string name_;
-  node_owner& owner_;
-  pool_health& health_;
+  node_pool& pool_;
+  pool_health& health_;  // pool_'s
   std::vector<std::unique_ptr<connection>> connections_;
   std::atomic<int> ready_{0};
   breaker breaker_;

@@ -43,14 +43,9 @@ struct node_asker::impl {
   link& link_to(const redis_endpoint& ep, peer kind) {
     auto& slot = links[link_name(ep, kind)];
     if (slot) return *slot;
-    stream_config c = sentinel_stream_config(ep, options, tls);
-    if (kind == peer::node) {  // a node's own credentials and db; a sentinel's are options'
-      c.greeting.user = ep.user;
-      c.greeting.password = ep.password;
-      c.greeting.db = ep.db;
-      c.peer = "the server";
-    }
-    slot = std::make_unique<link>(io, std::move(c));
+    slot =
+        std::make_unique<link>(io, kind == peer::node ? node_stream_config(ep, options, tls)
+                                                      : sentinel_stream_config(ep, options, tls));
     return *slot;
   }
 

@@ -24,8 +24,9 @@ node_pool::node_pool(pool_router& router, const redis_options& options, script_s
       options_(options),
       scripts_(std::move(scripts)),
       tls_(std::move(tls)),
+      work_(io_.get_executor()),
       room_(
-          worker_.context(), [this](std::vector<request_ptr>& due) { route_all(due); },
+          io_, [this](std::vector<request_ptr>& due) { route_all(due); },
           [](std::vector<request_ptr>& late) {
             // Past its deadline while held: it is not sent again, so nothing follows.
             for (auto& c : late) c->complete(errc::timeout, nullptr);
@@ -36,15 +37,42 @@ void node_pool::start(std::shared_ptr<void> keep_alive) {
   // find every connection already connecting.
   for (auto& [name, n] : nodes_) n->start();
   started_ = true;
-  worker_.start(std::move(keep_alive));
-  boost::asio::post(worker_.context(), [this] { router_.start(); });
+  thread_ = std::thread([this, keep_alive = std::move(keep_alive)] { io_.run(); });
+  boost::asio::post(io_, [this] { router_.start(); });
+}
+
+void node_pool::submit(request_ptr r) {
+  bool post = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!stopping_) {
+      incoming_.push_back(std::move(r));
+      post = !std::exchange(drain_posted_, true);
+    }
+  }
+  if (r) return r->complete(errc::shutting_down, nullptr);
+  if (post) boost::asio::post(io_, [this] { drain(); });
+}
+
+void node_pool::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  // [this] suffices: only the teardown stops the io_context, so the thread (holding the
+  // client, which owns the pool) is still running when it runs.
+  boost::asio::post(io_, [this] { tear_down(); });
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    thread_.detach();  // a thread cannot join itself; it exits after the teardown
+    return;
+  }
+  thread_.join();
 }
 
 node* node_pool::node_for(const redis_endpoint& ep) {
   auto& slot = nodes_[endpoint_label(ep)];
   if (!slot) {
-    slot = std::make_unique<node>(worker_.context(),
-                                  connection_config{ep, options_, scripts_, tls_}, *this, health_);
+    slot = std::make_unique<node>(*this, connection_config{ep, options_, scripts_, tls_});
     if (started_) slot->start();
   }
   return slot.get();
@@ -52,18 +80,19 @@ node* node_pool::node_for(const redis_endpoint& ep) {
 
 // The node observes each call it admits (request::observer), so its outcome reaches the
 // breaker before the router and the caller.
-request_ptr node_pool::send(request_ptr r, node& n) {
+bool node_pool::send(request_ptr r, node& n) {
   bool probe = false;
   connection* to = n.admit(probe) ? n.pick() : nullptr;
   if (to == nullptr) {
     n.not_sent(probe);
-    return r;
+    r->complete(errc::not_connected, nullptr);
+    return false;
   }
   r->observer = &n;
   r->probe = probe;
   to->enqueue(std::move(r));
   if (std::find(dirty_.begin(), dirty_.end(), to) == dirty_.end()) dirty_.push_back(to);
-  return nullptr;
+  return true;
 }
 
 void node_pool::flush() {
@@ -100,7 +129,7 @@ void node_pool::sweep() {
   std::erase_if(retired_, [now](const retired_node& r) { return r.stopped && r.free_at <= now; });
 }
 
-void node_pool::redispatch(node&, std::vector<request_ptr> requests) {
+void node_pool::redispatch(std::vector<request_ptr> requests) {
   for (auto& r : requests) {
     if (auto* was = static_cast<node*>(r->observer)) {  // admitted, never sent
       was->not_sent(r->probe);
@@ -112,8 +141,14 @@ void node_pool::redispatch(node&, std::vector<request_ptr> requests) {
   flush();
 }
 
-void node_pool::dispatch_batch(std::vector<request_ptr>& batch) {
-  for (auto& r : batch) router_.route(std::move(r), true);
+void node_pool::drain() {
+  {
+    std::lock_guard lock(mutex_);
+    draining_.swap(incoming_);
+    drain_posted_ = false;
+  }
+  for (auto& r : draining_) router_.route(std::move(r), true);
+  draining_.clear();
   flush();
 }
 
@@ -123,7 +158,12 @@ void node_pool::route_all(std::vector<request_ptr>& calls) {
   flush();
 }
 
-void node_pool::tear_down(std::vector<request_ptr>& out) {
+void node_pool::tear_down() {
+  std::vector<request_ptr> out;
+  {
+    std::lock_guard lock(mutex_);
+    out.swap(incoming_);
+  }
   torn_down_ = true;
   router_.stop();
   room_.stop();
@@ -135,6 +175,9 @@ void node_pool::tear_down(std::vector<request_ptr>& out) {
       r.stopped = true;
     }
   dirty_.clear();
+  work_.reset();
+  io_.stop();
+  for (auto& r : out) r->complete(errc::shutting_down, nullptr);
 }
 
 }  // namespace floodgate::redis

@@ -5,34 +5,37 @@
 // topology change, and retiring of nodes that left. What a topology adds is a router
 // (pool_router): where a call goes, and what its node's answer means.
 //
-//   class my_client : public pool_router, public transport::client,
-//                     public std::enable_shared_from_this<my_client> {
-//     node_pool pool_{*this, options, scripts, tls};
+//   class my_client final : public pool_client {   // pool_: its node_pool
 //     void route(request_ptr r, bool fresh) override {
-//       if (auto refused = pool_.send(std::move(r), *pool_.node_for(ep)))
-//         refused->complete(errc::not_connected, nullptr);
+//       pool_.send(std::move(r), *pool_.node_for(ep));   // or errc::not_connected
 //     }
+//     bool healthy() const noexcept override;
 //   };
-//   pool_.start(shared_from_this());   // the thread keeps the client alive
-//   pool_.submit(std::move(call));     // any thread: routed on the io thread
+//   return start_client<my_client>(...);   // the pool's thread keeps the client alive
+//   t->submit(std::move(call));            // any thread: routed on the io thread
 //
 // Internal and Asio-based like connection.hpp. Everything but submit(), shutdown() and the
-// health reads runs on the io thread.
+// health reads runs on the io thread. Calls cross over to it through one queue (one lock,
+// held only to push or swap).
 #pragma once
 
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "redis/breaker.hpp"
 #include "redis/connection.hpp"
-#include "redis/io_worker.hpp"
 #include "redis/node.hpp"
 #include "redis/pool_health.hpp"
+#include "redis/transport.hpp"
 #include "redis/waiting_room.hpp"
 
 namespace floodgate::redis {
@@ -49,16 +52,19 @@ class pool_router {
   // Once, at teardown, before the pool stops its nodes and empties the waiting room: cancel
   // timers, close what the router owns itself.
   virtual void stop() {}
-  // As node_owner's.
+  // One of the node's connections became ready or stopped being ready.
   virtual void readiness_changed(node& /*n*/, bool /*ready*/) {}
+  // The node's breaker opened or closed.
   virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
+  // Whether an error reply (connection_owner::problem's "call: ..." text) is the topology
+  // routing the call (a Cluster's MOVED), not a problem of its node's to report.
   virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
 
  protected:
   ~pool_router() = default;
 };
 
-class node_pool final : public node_owner, public io_worker_owner {
+class node_pool final {
  public:
   using clock = request::clock;
 
@@ -68,28 +74,34 @@ class node_pool final : public node_owner, public io_worker_owner {
   node_pool(const node_pool&) = delete;
   node_pool& operator=(const node_pool&) = delete;
 
-  boost::asio::io_context& context() noexcept { return worker_.context(); }
+  boost::asio::io_context& context() noexcept { return io_; }
+  pool_router& router() noexcept { return router_; }
   const redis_options& options() const noexcept { return options_; }
   const tls_context_result& tls() const noexcept { return tls_; }
   pool_health& health() noexcept { return health_; }
   const pool_health& health() const noexcept { return health_; }
 
   // Starts the nodes made so far, then the thread (holding `keep_alive`, the client, until it
-  // exits), then the router on it.
+  // exits, so the client outlives a shutdown() called from one of its own completions), then
+  // the router on it.
   void start(std::shared_ptr<void> keep_alive);
-  // Any thread: routed on the io thread (pool_router::route, fresh).
-  void submit(request_ptr r) { worker_.submit(std::move(r)); }
-  // Any thread, once: as io_worker::shutdown; every call held completes with shutting_down.
-  void shutdown() { worker_.shutdown(); }
+  // Any thread: routed on the io thread (pool_router::route, fresh). Once shutting down,
+  // completed inline with shutting_down: the io thread may be gone.
+  void submit(request_ptr r);
+  // Any thread, once, after start() (a thread still joinable would terminate): every call
+  // held completes with shutting_down. Returns after the teardown, or, when called on the io
+  // thread, at once: the teardown then runs when the current handler returns.
+  void shutdown();
 
   // --- io thread ---------------------------------------------------------------------------
 
   // The node at `ep`'s address (its credentials, db and TLS are `ep`'s when it is made),
   // connecting from now on.
   node* node_for(const redis_endpoint& ep);
-  // Admitted by `n`'s breaker and queued on its least-loaded connection (written at flush());
-  // null then. Refused (the breaker is open, no connection can take it): `r` is given back.
-  request_ptr send(request_ptr r, node& n);
+  // Admitted by `n`'s breaker and queued on its least-loaded connection (written at flush()).
+  // False when refused (the breaker is open, no connection can take it): `r` has completed
+  // with errc::not_connected.
+  bool send(request_ptr r, node& n);
   // Writes what send() queued.
   void flush();
 
@@ -110,17 +122,8 @@ class node_pool final : public node_owner, public io_worker_owner {
   std::uint64_t retired_count() const noexcept { return retired_count_; }
   bool torn_down() const noexcept { return torn_down_; }
 
-  // node_owner
-  void readiness_changed(node& n, bool ready) override { router_.readiness_changed(n, ready); }
-  void redispatch(node& n, std::vector<request_ptr> requests) override;
-  void breaker_changed(node& n, breaker::change c) override { router_.breaker_changed(n, c); }
-  bool routing_reply(std::string_view error) const noexcept override {
-    return router_.routing_reply(error);
-  }
-
-  // io_worker_owner
-  void dispatch_batch(std::vector<request_ptr>& batch) override;
-  void tear_down(std::vector<request_ptr>& out) override;
+  // Calls a node's connection gave back unsent (connection_owner::redispatch): routed again.
+  void redispatch(std::vector<request_ptr> requests);
 
  private:
   struct retired_node {
@@ -131,13 +134,27 @@ class node_pool final : public node_owner, public io_worker_owner {
 
   void route_all(std::vector<request_ptr>& calls);
   void stop_retired(retired_node& r);
+  // The calls submitted since the last drain, routed fresh.
+  void drain();
+  // Once, after shutdown(): stops the router, the room and the nodes, then the io_context,
+  // and completes every call they held, and those never routed, with shutting_down.
+  void tear_down();
 
   pool_router& router_;
   const redis_options options_;
   const script_set scripts_;
   const tls_context_result tls_;
-  pool_health health_;       // before the nodes, which report to it
-  io_worker worker_{*this};  // before the nodes and the room: its io_context outlives them
+  pool_health health_;  // before the nodes, which report to it
+  // Before the nodes and the room: the io_context outlives them.
+  boost::asio::io_context io_{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+
+  std::mutex mutex_;
+  std::vector<request_ptr> incoming_;  // guarded by mutex_: submitted, not routed yet
+  bool drain_posted_ = false;          // guarded by mutex_
+  bool stopping_ = false;              // guarded by mutex_
+  std::vector<request_ptr> draining_;  // io thread
   std::map<std::string, std::unique_ptr<node>> nodes_;  // by endpoint_label()
   std::vector<retired_node> retired_;
   std::vector<connection*> dirty_;  // queued on since the last flush()
@@ -146,5 +163,42 @@ class node_pool final : public node_owner, public io_worker_owner {
   bool started_ = false;  // nodes made from now on start connecting at once
   bool torn_down_ = false;
 };
+
+// A topology's client: a router over its own pool, which the backend holds as a transport
+// (transport.hpp). Health is what the topology last said (healthy_) while no node fails for a
+// lasting reason; errors and stats are the pool's; a topology may say more of each.
+class pool_client : public pool_router,
+                    public transport::client,
+                    public std::enable_shared_from_this<pool_client> {
+ public:
+  void submit(request_ptr r) override { pool_.submit(std::move(r)); }
+  void shutdown() override { pool_.shutdown(); }
+  std::string last_error() const override { return pool_.health().last_error(); }
+  backend_stats stats() const noexcept override { return pool_.health().stats(); }
+  bool healthy() const noexcept override {
+    return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
+  }
+
+  // Starts the pool's thread, which holds the client until it exits.
+  void run() { pool_.start(shared_from_this()); }
+
+ protected:
+  // `tls`: whether the topology's nodes speak TLS (rediss://).
+  pool_client(bool tls, const redis_options& options, script_set scripts)
+      : pool_(*this, options, std::move(scripts),
+              tls ? make_tls_context(options.tls) : tls_context_result{}) {}
+
+  node_pool pool_;  // before the topology's timers and sockets: its io_context outlives them
+  std::atomic<bool> healthy_{false};
+};
+
+// Makes and runs topology `client` (its run(): pool_client's, or one that also waits) and
+// hands it to the backend.
+template <class client, class... args>
+std::unique_ptr<transport> start_client(args&&... a) {
+  auto c = std::make_shared<client>(std::forward<args>(a)...);
+  c->run();
+  return std::make_unique<transport>(std::move(c));
+}
 
 }  // namespace floodgate::redis

@@ -5,7 +5,6 @@
 #include "redis/client.hpp"
 #include "redis/cluster_client.hpp"
 #include "redis/cluster_protocol.hpp"
-#include "redis/cluster_url.hpp"
 #include "redis/key.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/script_decision.hpp"
@@ -186,13 +185,7 @@ void begin_script_call(request& r, const script& s, script_call form, std::size_
   r.encoded = form;
   r.argument_count = 3 + keys + args;
   append_array_header(r.command, r.argument_count);
-  if (form == script_call::fcall) {
-    append_bulk(r.command, "FCALL");
-    append_bulk(r.command, s.function);
-  } else {
-    append_bulk(r.command, "EVALSHA");
-    append_bulk(r.command, s.sha1);
-  }
+  append_script_head(r.command, s, form);
   r.body_offset = r.command.size();
   append_bulk(r.command, static_cast<std::int64_t>(keys));
 }

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "redis/scripts.hpp"
+
 namespace floodgate::redis {
 namespace {
 
@@ -54,6 +56,20 @@ void append_command(std::string& out, std::initializer_list<std::string_view> ar
   out.reserve(out.size() + size);
   append_array_header(out, args.size());
   for (auto a : args) append_bulk(out, a);
+}
+
+void append_script_head(std::string& out, const script& s, script_call form) {
+  switch (form) {
+    case script_call::fcall:
+      append_bulk(out, "FCALL");
+      return append_bulk(out, s.function);
+    case script_call::evalsha:
+      append_bulk(out, "EVALSHA");
+      return append_bulk(out, s.sha1);
+    case script_call::eval:
+      append_bulk(out, "EVAL");
+      return append_bulk(out, s.source);
+  }
 }
 
 }  // namespace floodgate::redis

@@ -29,4 +29,10 @@ std::size_t bulk_size(std::size_t len) noexcept;
 
 void append_command(std::string& out, std::initializer_list<std::string_view> args);
 
+struct script;
+enum class script_call : std::uint8_t;
+// "FCALL <function>", "EVALSHA <sha1>" or "EVAL <source>": how a call of `s` sent as `form`
+// starts, after its array header (scripts.hpp).
+void append_script_head(std::string& out, const script& s, script_call form);
+
 }  // namespace floodgate::redis

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <cctype>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -27,8 +26,6 @@ using boost::system::error_code;
 
 namespace {
 
-constexpr std::string_view scheme = "redis+sentinel://";
-constexpr std::string_view tls_scheme = "rediss+sentinel://";
 // Asks after a suspicion (READONLY, a lost connection, a timeout) start at most this often: a
 // storm of READONLY replies costs one question per sentinel per 100 ms.
 constexpr auto resolve_min_interval = 100ms;
@@ -36,80 +33,18 @@ constexpr auto resolve_min_interval = 100ms;
 // net for a +switch-master missed by a subscription that died silently (half-open).
 constexpr auto recheck_interval = 1s;
 
-}  // namespace
-
-bool is_sentinel_url(std::string_view url) noexcept {
-  return iequals_prefix(url, scheme) || iequals_prefix(url, tls_scheme);
-}
-
-sentinel_config parse_sentinel_url(std::string_view url) {
-  auto fail = [&](const std::string& why) -> sentinel_config {
-    throw config_error("redis+sentinel URL '" + redact_url(url) + "': " + why);
-  };
-  if (!is_sentinel_url(url))
-    return fail(
-        "expected redis+sentinel://[user:password@]host:port[,...]/master-name[/db] (or "
-        "rediss+sentinel://)");
-  const bool tls = iequals_prefix(url, tls_scheme);
-  std::string_view rest = url.substr(tls ? tls_scheme.size() : scheme.size());
-  std::string userinfo;
-  if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
-    userinfo = std::string(rest.substr(0, at + 1));
-    rest = rest.substr(at + 1);
-  }
-  const auto slash = rest.find('/');
-  if (slash == std::string_view::npos) return fail("missing /master-name");
-  std::string_view path = rest.substr(slash + 1);
-  rest = rest.substr(0, slash);
-  const auto db_slash = path.find('/');
-  sentinel_config out;
-  out.master_name = std::string(path.substr(0, db_slash));
-  if (out.master_name.empty()) return fail("missing /master-name");
-  for (char c : out.master_name)
-    if (std::isspace(static_cast<unsigned char>(c)) || c == '?' || c == '#')
-      return fail("invalid character in master name");
-  try {
-    // The primary's credentials and db, parsed as a redis:// URL on a placeholder host.
-    const std::string db = db_slash == std::string_view::npos
-                               ? std::string()
-                               : "/" + std::string(path.substr(db_slash + 1));
-    out.primary = parse_redis_url("redis://" + userinfo + "primary" + db);
-    out.primary.tls = tls;
-    for (;;) {
-      const auto comma = rest.find(',');
-      const auto hostport = rest.substr(0, comma);
-      if (hostport.empty()) return fail("empty host in the sentinel list");
-      auto ep = parse_redis_url("redis://" + std::string(hostport));
-      ep.port = hostport.find(':') == std::string_view::npos ? 26379 : ep.port;
-      ep.tls = tls;
-      out.sentinels.push_back(std::move(ep));
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
-    }
-  } catch (const config_error& e) {
-    const std::string what = e.what();
-    return fail(what.substr(what.find("': ") + 3));
-  }
-  return out;
-}
-
-namespace {
-
 // Runs on the pool's io thread (node_pool.hpp): the sentinel connections, the primary as the
 // pool's node, calls held after READONLY in the pool's waiting room, a retired primary.
 // Callers' threads read the health (atomics, pool_health) and the start-up state (mutex_).
 // Routes every call to the current primary and decides what its answer means: a READONLY (a
 // demoted primary: the script wrote nothing) is re-sent once, to the new primary, and
 // failures start a new look-up (request::route.epoch: the primary it went to).
-class sentinel_client final : public pool_router,
-                              public call_router,
-                              public transport::client,
-                              public std::enable_shared_from_this<sentinel_client> {
+class sentinel_client final : public pool_client, public call_router {
  public:
+  // The pool's TLS context (rediss+sentinel://) is the sentinels' too.
   sentinel_client(sentinel_config config, const redis_options& options, script_set scripts)
-      : config_(std::move(config)),
-        pool_(*this, options, std::move(scripts),
-              config_.primary.tls ? make_tls_context(options.tls) : tls_context_result{}),
+      : pool_client(config.primary.tls, options, std::move(scripts)),
+        config_(std::move(config)),
         round_timer_(pool_.context()),
         recheck_timer_(pool_.context()) {
     // The epoch, then the address (sentinel_answer.hpp says why in this order).
@@ -125,7 +60,7 @@ class sentinel_client final : public pool_router,
   // at most: the sentinels are asked together, so one that never answers costs nothing when a
   // majority does.
   void run() {
-    pool_.start(shared_from_this());
+    pool_client::run();
     std::unique_lock lock(mutex_);
     cv_.wait_for(lock, pool_.options().connect_timeout,
                  [&] { return have_primary_ || first_round_over_; });
@@ -143,11 +78,6 @@ class sentinel_client final : public pool_router,
       return r->complete(errc::not_connected, nullptr);
     }
     pool_.submit(std::move(r));
-  }
-  void shutdown() override { pool_.shutdown(); }
-
-  bool healthy() const noexcept override {
-    return healthy_.load(std::memory_order_relaxed) && !pool_.health().lasting();
   }
 
   std::string last_error() const override {
@@ -204,10 +134,7 @@ class sentinel_client final : public pool_router,
       return r->complete(errc::not_connected, nullptr);
     }
     r->route.epoch = epoch_;
-    if (auto refused = pool_.send(std::move(r), *primary_)) {
-      request_round();
-      refused->complete(errc::not_connected, nullptr);
-    }
+    if (!pool_.send(std::move(r), *primary_)) request_round();
   }
 
   void readiness_changed(node&, bool) override { update_health(); }
@@ -500,9 +427,6 @@ class sentinel_client final : public pool_router,
 
   const sentinel_config config_;
   std::string ask_command_, address_command_, subscribe_command_;
-
-  // The primary's node, and rediss+sentinel://'s TLS context, the sentinels' too.
-  node_pool pool_;  // before what uses its io_context: destroyed after it
   std::vector<std::unique_ptr<peer>> peers_;
   asio::steady_timer round_timer_, recheck_timer_;
 
@@ -526,7 +450,6 @@ class sentinel_client final : public pool_router,
   std::atomic<bool> round_posted_{false};  // submit()'s request_round() is on its way
   std::string sentinel_error_;             // guarded by mutex_
 
-  std::atomic<bool> healthy_{false};
   std::atomic<std::uint64_t> resent_{0}, switches_{0};
 };
 
@@ -537,9 +460,7 @@ std::unique_ptr<transport> make_sentinel_client(sentinel_config config,
   validate_options(options);
   if (config.sentinels.empty()) throw config_error("redis+sentinel: no sentinels");
   if (config.primary.tls) validate_tls_options(options.tls);
-  auto c = std::make_shared<sentinel_client>(std::move(config), options, std::move(scripts));
-  c->run();
-  return std::make_unique<transport>(std::move(c));
+  return start_client<sentinel_client>(std::move(config), options, std::move(scripts));
 }
 
 }  // namespace floodgate::redis

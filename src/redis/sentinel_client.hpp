@@ -1,5 +1,4 @@
-// A client for a Redis primary found through Sentinel:
-// redis+sentinel://[user:password@]host:port[,host:port...]/master-name[/db].
+// A client for a Redis primary found through Sentinel (redis+sentinel://, topology.hpp).
 //
 //   auto c = make_sentinel_client(parse_sentinel_url(url), options, scripts);
 //   c->submit(std::move(r));   // to the current primary, as client.hpp
@@ -35,20 +34,10 @@
 #include <vector>
 
 #include "redis/scripts.hpp"
+#include "redis/topology.hpp"
 #include "redis/transport.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
-
-struct sentinel_config {
-  std::vector<redis_endpoint> sentinels;
-  std::string master_name;
-  redis_endpoint primary;  // user, password and db for the primary; host and port found
-};
-
-bool is_sentinel_url(std::string_view url) noexcept;
-// Throws config_error (password masked) for a malformed URL.
-sentinel_config parse_sentinel_url(std::string_view url);
 
 // Throws config_error for unusable options, no sentinels or unusable TLS files.
 std::unique_ptr<transport> make_sentinel_client(sentinel_config config,

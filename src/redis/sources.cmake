@@ -21,7 +21,6 @@ target_sources(floodgate PRIVATE
   redis/node_pool.cpp
   redis/client.cpp
   redis/cluster_protocol.cpp
-  redis/cluster_url.cpp
   redis/sentinel_answer.cpp
   redis/cluster_client.cpp
   redis/stream_link.cpp

@@ -19,6 +19,30 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
+stream_config sentinel_stream_config(const redis_endpoint& ep, const redis_options& options,
+                                     tls_context_result tls) {
+  stream_config c;
+  c.endpoint = ep;
+  c.tls = options.tls;
+  c.tls_context = std::move(tls);
+  c.greeting.user = options.sentinel_user;
+  c.greeting.password = options.sentinel_password;
+  c.connect_timeout = options.connect_timeout;
+  c.max_reply_size = options.max_reply_size;
+  c.peer = "the sentinel";
+  return c;
+}
+
+stream_config node_stream_config(const redis_endpoint& ep, const redis_options& options,
+                                 tls_context_result tls) {
+  stream_config c = sentinel_stream_config(ep, options, std::move(tls));
+  c.greeting.user = ep.user;
+  c.greeting.password = ep.password;
+  c.greeting.db = ep.db;
+  c.peer = "the server";
+  return c;
+}
+
 tls_context_result make_tls_context(const tls_options& o) {
   tls_context_result out;
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);

@@ -73,6 +73,14 @@ struct stream_config {
   std::string peer = "the server";  // the other end, in "closed by the server"
 };
 
+// How a sentinel at `ep` is reached: TLS as the endpoint says, AUTH with options'
+// sentinel_user and sentinel_password, no SELECT.
+stream_config sentinel_stream_config(const redis_endpoint& ep, const redis_options& options,
+                                     tls_context_result tls);
+// How a Redis node at `ep` is reached: as a sentinel, but AUTH and SELECT as `ep` says.
+stream_config node_stream_config(const redis_endpoint& ep, const redis_options& options,
+                                 tls_context_result tls);
+
 class stream_owner {
  public:
   // Connected, TLS done, and every greeting reply in.

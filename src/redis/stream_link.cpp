@@ -4,20 +4,6 @@
 
 namespace floodgate::redis {
 
-stream_config sentinel_stream_config(const redis_endpoint& ep, const redis_options& options,
-                                     tls_context_result tls) {
-  stream_config c;
-  c.endpoint = ep;
-  c.tls = options.tls;
-  c.tls_context = std::move(tls);
-  c.greeting.user = options.sentinel_user;
-  c.greeting.password = options.sentinel_password;
-  c.connect_timeout = options.connect_timeout;
-  c.max_reply_size = options.max_reply_size;
-  c.peer = "the sentinel";
-  return c;
-}
-
 stream_link::stream_link(boost::asio::io_context& io, stream_config config, handlers h)
     : config_(std::move(config)), handlers_(std::move(h)), stream_(io, *this) {}
 

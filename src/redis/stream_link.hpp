@@ -24,11 +24,6 @@
 
 namespace floodgate::redis {
 
-// How a sentinel at `ep` is reached: TLS as the endpoint says, AUTH with options'
-// sentinel_user and sentinel_password, no SELECT.
-stream_config sentinel_stream_config(const redis_endpoint& ep, const redis_options& options,
-                                     tls_context_result tls);
-
 class stream_link final : private stream_owner {
  public:
   struct handlers {

@@ -1,20 +1,33 @@
 // Which topology a Redis URL names, read in one place for everyone who takes a URL: the
 // backend (redis_backend.cpp), make_backend's scheme check (backend_url.cpp) and the inspection
-// API (inspect.cpp), so they never disagree about a URL.
+// API (inspector.cpp), so they never disagree about a URL.
 //
 //   redis_options o;
 //   const topology t = parse_topology("redis+cluster://10.0.0.1:7000?key_prefix=rl:", o);
 //   // t.what == topology::kind::cluster, t.nodes: the seeds; o.key_prefix == "rl:"
+//
+// redis+cluster://[user:password@]host:port[,host:port...] names seeds: any one reachable is
+// enough (the rest of the cluster is discovered with CLUSTER SLOTS); the credentials and TLS
+// (rediss+cluster://, a TLS client told the nodes' TLS ports) apply to every node, and a
+// database other than 0 is refused. redis+sentinel://[user:password@]host[:port][,...]/
+// master-name[/db] names sentinels (port 26379 by default), the master, and the primary's
+// credentials and db. Throws config_error (password masked) for anything else.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "floodgate/options.hpp"
-#include "redis/sentinel_client.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
+
+struct sentinel_config {
+  std::vector<redis_endpoint> sentinels;
+  std::string master_name;
+  redis_endpoint primary;  // user, password and db for the primary; host and port found
+};
 
 struct topology {
   enum class kind { single, cluster, sentinel } what = kind::single;
@@ -32,8 +45,16 @@ struct topology {
 bool is_redis_url(std::string_view url) noexcept;
 
 // The topology of a Redis URL: its query's options applied to `options` (url_options.hpp),
-// then its nodes by scheme (cluster_url.hpp, sentinel_client.hpp; anything else is read as
-// redis:// by url.hpp). Throws config_error (password masked) for a URL the backend refuses.
+// then its nodes by scheme (anything but a cluster or sentinel URL is read as redis:// by
+// url.hpp). Throws config_error (password masked) for a URL the backend refuses.
 topology parse_topology(std::string_view url, redis_options& options);
+
+bool is_cluster_url(std::string_view url) noexcept;
+// The seeds of a redis+cluster:// URL without its query.
+std::vector<redis_endpoint> parse_cluster_url(std::string_view url);
+
+bool is_sentinel_url(std::string_view url) noexcept;
+// The sentinels and master of a redis+sentinel:// URL without its query.
+sentinel_config parse_sentinel_url(std::string_view url);
 
 }  // namespace floodgate::redis

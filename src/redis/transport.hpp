@@ -26,7 +26,7 @@ class transport final {
     virtual ~client() = default;
     // From any thread.
     virtual void submit(std::unique_ptr<request> r) = 0;
-    // Once, from the transport's destructor (io_worker::shutdown).
+    // Once, from the transport's destructor (node_pool::shutdown).
     virtual void shutdown() = 0;
     virtual bool healthy() const noexcept = 0;
     virtual std::string last_error() const = 0;

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "floodgate/errors.hpp"
-#include "redis/cluster_url.hpp"
 #include "redis/sentinel_client.hpp"
 
 namespace floodgate::redis {

@@ -23,7 +23,7 @@ void resp_reader(bytes data);
 void http_request(bytes data);
 // A rules file (service/config's parse_config).
 void rules_yaml(bytes data);
-// A backend URL with its query options (src/redis/url*, cluster_url, sentinel).
+// A backend URL with its query options (src/redis/url*, topology).
 void redis_url(bytes data);
 
 struct target {

@@ -7,8 +7,8 @@
 #include "floodgate/errors.hpp"
 #include "floodgate/options.hpp"
 #include "fuzz_entries.hpp"
-#include "redis/cluster_url.hpp"
 #include "redis/sentinel_client.hpp"
+#include "redis/topology.hpp"
 #include "redis/url.hpp"
 #include "redis/url_options.hpp"
 

@@ -106,7 +106,8 @@ TEST(lease_outcome_delivery, a_lease_not_taken_is_given_back_and_a_taken_one_kep
   semaphore sem{*b};
   auto acquire = [&](delivery answer) {
     std::promise<acquire_result> got;
-    sem.async_acquire_or_give_back("k", one, [&](acquire_result r) {
+    // `answer` by value: once set_value() wakes the caller, this frame may be gone.
+    sem.async_acquire_or_give_back("k", one, [&got, answer](acquire_result r) {
       got.set_value(r);
       return answer;
     });

@@ -42,29 +42,22 @@ TEST(sentinel_durability, failover_with_min_replicas_to_write) {
   o.redis.test_clock = [] { return std::chrono::milliseconds(1'800'000'000'000); };
   limiter l{s.url(), o};
   ASSERT_TRUE(wait_healthy(l.get_backend()));
-  // Capacity that outlasts, at the load's rate, SENTINEL FAILOVER being asked (again while
-  // refused, up to `asked_within`), the failover (given up after failover_timeout) and the
-  // client's switch (its 1 s recheck). At that rate, what the old primary would admit and lose
-  // after its replica left without min-replicas (the ~0.9 s until the switch) is still over
-  // three times the bound asserted below.
+  // Capacity that outlasts the failover at the load's rate (limit_outlasting_a_failover). At
+  // that rate, what the old primary would admit and lose after its replica left without
+  // min-replicas (the ~0.9 s until the switch) is still over three times the bound below.
   constexpr int threads = 4;
   constexpr double per_thread = load::default_per_thread;
-  constexpr auto asked_within = 10s;
-  const auto switched_limit = redis_sentinel::failover_timeout + 1s;
   const policy p{"hot", algorithm::gcra,
-                 static_cast<std::int64_t>(
-                     threads * per_thread *
-                     std::chrono::duration<double>(asked_within + switched_limit).count()),
-                 1h};
+                 redis_sentinel::limit_outlasting_a_failover(threads * per_thread), 1h};
   constexpr std::int64_t lost_at_most = 1000;
   load ld(l, "alice", p, threads, per_thread);
   ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, ld.time_for(200)));
-  const auto failover = s.failover(asked_within);
+  const auto failover = s.failover(redis_sentinel::failover_asked_within);
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_TRUE(wait_for([&] { return s.node(1).command({"ROLE"}).elements.at(0).str == "master"; },
                        redis_sentinel::failover_timeout));
-  ASSERT_TRUE(
-      wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; }, switched_limit));
+  ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; },
+                       redis_sentinel::switched_limit));
   // The rest of the limit on the new primary, which may lack what the old one admitted last.
   ASSERT_TRUE(wait_for([&] { return ld.denied > 500; },
                        ld.time_for(p.limit() - ld.admitted + lost_at_most + 500)))

@@ -21,21 +21,13 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   limiter l{s.url(), o};
   EXPECT_EQ(l.get_backend().kind(), "redis-sentinel");
   ASSERT_TRUE(wait_healthy(l.get_backend()));
-  // Capacity that outlasts the failover at the load's rate: unpaced, the load admitted over
-  // 30,000 on the old primary in the 0.9 s before the client switched, so a limit of 40,000
-  // ran out before the failover was asked (2 of 3 runs red). Paced, the load cannot spend the
-  // limit before the failover is asked (SENTINEL FAILOVER is asked again while refused, for
-  // up to `asked_within`) and over (the sentinels give it up after failover_timeout), and the
-  // client has switched (its 1 s recheck, if it missed the sentinels' message).
+  // Capacity that outlasts the failover at the load's rate (limit_outlasting_a_failover): unpaced,
+  // the load admitted over 30,000 on the old primary in the 0.9 s before the client switched,
+  // so a limit of 40,000 ran out before the failover was asked (2 of 3 runs red).
   constexpr int threads = 4;
   constexpr double per_thread = load::default_per_thread;
-  constexpr auto asked_within = 10s;
-  const auto switched_limit = redis_sentinel::failover_timeout + 1s;
   const policy p{"hot", algorithm::gcra,
-                 static_cast<std::int64_t>(
-                     threads * per_thread *
-                     std::chrono::duration<double>(asked_within + switched_limit).count()),
-                 1h};
+                 redis_sentinel::limit_outlasting_a_failover(threads * per_thread), 1h};
   load ld(l, "alice", p, threads, per_thread);
   ASSERT_TRUE(wait_for([&] { return ld.admitted > 200; }, ld.time_for(200)));
   // A point the replica is known to hold: every admission counted before this INFO was
@@ -47,7 +39,8 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
   const long long admitted_at_sync = ld.admitted;
   const long long sent = offset(0, "master_repl_offset");
   ASSERT_TRUE(wait_for([&] { return offset(1, "slave_repl_offset") >= sent; }, 10s));
-  const auto failover = s.failover(asked_within);  // asked again while -NOGOODSLAVE
+  const auto failover =
+      s.failover(redis_sentinel::failover_asked_within);  // asked again while -NOGOODSLAVE
   ASSERT_EQ(failover.kind, reply::status) << failover.str;
   ASSERT_EQ(failover.str, "OK");
   const auto asked = std::chrono::steady_clock::now();
@@ -55,8 +48,8 @@ TEST(sentinel, failover_under_load_follows_the_new_primary) {
                        redis_sentinel::failover_timeout));
   const auto promoted = std::chrono::steady_clock::now();
   const auto admitted_at_promotion = ld.admitted.load();
-  ASSERT_TRUE(
-      wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; }, switched_limit));
+  ASSERT_TRUE(wait_for([&] { return l.get_backend().stats().failovers_seen >= 1; },
+                       redis_sentinel::switched_limit));
   const auto switched = std::chrono::steady_clock::now();
   const auto admitted_at_switch = ld.admitted.load();
   ASSERT_TRUE(s.wait_primary_port(s.node(1).port(), redis_sentinel::failover_timeout));

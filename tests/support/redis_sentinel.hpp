@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,18 @@ class redis_sentinel {
   // 2-s publish periods (sentinel.c).
   static constexpr std::chrono::milliseconds demotion_limit =
       failover_timeout + std::chrono::milliseconds(10'000 + 4 * 2'000);
+  // How long failover() asks again while SENTINEL FAILOVER is refused (-NOGOODSLAVE), and the
+  // longest until a client has switched once it is done: the failover (given up after
+  // failover_timeout), then the client's 1 s recheck if it missed the sentinels' message.
+  static constexpr std::chrono::milliseconds failover_asked_within{10'000};
+  static constexpr std::chrono::milliseconds switched_limit =
+      failover_timeout + std::chrono::milliseconds(1'000);
+  // A limit a load admitting `per_second` cannot spend before the failover is asked, done and
+  // switched to: what a failover test's key needs so that the limit is not what it measures.
+  static constexpr std::int64_t limit_outlasting_a_failover(double per_second) {
+    return static_cast<std::int64_t>(
+        per_second * std::chrono::duration<double>(failover_asked_within + switched_limit).count());
+  }
 
   struct options {
     std::string password;  // non-empty: the sentinels require it (requirepass, sentinel-pass)

@@ -16,4 +16,14 @@ std::optional<std::string_view> find_header(const header_list& headers, std::str
   return std::nullopt;
 }
 
+bool repeated_header(const header_list& headers, std::string_view name) noexcept {
+  bool seen = false;
+  for (const auto& [n, v] : headers)
+    if (same_header_name(n, name)) {
+      if (seen) return true;
+      seen = true;
+    }
+  return false;
+}
+
 }  // namespace floodgate::service

@@ -24,6 +24,10 @@ bool same_header_name(std::string_view a, std::string_view b) noexcept;
 // Finds a header by name, case-insensitively; the first one wins.
 std::optional<std::string_view> find_header(const header_list& headers, std::string_view name);
 
+// Whether a header appears more than once. A header that names one thing (X-Real-IP, a key)
+// given twice is ambiguous, and the first line may be the client's own.
+bool repeated_header(const header_list& headers, std::string_view name) noexcept;
+
 struct http_request {
   std::string method;   // "GET", "POST", ... as received
   std::string target;   // origin-form: path and optional "?query"
@@ -34,6 +38,7 @@ struct http_request {
   std::optional<std::string_view> header(std::string_view name) const {
     return find_header(headers, name);
   }
+  bool repeats(std::string_view name) const noexcept { return repeated_header(headers, name); }
 };
 
 struct http_response {

@@ -215,6 +215,7 @@ route_result parse_refund(const http_request& req, std::shared_ptr<const config>
   if (item.cost < 1) return bad_request("'cost' must be at least 1 for a refund");
   // The IETF draft's header (draft-ietf-httpapi-idempotency-key-header): a retry of a refund
   // whose outcome was unknown gives back once.
+  if (req.repeats("Idempotency-Key")) return bad_request("header Idempotency-Key given twice");
   if (const auto k = req.header("Idempotency-Key")) {
     if (!valid_idempotency_key(*k))
       return bad_request("'Idempotency-Key' must be 1..64 of A-Z a-z 0-9 _ . : -");
@@ -299,6 +300,7 @@ std::variant<std::string, http_response> client_address(const http_request& req,
   }
   if (!rules.is_trusted_proxy(*peer)) return peer->to_string();
 
+  if (req.repeats("X-Real-IP")) return bad_request("header X-Real-IP given twice");
   if (const auto real_ip = req.header("X-Real-IP")) {
     const auto a = parse_ip(*real_ip);
     if (!a) return bad_request("X-Real-IP " + quoted(*real_ip) + " is not an IP address");
@@ -330,6 +332,9 @@ std::variant<std::string, http_response> key_from_source(const http_request& req
                                                          const request_limits& limits) {
   std::string key;
   if (r.key.from == key_source::kind::header) {
+    if (req.repeats(r.key.header))
+      return bad_request("header " + r.key.header + " given twice (rule '" + r.name() +
+                         "' takes its key from it)");
     const auto value = req.header(r.key.header);
     if (!value)
       return bad_request("missing header " + r.key.header + " (rule '" + r.name() +

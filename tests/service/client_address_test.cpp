@@ -79,5 +79,27 @@ TEST(client_address, a_value_that_is_not_an_address_is_400) {
   }
 }
 
+// A header that names one thing given twice is ambiguous: a proxy that adds X-Real-IP rather
+// than setting it would let the client's own line decide (30 rotating first values were all
+// admitted). X-Real-IP, a rule's key header and Idempotency-Key twice are a 400; X-Forwarded-For
+// lines are one list, as before.
+TEST(client_address, a_singleton_header_given_twice_is_400) {
+  floodgated_process fg(per_ip_rule + "  - {name: per-user, algorithm: gcra, limit: 10, window: 1s, "
+                                      "key: 'header:X-Api-Key'}\n"
+                                      "trusted_proxies: [127.0.0.0/8]\n");
+  http_connection proxy(fg.port());
+  const auto twice = [&](const std::string& path, const std::string& name, const std::string& a,
+                         const std::string& b, const std::string& body = {}) {
+    const auto r = proxy.request(body.empty() ? "GET" : "POST", path, body, {{name, a}, {name, b}});
+    EXPECT_EQ(r.status, 400) << name << ": " << r.body;
+    EXPECT_NE(r.body.find(name), std::string::npos) << r.body;
+  };
+  twice("/v1/auth/per-ip", "X-Real-IP", "198.51.100.1", "198.51.100.2");
+  twice("/v1/auth/per-user", "X-Api-Key", "fresh", "victim");
+  twice("/v1/refund", "Idempotency-Key", "k1", "k2", R"({"rule":"per-ip","key":"a","cost":1})");
+  EXPECT_EQ(auth(proxy, {{"X-Forwarded-For", "198.51.100.7"}, {"X-Forwarded-For", "10.0.0.1"}}),
+            204);
+}
+
 }  // namespace
 }  // namespace floodgate::test

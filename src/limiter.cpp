@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "deny_cache.hpp"
+#include "failure.hpp"
 #include "floodgate/errors.hpp"
 #include "local_mode.hpp"
 #include "reservations.hpp"
@@ -42,13 +43,8 @@ class waiter {
   std::shared_ptr<shared> state_ = std::make_shared<shared>();
 };
 
-// What a backend failure means for one policy: its failure mode decides.
-decision failure_decision(const policy& p) {
-  decision d;
-  d.allowed = p.on_failure() == failure_mode::open;
-  d.limit = p.capacity();
-  return d;
-}
+using detail::failure_decision;
+using detail::failed_outcome;
 
 // Decisions kept in case the backend fails: the handler may run after the caller's items
 // and policies are gone, so it must not read them.
@@ -59,24 +55,13 @@ std::vector<decision> failure_decisions(std::span<const check_item> items) {
   return out;
 }
 
-// What a failed reply means: the backend refused the request itself (cross_slot: no failure
-// mode applies), or it failed (the policies' failure modes decide).
-outcome failed_outcome(std::error_code ec) noexcept {
-  return is_backend_error(ec) ? outcome::backend_error : outcome::invalid_request;
-}
-
 // A backend's reply to a single check, with the failure mode applied.
 check_result single_result(backend_reply& reply, const decision& on_failure) {
-  check_result r;
   if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
-  if (reply.error) {
-    r.outcome = failed_outcome(reply.error);
-    r.error = reply.error;
-    if (r.outcome == outcome::backend_error) r.decision = on_failure;
-  } else {
-    r.decision = reply.decisions.front();
-    r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;
-  }
+  if (reply.error) return detail::failed_check(reply.error, on_failure);
+  check_result r;
+  r.decision = reply.decisions.front();
+  r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;
   return r;
 }
 

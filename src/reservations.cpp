@@ -4,23 +4,12 @@
 #include <chrono>
 #include <functional>
 
-#include "floodgate/errors.hpp"
+#include "failure.hpp"
 
 namespace floodgate::detail {
 namespace {
 
 constexpr std::size_t shard_count = 16;
-
-check_result failed(std::error_code ec, const policy& p) {
-  check_result r;
-  r.error = ec;
-  r.outcome = is_backend_error(ec) ? outcome::backend_error : outcome::invalid_request;
-  if (r.outcome == outcome::backend_error) {
-    r.decision.allowed = p.on_failure() == failure_mode::open;  // as a check's failure
-    r.decision.limit = p.capacity();
-  }
-  return r;
-}
 
 }  // namespace
 
@@ -134,7 +123,7 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
       std::lock_guard lock(s.mutex);
       if (auto it = s.entries.find(name); it != s.entries.end()) it->second.taking = false;
     }
-    return handler(failed(r.error, p));
+    return handler(failed_check(r.error, failure_decision(p)));
   }
   taken_.fetch_add(1, std::memory_order_relaxed);
   units_.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);

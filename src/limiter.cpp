@@ -6,7 +6,6 @@
 #include <optional>
 #include <vector>
 #include <string>
-#include <type_traits>
 
 #include "deny_cache.hpp"
 #include "failure.hpp"
@@ -333,16 +332,7 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
   // A policy with reservations admits from this process's units when it holds enough, or
   // takes a reservation; else (none to take now) it asks the backend below.
   if (p.reserve() > 0 && item.cost > 0) {
-    if constexpr (std::is_same_v<Result, check_result>) {
-      if (reservations_->check(item.key, p, item.cost, handler)) return;
-    } else {
-      auto held = std::make_shared<std::function<void(Result)>>(std::move(handler));
-      std::function<void(check_result)> as_single = [held](check_result r) {
-        (*held)(answer::from(r));
-      };
-      if (reservations_->check(item.key, p, item.cost, as_single)) return;
-      handler = std::move(*held);  // not taken: as_single was never called
-    }
+    if (reservations_->check(item.key, p, item.cost, handler, answer::from)) return;
   }
   bool probing = false;
   if (local_mode_ && p.on_failure() == failure_mode::local) {

@@ -55,9 +55,10 @@ std::int64_t reservations::window_end(const policy& p, std::int64_t sent, const 
   return sent + reset;
 }
 
-bool reservations::check(std::string_view key, const policy& p, std::int64_t cost,
-                         std::function<void(check_result)>& handler) {
-  if (p.reserve() == 0 || cost < 1 || cost > p.reserve()) return false;
+reservations::plan reservations::plan_check(std::string_view key, const policy& p,
+                                             std::int64_t cost) {
+  plan out;
+  if (p.reserve() == 0 || cost < 1 || cost > p.reserve()) return out;
   std::string name = name_of(key, p);
   shard& s = shard_of(name);
   const std::int64_t now = steady_ms_();
@@ -67,7 +68,7 @@ bool reservations::check(std::string_view key, const policy& p, std::int64_t cos
     if (s.entries.size() >= max_per_shard_) {
       std::erase_if(s.entries,
                     [now](const auto& kv) { return !kv.second.taking && now >= kv.second.until; });
-      if (s.entries.size() >= max_per_shard_) return false;  // bounded: ask the backend
+      if (s.entries.size() >= max_per_shard_) return out;  // bounded: ask the backend
     }
     it = s.entries.emplace(name, entry{p}).first;
   }
@@ -75,13 +76,13 @@ bool reservations::check(std::string_view key, const policy& p, std::int64_t cos
   if (!(e.rule == p)) e = entry{p};  // reloaded: units of another policy are not this one's
   if (now < e.until && e.left >= cost) {
     e.left -= cost;
-    const check_result r = admitted(e, p, now);
+    out.answer = admitted(e, p, now);
     lock.unlock();
     spent_.fetch_add(1, std::memory_order_relaxed);
-    handler(r);
-    return true;
+    out.step = plan::spent;
+    return out;
   }
-  if (e.taking) return false;  // one reservation at a time; meanwhile checks ask the backend
+  if (e.taking) return out;  // one reservation at a time; meanwhile checks ask the backend
   if (e.granted > 0) {
     // Sized from how the last one went: ran out early, twice as many; else what was spent.
     e.next_size = now < e.until ? 2 * e.granted : std::max<std::int64_t>(1, e.granted - e.left);
@@ -103,15 +104,22 @@ bool reservations::check(std::string_view key, const policy& p, std::int64_t cos
   // Never more than half of what the key had left: a nearly exhausted key is not hoarded, and
   // its last units are decided by the backend one check at a time.
   if (e.key_left >= 0) wanted = std::min(wanted, e.key_left / 2);
-  if (wanted < cost) return false;
+  if (wanted < cost) return out;
   e.taking = true;
-  lock.unlock();
-  backend_->async_reserve(key, p, wanted,
-                          [self = shared_from_this(), name = std::move(name), p, cost, sent = now,
-                           handler = std::move(handler)](reserve_reply r) mutable {
+  out.step = plan::take;
+  out.name = std::move(name);
+  out.wanted = wanted;
+  out.sent = now;
+  return out;
+}
+
+void reservations::take(std::string_view key, const policy& p, std::int64_t cost, plan& next,
+                        std::function<void(check_result)> handler) {
+  backend_->async_reserve(key, p, next.wanted,
+                          [self = shared_from_this(), name = std::move(next.name), p, cost,
+                           sent = next.sent, handler = std::move(handler)](reserve_reply r) mutable {
                             self->granted(name, p, cost, sent, r, std::move(handler));
                           });
-  return true;
 }
 
 void reservations::granted(const std::string& name, const policy& p, std::int64_t cost,

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -38,9 +39,30 @@ class reservations : public std::enable_shared_from_this<reservations> {
 
   // Answers (key, p, cost) from a reservation, or takes one and answers from it, and returns
   // true; returns false, touching nothing, when the check should go to the backend as usual.
-  // `p.reserve()` > 0 and 1 <= cost <= p.capacity().
+  // `p.reserve()` > 0 and 1 <= cost <= p.capacity(). The answer is a check_result given to
+  // `handler` as `shape(r)` (check_all's shape for a one-item check_all): spending allocates
+  // nothing, and `handler` is moved from only when a reservation is taken.
+  template <class Result, class Shape>
   bool check(std::string_view key, const policy& p, std::int64_t cost,
-             std::function<void(check_result)>& handler);
+             std::function<void(Result)>& handler, Shape shape) {
+    plan next = plan_check(key, p, cost);
+    switch (next.step) {
+      case plan::backend:
+        return false;
+      case plan::spent:
+        handler(shape(std::move(next.answer)));
+        return true;
+      case plan::take:
+        break;
+    }
+    if constexpr (std::is_same_v<Result, check_result>) {
+      take(key, p, cost, next, std::move(handler));
+    } else {
+      take(key, p, cost, next,
+           [handler = std::move(handler), shape](check_result r) { handler(shape(std::move(r))); });
+    }
+    return true;
+  }
 
   // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
   void forget(std::string_view key, const policy& p);
@@ -65,6 +87,18 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::mutex mutex;
     std::unordered_map<std::string, entry> entries;
   };
+
+  // What a check does next: ask the backend, nothing more (backend); answered from units held
+  // (spent: `answer`); or take a reservation of `wanted` (take).
+  struct plan {
+    enum { backend, spent, take } step = backend;
+    check_result answer;
+    std::string name;
+    std::int64_t wanted = 0, sent = 0;
+  };
+  plan plan_check(std::string_view key, const policy& p, std::int64_t cost);
+  void take(std::string_view key, const policy& p, std::int64_t cost, plan& next,
+            std::function<void(check_result)> handler);
 
   static std::string name_of(std::string_view key, const policy& p);
   shard& shard_of(const std::string& name);

@@ -42,19 +42,6 @@ check_result reservations::admitted(const entry& e, const policy& p, std::int64_
   return r;
 }
 
-// Until when a grant taken at `sent` may be spent: the end of the window its units were
-// recorded in (on the backend's clock it ends no earlier: `after` was measured after `sent`).
-// A unit spent later would count in the next window, where the algorithm weighs it less
-// (sliding_window) or not at all (fixed_window).
-std::int64_t reservations::window_end(const policy& p, std::int64_t sent, const decision& after) {
-  const std::int64_t reset = after.reset_after.count();
-  // sliding_window's reset_after, with units in the current window, is the end of the next
-  // one (they weigh on the estimate until then); without, nothing is spendable anyway.
-  if (p.algo() == algorithm::sliding_window)
-    return sent + std::max<std::int64_t>(0, reset - p.window().count());
-  return sent + reset;
-}
-
 reservations::plan reservations::plan_check(std::string_view key, const policy& p,
                                              std::int64_t cost) {
   plan out;
@@ -151,7 +138,9 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     e.left = r.granted;
     e.key_left = r.after.remaining;
     e.reset_at = sent + r.after.reset_after.count();
-    e.window_end = window_end(p, sent, r.after);
+    // The backend says until when the grant may be spent (the end of the window its units were
+    // recorded in), from its own now: counted from `sent`, before the call, it errs early.
+    e.window_end = sent + r.spend_within.count();
     e.until = std::min(e.window_end, sent + p.reserve_for().count());
     if (r.granted >= cost && now < e.until) {
       e.left -= cost;

@@ -4,8 +4,8 @@
 // A reservation is recorded in the backend as one admitted request of its size, so spending it
 // admits nothing the backend did not count: for fixed_window, no more than the limit per
 // window whatever the number of processes. A reservation is spent for at most reserve_for and
-// never past the window it was taken in (its end is known from the grant's reset_after,
-// measured from before the call was sent, so it errs early). Units left unspent are not given
+// never past the window it was taken in (the reserve step answers when that window ends,
+// counted here from before the call was sent, so it errs early). Units left unspent are not given
 // back: the bound does not depend on it, and a give-back that reached the next window would
 // count there. The price is under-admission, kept small by sizing: a reservation asks for what
 // this process spent of the last one (doubling while they run out early), at most
@@ -102,7 +102,6 @@ class reservations : public std::enable_shared_from_this<reservations> {
 
   static std::string name_of(std::string_view key, const policy& p);
   shard& shard_of(const std::string& name);
-  static std::int64_t window_end(const policy& p, std::int64_t sent, const decision& after);
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
   void granted(const std::string& name, const policy& p, std::int64_t cost, std::int64_t sent,
                const reserve_reply& r, std::function<void(check_result)> handler);

@@ -260,7 +260,10 @@ void memory_backend::async_reserve(std::string_view key, const policy& p, std::i
     // min(wanted, what one request could be admitted now), committed as one request of it.
     core::any_state state = found ? found->state : core::empty_state(p.algo());
     const auto params = core::params::of(p);
-    reply.granted = core::reserve(state, t, params, wanted);
+    const core::grant g = core::reserve(state, t, params, wanted);
+    reply.granted = g.units;
+    reply.window = g.window;
+    reply.spend_within = std::chrono::milliseconds{g.spend_within};
     if (reply.granted > 0) {
       entry& e = found ? *found : s.entries[k];
       e = entry{state, t + core::expiry(state, t, params)};

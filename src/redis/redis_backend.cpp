@@ -102,8 +102,8 @@ class lease_call final : public request {
   std::function<void(lease_result)> handler_;
 };
 
-// lua/reserve.lua answers five integers: granted, then the key's limit, remaining,
-// reset_after and retry_after after the grant.
+// lua/reserve.lua answers seven integers: granted, its window and the ms it may be spent
+// within, then the key's limit, remaining, reset_after and retry_after after the grant.
 class reserve_call final : public request {
  public:
   explicit reserve_call(std::function<void(reserve_reply)> handler)
@@ -111,7 +111,7 @@ class reserve_call final : public request {
 
   void complete(std::error_code ec, reply* r) noexcept override {
     reserve_reply out;
-    if (!ec && (r->kind != reply::type::array || r->elements.size() != 5))
+    if (!ec && (r->kind != reply::type::array || r->elements.size() != 7))
       ec = errc::protocol_error;
     if (!ec) {
       for (const auto& e : r->elements)
@@ -119,13 +119,13 @@ class reserve_call final : public request {
     }
     if (!ec) {
       const auto& e = r->elements;
-      const auto after = script_decision(1, e[1].integer, e[2].integer, e[3].integer, e[4].integer);
-      if (!after || e[0].integer < 0)
+      const auto after = script_decision(1, e[3].integer, e[4].integer, e[5].integer, e[6].integer);
+      if (!after || e[0].integer < 0 || e[2].integer < 0)
         ec = errc::protocol_error;
       else
-        out = {{}, e[0].integer, *after};
+        out = {{}, e[0].integer, e[1].integer, std::chrono::milliseconds{e[2].integer}, *after};
     }
-    if (ec) out = {ec, 0, {}};
+    if (ec) out = {ec, 0, 0, {}, {}};
     handler_(std::move(out));
   }
 

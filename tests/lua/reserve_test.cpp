@@ -1,11 +1,13 @@
 // Reservations (lua/reserve.lua) against src/core/reserve.cpp: random sequences of checks and
 // reserves on one key per algorithm, on the same injected clock, must grant the same units and
 // leave the same decisions; a grant is min(wanted, what was left), and is recorded exactly as
-// one admitted request of that cost (issue 27).
+// one admitted request of that cost (issue 27); both name the window the grant was recorded in
+// and how long it may be spent.
 #include "core/reserve.hpp"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -24,6 +26,23 @@ std::int64_t uniform(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
 
 std::string str(std::int64_t v) {
   return std::to_string(v);
+}
+
+// Every integer of a reply (the reserve script answers seven), or nullopt.
+std::optional<std::vector<long long>> all_ints(const reply& r) {
+  if (r.kind != reply::array) return std::nullopt;
+  std::vector<long long> out;
+  for (const auto& e : r.elements) {
+    if (e.kind != reply::number) return std::nullopt;
+    out.push_back(e.integer);
+  }
+  return out;
+}
+
+std::string to_string(const std::vector<long long>& v) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + "}";
 }
 
 std::vector<std::string> eval_reserve(algorithm a, const std::string& key, const core::params& p,
@@ -49,7 +68,7 @@ TEST_P(reserve, lua_matches_cpp) {
     const std::string key = "v" + str(static_cast<std::int64_t>(seq)) + ":{k}";
     model_key m{a};
     std::int64_t now = start_ms + uniform(rng, 0, 10 * w);
-    std::vector<std::pair<std::string, ints5>> expected;
+    std::vector<std::pair<std::string, std::vector<long long>>> expected;
     for (int step = 0; step < 120; ++step) {
       const std::int64_t r = uniform(rng, 0, 99);
       now += r < 30 ? 0 : r < 85 ? uniform(rng, 1, w / 10) : uniform(rng, w / 10, 2 * w);
@@ -61,8 +80,13 @@ TEST_P(reserve, lua_matches_cpp) {
         const std::int64_t wanted = uniform(rng, 0, p.burst + 3);
         const std::int64_t left = m.decide(now, p, 0).remaining;
         auto copy = m.state;
-        const std::int64_t grant = core::reserve(copy, now, p, wanted);
+        const core::grant g = core::reserve(copy, now, p, wanted);
+        const std::int64_t grant = g.units;
         ASSERT_EQ(grant, std::min(wanted, left)) << what.str() << " wanted " << wanted;
+        // The windows name the window the grant counts in and its end; the others nothing.
+        const bool windowed = a == algorithm::fixed_window || a == algorithm::sliding_window;
+        ASSERT_EQ(g.window, windowed ? now / p.window : 0) << what.str();
+        ASSERT_EQ(g.spend_within, windowed ? p.window - now % p.window : 0) << what.str();
         if (grant > 0) {
           ASSERT_TRUE(m.decide(now, p, grant).allowed) << what.str();
           m.commit(now, p, grant);
@@ -70,9 +94,10 @@ TEST_P(reserve, lua_matches_cpp) {
         ASSERT_EQ(m.decide(now, p, 0), core::decide(copy, now, p, 0))
             << what.str() << ": core::reserve left another state than one check of " << grant;
         const decision after = m.decide(now, p, 0);
-        ints5 e = as_ints(after.remaining > 0 ? after : m.decide(now, p, 1));
-        e[0] = grant;
-        expected.emplace_back(what.str() + " reserve " + str(wanted), e);
+        const ints5 e = as_ints(after.remaining > 0 ? after : m.decide(now, p, 1));
+        expected.emplace_back(what.str() + " reserve " + str(wanted),
+                              std::vector<long long>{grant, g.window, g.spend_within, e[1], e[2],
+                                                     e[3], e[4]});
         redis.append(eval_reserve(a, key, p, wanted, now));
         ++reserves;
         granted += grant;
@@ -82,13 +107,15 @@ TEST_P(reserve, lua_matches_cpp) {
         const std::int64_t cost = uniform(rng, 1, std::min<std::int64_t>(p.burst, 4));
         const decision d = m.decide(now, p, cost);
         if (d.allowed) m.commit(now, p, cost);
-        expected.emplace_back(what.str() + " check " + str(cost), as_ints(d));
+        const ints5 e = as_ints(d);
+        expected.emplace_back(what.str() + " check " + str(cost),
+                              std::vector<long long>(e.begin(), e.end()));
         redis.append(script_client::eval(a, key, p, cost, now));
       }
     }
     for (const auto& [what, e] : expected) {
       const reply got_reply = redis.read();
-      const auto got = ints_of(got_reply);
+      const auto got = all_ints(got_reply);
       ASSERT_TRUE(got && *got == e) << what << "\n  lua " << (got ? to_string(*got) : got_reply.str)
                                     << " vs C++ " << to_string(e);
     }
@@ -108,11 +135,13 @@ TEST(reserve_script, a_full_grant_leaves_nothing_and_a_refund_gives_it_back) {
     ASSERT_EQ(redis.run({"SCRIPT", "LOAD", std::string(s->source)}).str, s->sha1);
   const core::params p{10, 60'000, 10};
   const auto now = start_ms;
-  const auto r = ints_of(redis.run(eval_reserve(algorithm::fixed_window, "g:{k}", p, 25, now)));
-  ASSERT_TRUE(r);
+  const auto r = all_ints(redis.run(eval_reserve(algorithm::fixed_window, "g:{k}", p, 25, now)));
+  ASSERT_TRUE(r && r->size() == 7);
   EXPECT_EQ((*r)[0], 10) << "min(25, 10)";
-  EXPECT_EQ((*r)[2], 0) << "nothing left";
-  EXPECT_GT((*r)[4], 0) << "a unit comes back with the next window";
+  EXPECT_EQ((*r)[1], now / 60'000) << "the window it counts in";
+  EXPECT_EQ((*r)[2], 60'000 - now % 60'000) << "spent by that window's end";
+  EXPECT_EQ((*r)[4], 0) << "nothing left";
+  EXPECT_GT((*r)[6], 0) << "a unit comes back with the next window";
   const auto denied = ints_of(redis.run(script_client::eval(algorithm::fixed_window, "g:{k}", p, 1, now)));
   ASSERT_TRUE(denied);
   EXPECT_EQ((*denied)[0], 0);

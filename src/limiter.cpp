@@ -211,6 +211,7 @@ limiter_stats limiter::stats() const noexcept {
   s.reservations = reservations_->taken();
   s.reserved_units = reservations_->units();
   s.reserved_decisions = reservations_->spent();
+  s.reserved_units_given_back = reservations_->given_back();
   if (local_mode_) {
     s.local_mode_decisions = local_mode_->decisions();
     s.local_mode_active = local_mode_->in_outage();

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <random>
 
 #include "failure.hpp"
 
@@ -18,7 +20,55 @@ reservations::reservations(std::shared_ptr<backend> b, std::function<std::int64_
     : backend_(std::move(b)),
       steady_ms_(std::move(steady_ms)),
       max_per_shard_(std::max<std::size_t>(1, max_entries / shard_count)),
-      shards_(shard_count) {}
+      shards_(shard_count) {
+  std::random_device rd;
+  const std::uint64_t r = (std::uint64_t{rd()} << 32) ^ rd();
+  static constexpr char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) id_prefix_.push_back(hex[(r >> (4 * i)) & 15]);
+  id_prefix_.push_back('.');
+}
+
+reservations::~reservations() {
+  const std::int64_t now = steady_ms_();
+  std::vector<unspent> units;
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (auto& [name, e] : s.entries) take_unspent(name, e, now, units);
+  }
+  if (units.empty()) return;
+  struct waiting {
+    std::mutex mutex;
+    std::condition_variable answered;
+    std::size_t left;
+  };
+  auto w = std::make_shared<waiting>();
+  w->left = units.size();
+  give_back(units, [w] {
+    std::lock_guard lock(w->mutex);
+    if (--w->left == 0) w->answered.notify_all();
+  });
+  std::unique_lock lock(w->mutex);
+  w->answered.wait_for(lock, std::chrono::milliseconds{give_back_wait_ms},
+                       [&] { return w->left == 0; });
+}
+
+void reservations::take_unspent(const std::string& name, entry& e, std::int64_t now,
+                                std::vector<unspent>& out) {
+  if (e.left > 0 && now < e.window_end)
+    out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id});
+}
+
+void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
+  for (unspent& u : units) {
+    const std::string id = id_prefix_ + std::to_string(u.grant_id);
+    backend_->async_give_back(
+        u.key, u.rule, u.window, u.units, id, [given = given_back_, done](backend_reply r) {
+          if (!r.error && !r.replayed)
+            given->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
+          if (done) done();
+        });
+  }
+}
 
 std::string reservations::name_of(std::string_view key, const policy& p) {
   std::string out;
@@ -60,7 +110,14 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     it = s.entries.emplace(name, entry{p}).first;
   }
   entry& e = it->second;
-  if (!(e.rule == p)) e = entry{p};  // reloaded: units of another policy are not this one's
+  if (!(e.rule == p)) {
+    // Reloaded: units of another policy are not this one's; they go back. Sent under the lock
+    // (rare; a give-back's handler takes no lock of ours).
+    std::vector<unspent> back;
+    take_unspent(it->first, e, now, back);
+    give_back(back, {});
+    e = entry{p};
+  }
   if (now < e.until && e.left >= cost) {
     e.left -= cost;
     out.answer = admitted(e, p, now);
@@ -124,16 +181,23 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
   units_.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);
   const std::int64_t now = steady_ms_();
   check_result out;
+  std::vector<unspent> back;
   {
     shard& s = shard_of(name);
     std::lock_guard lock(s.mutex);
     auto it = s.entries.find(name);
+    if (it != s.entries.end() && !(it->second.rule == p))
+      take_unspent(name, it->second, now, back);  // reloaded meanwhile
     if (it == s.entries.end() || !(it->second.rule == p))
       it = s.entries.insert_or_assign(name, entry{p}).first;  // forgotten meanwhile (a reset)
     entry& e = it->second;
     e.taking = false;
-    // Units left from an earlier reservation are dropped, not added: the new grant may have
-    // been decided in the next window, and they belong to the one before.
+    // Units left from an earlier reservation are given back, not added: the new grant may have
+    // been decided in the next window, and they belong to the one before (a give-back names
+    // that window, so it returns nothing once it has ended).
+    take_unspent(name, e, now, back);
+    e.window = r.window;
+    e.grant_id = grant_ids_.fetch_add(1, std::memory_order_relaxed) + 1;
     e.granted = r.granted;
     e.left = r.granted;
     e.key_left = r.after.remaining;
@@ -156,6 +220,7 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
         out.decision.retry_after = std::chrono::milliseconds{1};
     }
   }
+  if (!back.empty()) give_back(back, {});
   if (out.outcome == outcome::allowed) spent_.fetch_add(1, std::memory_order_relaxed);
   handler(std::move(out));
 }

@@ -5,9 +5,11 @@
 // admits nothing the backend did not count: for fixed_window, no more than the limit per
 // window whatever the number of processes. A reservation is spent for at most reserve_for and
 // never past the window it was taken in (the reserve step answers when that window ends,
-// counted here from before the call was sent, so it errs early). Units left unspent are not given
-// back: the bound does not depend on it, and a give-back that reached the next window would
-// count there. The price is under-admission, kept small by sizing: a reservation asks for what
+// counted here from before the call was sent, so it errs early). Units left unspent when a
+// grant ends early (superseded by the next one, the policy reloaded, the limiter destroyed) are
+// given back to the window the grant named, once (an id per grant); the bound does not depend
+// on it (a crashed process gives nothing back: its units come back at the window's end). The
+// price is under-admission, kept small by sizing: a reservation asks for what
 // this process spent of the last one (doubling while they run out early), at most
 // policy::reserve and at most half of what the key had left at the last grant; when that is
 // less than the request, or a reservation is already being taken, the check goes to the
@@ -36,6 +38,11 @@ class reservations : public std::enable_shared_from_this<reservations> {
   // `steady_ms` reads a monotonic clock in ms; `max_entries` bounds the keys remembered.
   reservations(std::shared_ptr<backend> b, std::function<std::int64_t()> steady_ms,
                std::size_t max_entries);
+  // Gives back what this process holds (the limiter is gone), waiting for the answers at most
+  // give_back_wait: the backend's own deadlines bound them, but this may run on a backend
+  // thread, whose calls cannot complete while it waits.
+  ~reservations();
+  static constexpr std::int64_t give_back_wait_ms = 1000;
 
   // Answers (key, p, cost) from a reservation, or takes one and answers from it, and returns
   // true; returns false, touching nothing, when the check should go to the backend as usual.
@@ -70,6 +77,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
   std::uint64_t units() const noexcept { return units_.load(std::memory_order_relaxed); }
   std::uint64_t spent() const noexcept { return spent_.load(std::memory_order_relaxed); }
+  std::uint64_t given_back() const noexcept { return given_back_->load(std::memory_order_relaxed); }
 
  private:
   struct entry {
@@ -81,7 +89,17 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t key_left = -1;   // what the key had left at the last grant; -1: unknown
     std::int64_t next_size = 1;   // what the next reservation asks for
     std::int64_t granted = 0;     // the last grant
+    std::int64_t window = 0;      // the last grant's window, as the backend numbers it
+    std::uint64_t grant_id = 0;   // the last grant's number in this process (its give-back id)
     bool taking = false;          // a reservation is being taken
+  };
+  // Units of a grant to give back, taken out of its entry under the shard's lock and sent
+  // after it.
+  struct unspent {
+    std::string key;
+    policy rule;
+    std::int64_t window = 0, units = 0;
+    std::uint64_t grant_id = 0;
   };
   struct shard {
     std::mutex mutex;
@@ -103,6 +121,12 @@ class reservations : public std::enable_shared_from_this<reservations> {
   static std::string name_of(std::string_view key, const policy& p);
   shard& shard_of(const std::string& name);
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
+  // With the shard locked: what `e` holds and may give back (none once its window ended, by
+  // this process's early estimate). The caller then replaces e's units or drops e.
+  static void take_unspent(const std::string& name, entry& e, std::int64_t now,
+                           std::vector<unspent>& out);
+  // Sends them; `done` (may be empty) runs once per answer.
+  void give_back(std::vector<unspent>& units, const std::function<void()>& done);
   void granted(const std::string& name, const policy& p, std::int64_t cost, std::int64_t sent,
                const reserve_reply& r, std::function<void(check_result)> handler);
 
@@ -110,7 +134,12 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::function<std::int64_t()> steady_ms_;
   std::size_t max_per_shard_;
   std::vector<shard> shards_;
+  std::string id_prefix_;  // random per process: give-back ids are unique across processes
+  std::atomic<std::uint64_t> grant_ids_{0};
   std::atomic<std::uint64_t> taken_{0}, units_{0}, spent_{0};
+  // Shared with give-backs' handlers: the last ones are answered after this is gone.
+  std::shared_ptr<std::atomic<std::uint64_t>> given_back_ =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
 };
 
 }  // namespace floodgate::detail

@@ -118,6 +118,23 @@ class backend {
     handler({make_error_code(errc::unsupported), 0, 0, {}, {}});
   }
 
+  // Returns up to `units` (>= 1) of a reservation not spent, to the window `window` its
+  // reserve_reply named, as one atomic step, and only while that window is current: the
+  // window's count (fixed_window; sliding_window's current one) drops by at most `units`
+  // (docs/algorithms.md, "Reservations"). `id` (valid_idempotency_key, one per grant): a
+  // give-back under an id already used answers the first one's units and `replayed`, and
+  // returns nothing again. Answers no decisions: `refunded` = the units given back. Backends
+  // that keep no state answer errc::unsupported.
+  virtual void async_give_back(std::string_view key, const policy& p, std::int64_t window,
+                               std::int64_t units, std::string_view id, backend_handler handler) {
+    (void)key;
+    (void)p;
+    (void)window;
+    (void)units;
+    (void)id;
+    handler({make_error_code(errc::unsupported), {}});
+  }
+
   // Forgets the state of (key, policy): the next check sees full capacity.
   virtual void async_reset(std::string_view key, const policy& p, reset_handler handler) = 0;
 

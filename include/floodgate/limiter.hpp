@@ -56,6 +56,7 @@ struct limiter_stats {
   std::uint64_t reservations = 0;          // reservations taken (policy::reserve)
   std::uint64_t reserved_units = 0;        // units they granted
   std::uint64_t reserved_decisions = 0;    // checks admitted from reserved units, no backend call
+  std::uint64_t reserved_units_given_back = 0;  // unspent units returned to their window
 };
 
 class limiter {

@@ -251,6 +251,12 @@ void limiter::async_check_all(std::span<const check_item> items,
   if (deny_cache_)
     for (const auto& item : items)
       if (item.cost > 0) deny_cache_->forget(item.key, *item.policy);
+  // Items of reserving policies are answered from this process's units when each holds its
+  // cost (the other items, if any, still ask the backend, all-or-nothing).
+  if (std::any_of(items.begin(), items.end(),
+                  [](const check_item& item) { return item.policy->reserve() > 0; }) &&
+      reservations_->check_all(items, handler))
+    return;
   // Local mode applies when every item's policy has it (in a mix, local-mode items fail
   // closed: all-or-nothing across a local and a shared decision would mean nothing).
   if (local_mode_ && std::all_of(items.begin(), items.end(), [](const check_item& item) {

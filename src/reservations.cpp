@@ -55,12 +55,13 @@ reservations::~reservations() {
 void reservations::take_unspent(const std::string& name, entry& e, std::int64_t now,
                                 std::vector<unspent>& out) {
   if (e.left > 0 && now < e.window_end)
-    out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id});
+    out.push_back(
+        {name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id, {}});
 }
 
 void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
   for (unspent& u : units) {
-    const std::string id = id_prefix_ + std::to_string(u.grant_id);
+    const std::string id = id_prefix_ + std::to_string(u.grant_id) + u.suffix;
     backend_->async_give_back(
         u.key, u.rule, u.window, u.units, id, [given = given_back_, done](backend_reply r) {
           if (!r.error && !r.replayed)
@@ -221,8 +222,117 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     }
   }
   if (!back.empty()) give_back(back, {});
-  if (out.outcome == outcome::allowed) spent_.fetch_add(1, std::memory_order_relaxed);
+  if (out.outcome == outcome::allowed && cost > 0) spent_.fetch_add(1, std::memory_order_relaxed);
   handler(std::move(out));
+}
+
+bool reservations::check_all(std::span<const check_item> items,
+                             std::function<void(multi_check_result)>& handler) {
+  const std::int64_t now = steady_ms_();
+  std::vector<held> set_aside;
+  std::vector<decision> decisions(items.size());
+  std::vector<check_item> others;
+  std::vector<std::size_t> other_at;
+  bool all_held = true;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const check_item& item = items[i];
+    const policy& p = *item.policy;
+    if (p.reserve() == 0 || item.cost < 1 || item.cost > p.reserve()) {
+      others.push_back(item);
+      other_at.push_back(i);
+      continue;
+    }
+    std::string name = name_of(item.key, p);
+    shard& s = shard_of(name);
+    std::lock_guard lock(s.mutex);
+    auto it = s.entries.find(name);
+    if (it == s.entries.end() || !(it->second.rule == p) || now >= it->second.until ||
+        it->second.left < item.cost) {
+      all_held = false;
+      continue;
+    }
+    entry& e = it->second;
+    e.left -= item.cost;
+    decisions[i] = admitted(e, p, now).decision;
+    set_aside.push_back({std::move(name), p, e.grant_id, e.window, e.window_end, item.cost});
+  }
+  if (!all_held) {
+    release(set_aside);
+    // A reservation for the next calls (a check of cost 0 takes it and answers nothing), so
+    // a key hot in multi-item calls alone is answered from reserved units too.
+    for (const check_item& item : items) {
+      const policy& p = *item.policy;
+      if (p.reserve() == 0 || item.cost < 1 || item.cost > p.reserve()) continue;
+      plan next = plan_check(item.key, p, item.cost);
+      if (next.step == plan::spent) {  // units arrived meanwhile: not this call's to spend
+        shard& s = shard_of(name_of(item.key, p));
+        std::lock_guard lock(s.mutex);
+        if (auto it = s.entries.find(name_of(item.key, p)); it != s.entries.end())
+          it->second.left += item.cost;
+        spent_.fetch_sub(1, std::memory_order_relaxed);
+      } else if (next.step == plan::take) {
+        take(item.key, p, 0, next, [](check_result) {});
+      }
+    }
+    return false;
+  }
+  spent_.fetch_add(1, std::memory_order_relaxed);
+  if (others.empty()) {
+    multi_check_result r;
+    r.outcome = outcome::allowed;
+    r.decisions = std::move(decisions);
+    handler(std::move(r));
+    return true;
+  }
+  // The other items decide the batch: spent if they are all admitted, else set back.
+  std::vector<decision> on_failure;
+  for (const auto& item : items) on_failure.push_back(failure_decision(*item.policy));
+  backend_->async_check(others, [self = shared_from_this(), set_aside = std::move(set_aside),
+                                 decisions = std::move(decisions), other_at = std::move(other_at),
+                                 on_failure = std::move(on_failure),
+                                 handler = std::move(handler)](backend_reply reply) mutable {
+    multi_check_result r;
+    if (!reply.error && reply.decisions.size() != other_at.size())
+      reply.error = errc::protocol_error;
+    bool all = !reply.error;
+    if (reply.error) {
+      r.outcome = failed_outcome(reply.error);
+      r.error = reply.error;
+      if (r.outcome == outcome::backend_error) r.decisions = std::move(on_failure);
+    } else {
+      for (std::size_t j = 0; j < other_at.size(); ++j) {
+        decisions[other_at[j]] = reply.decisions[j];
+        all = all && reply.decisions[j].allowed;
+      }
+      r.outcome = all ? outcome::allowed : outcome::over_limit;
+      r.decisions = std::move(decisions);
+    }
+    if (!all) {
+      self->release(set_aside);
+      self->spent_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    handler(std::move(r));
+  });
+  return true;
+}
+
+void reservations::release(std::vector<held>& units) {
+  const std::int64_t now = steady_ms_();
+  std::vector<unspent> back;
+  for (held& h : units) {
+    shard& s = shard_of(h.name);
+    std::lock_guard lock(s.mutex);
+    auto it = s.entries.find(h.name);
+    if (it != s.entries.end() && it->second.rule == h.rule && it->second.grant_id == h.grant_id) {
+      it->second.left += h.cost;  // still its grant: spendable again
+    } else if (now < h.window_end) {
+      // Its grant was replaced (and gave back what it still held): these go back on their own.
+      back.push_back({h.name.substr(h.rule.name().size() + 1), h.rule, h.window, h.cost, h.grant_id,
+                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1)});
+    }
+  }
+  units.clear();
+  if (!back.empty()) give_back(back, {});
 }
 
 void reservations::forget(std::string_view key, const policy& p) {

@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -71,6 +72,15 @@ class reservations : public std::enable_shared_from_this<reservations> {
     return true;
   }
 
+  // check_all of several items (valid, no duplicates), all-or-nothing: when every item whose
+  // policy reserves holds its cost here, those costs are set aside, the other items (if any)
+  // go to the backend in one call, and the set-aside units are spent if it admits them all and
+  // returned to their grants if not; answers and returns true. Otherwise sets nothing aside,
+  // starts a reservation for the reserving items that held too few (for later calls), and
+  // returns false: the call goes to the backend as without reservations.
+  bool check_all(std::span<const check_item> items,
+                 std::function<void(multi_check_result)>& handler);
+
   // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
   void forget(std::string_view key, const policy& p);
 
@@ -100,6 +110,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
     policy rule;
     std::int64_t window = 0, units = 0;
     std::uint64_t grant_id = 0;
+    std::string suffix;  // of the id: units set back after their grant gave back the rest
   };
   struct shard {
     std::mutex mutex;
@@ -118,6 +129,16 @@ class reservations : public std::enable_shared_from_this<reservations> {
   void take(std::string_view key, const policy& p, std::int64_t cost, plan& next,
             std::function<void(check_result)> handler);
 
+  // Units set aside by check_all for one item, until its batch is decided.
+  struct held {
+    std::string name;
+    policy rule;
+    std::uint64_t grant_id = 0;
+    std::int64_t window = 0, window_end = 0, cost = 0;
+  };
+  // Puts them back into their grant, or gives them back if the grant was replaced meanwhile.
+  void release(std::vector<held>& units);
+
   static std::string name_of(std::string_view key, const policy& p);
   shard& shard_of(const std::string& name);
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
@@ -135,7 +156,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::size_t max_per_shard_;
   std::vector<shard> shards_;
   std::string id_prefix_;  // random per process: give-back ids are unique across processes
-  std::atomic<std::uint64_t> grant_ids_{0};
+  std::atomic<std::uint64_t> grant_ids_{0}, release_ids_{0};
   std::atomic<std::uint64_t> taken_{0}, units_{0}, spent_{0};
   // Shared with give-backs' handlers: the last ones are answered after this is gone.
   std::shared_ptr<std::atomic<std::uint64_t>> given_back_ =

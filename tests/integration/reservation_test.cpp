@@ -254,5 +254,52 @@ TEST(reservations_give_back, a_process_killed_holding_units_keeps_the_bound) {
   EXPECT_EQ(count_admitted(clock_start_ms + 3'600'000), limit) << "the next window is whole";
 }
 
+// check_all of several reserving items on real Redis: processes checking a per-user and a
+// global policy together admit exactly the global limit, most batches from reserved units.
+TEST(reservations_check_all, several_items_admit_exactly_the_tighter_limit) {
+  redis_server redis;
+  const auto prefix = unique_prefix("reserve-all");
+  const auto user = policy{"user", algorithm::fixed_window, 5000, 1h}.with_reserve(100, 1h);
+  const auto global = policy{"global", algorithm::fixed_window, 2000, 1h}.with_reserve(100, 1h);
+  const auto results = forked_burst<counts>(processes, [&](burst_child& me) {
+    backend_options o = redis_options_for(prefix, fixed_clock());
+    o.redis.timeout = 5s;
+    limiter l{redis.url(), o};
+    if (!wait_healthy(l.get_backend())) ::_exit(4);
+    std::atomic<int> admitted{0}, errors{0};
+    me.ready_and_wait();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < threads_per_process; ++t)
+      threads.emplace_back([&] {
+        pacer pace{2000};
+        int denied_in_a_row = 0;
+        while (denied_in_a_row < 30) {
+          pace();
+          const auto r = l.check_all({{"u1", &user, 1}, {"all", &global, 1}});
+          if (r.outcome == outcome::allowed) {
+            admitted.fetch_add(1);
+            denied_in_a_row = 0;
+          } else {
+            if (r.outcome != outcome::over_limit) errors.fetch_add(1);
+            ++denied_in_a_row;
+          }
+        }
+      });
+    for (auto& t : threads) t.join();
+    me.report(
+        counts{admitted.load(), static_cast<int>(l.stats().reserved_decisions), errors.load()});
+  });
+  ASSERT_TRUE(results) << "a child failed";
+  counts sum;
+  for (const auto& c : *results) {
+    sum.admitted += c.admitted;
+    sum.from_reservations += c.from_reservations;
+    sum.errors += c.errors;
+  }
+  EXPECT_EQ(sum.errors, 0);
+  EXPECT_EQ(sum.admitted, 2000);
+  EXPECT_GT(sum.from_reservations, 1000) << "most batches answered from reserved units";
+}
+
 }  // namespace
 }  // namespace floodgate::test

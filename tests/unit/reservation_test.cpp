@@ -244,6 +244,47 @@ TEST(reservations, a_give_back_to_a_past_window_returns_nothing) {
   EXPECT_EQ(peek.check("k", p, 0).decision.remaining, 10 - 1);
 }
 
+// check_all of several items spends reservations too: a per-user and a global policy, both
+// reserving, checked together by three processes, admit exactly the tighter limit, mostly
+// without a backend call; a batch whose other item is refused gives its reserved units back to
+// their grant (neither lost nor spent twice).
+TEST(reservations, check_all_of_several_items_spends_them_all_or_nothing) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  clock.set(clock.now() - clock.now() % 3'600'000 + 10);
+  std::vector<std::unique_ptr<limiter>> fleet;
+  for (int i = 0; i < 3; ++i) fleet.push_back(std::make_unique<limiter>(b, on(clock)));
+  const auto user = policy{"user", algorithm::fixed_window, 5000, 1h}.with_reserve(100, 1h);
+  const auto global = policy{"global", algorithm::sliding_window, 2000, 1h}.with_reserve(100, 1h);
+  std::mt19937_64 rng(5);
+  int admitted = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const auto r = fleet[rng() % 3]->check_all({{"u1", &user, 1}, {"all", &global, 1}});
+    ASSERT_NE(r.outcome, outcome::backend_error);
+    admitted += r.outcome == outcome::allowed;
+  }
+  EXPECT_EQ(admitted, 2000);
+  std::uint64_t from_reserved = 0;
+  for (const auto& l : fleet) from_reserved += l->stats().reserved_decisions;
+  EXPECT_GT(from_reserved, 1000u) << "most batches answered from reserved units";
+
+  // A reserving item with one that is refused: its units are set back, not spent.
+  const auto few = policy{"few", algorithm::fixed_window, 5, 1h};
+  const auto many = policy{"many", algorithm::fixed_window, 1000, 1h}.with_reserve(50, 1h);
+  {
+    limiter a(b, on(clock));
+    for (int i = 0; i < 20; ++i) ASSERT_EQ(a.check("m", many).outcome, outcome::allowed);
+    int batch_admitted = 0;
+    for (int i = 0; i < 30; ++i)
+      batch_admitted += a.check_all({{"m", &many, 1}, {"f", &few, 1}}).outcome == outcome::allowed;
+    EXPECT_EQ(batch_admitted, 5);
+  }  // what it holds goes back
+  limiter peek(b, on(clock));
+  EXPECT_EQ(
+      peek.check("m", policy{"many", algorithm::fixed_window, 1000, 1h}, 0).decision.remaining,
+      1000 - 20 - 5);
+}
+
 // docs/library.md shows the policy and the check of this test.
 TEST(reservations, a_hot_key_is_answered_from_reserved_units) {
   floodgate::limiter limiter{"memory://"};

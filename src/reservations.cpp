@@ -160,11 +160,24 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
 
 void reservations::take(std::string_view key, const policy& p, std::int64_t cost, plan& next,
                         std::function<void(check_result)> handler) {
-  backend_->async_reserve(key, p, next.wanted,
-                          [self = shared_from_this(), name = std::move(next.name), p, cost,
-                           sent = next.sent, handler = std::move(handler)](reserve_reply r) mutable {
-                            self->granted(name, p, cost, sent, r, std::move(handler));
-                          });
+  // A weak reference: the limiter's end, not a reply in flight, ends its reservations (and
+  // gives back what they hold, on the caller's thread rather than a backend's).
+  backend_->async_reserve(
+      key, p, next.wanted,
+      [weak = weak_from_this(), name = std::move(next.name), p, cost, sent = next.sent,
+       handler = std::move(handler)](reserve_reply r) mutable {
+        if (auto self = weak.lock())
+          return self->granted(name, p, cost, sent, r, std::move(handler));
+        // The limiter is gone: the grant is spent on this request or lost (never more).
+        check_result out;
+        if (r.error) return handler(failed_check(r.error, failure_decision(p)));
+        out.decision = r.after;
+        out.outcome = r.granted >= cost ? outcome::allowed : outcome::over_limit;
+        out.decision.allowed = out.outcome == outcome::allowed;
+        if (!out.decision.allowed && out.decision.retry_after.count() == 0)
+          out.decision.retry_after = std::chrono::milliseconds{1};
+        handler(std::move(out));
+      });
 }
 
 void reservations::granted(const std::string& name, const policy& p, std::int64_t cost,
@@ -287,7 +300,7 @@ bool reservations::check_all(std::span<const check_item> items,
   // The other items decide the batch: spent if they are all admitted, else set back.
   std::vector<decision> on_failure;
   for (const auto& item : items) on_failure.push_back(failure_decision(*item.policy));
-  backend_->async_check(others, [self = shared_from_this(), set_aside = std::move(set_aside),
+  backend_->async_check(others, [weak = weak_from_this(), set_aside = std::move(set_aside),
                                  decisions = std::move(decisions), other_at = std::move(other_at),
                                  on_failure = std::move(on_failure),
                                  handler = std::move(handler)](backend_reply reply) mutable {
@@ -308,8 +321,10 @@ bool reservations::check_all(std::span<const check_item> items,
       r.decisions = std::move(decisions);
     }
     if (!all) {
-      self->release(set_aside);
-      self->spent_.fetch_sub(1, std::memory_order_relaxed);
+      if (auto self = weak.lock()) {  // (else the limiter is gone: the units are lost, never more)
+        self->release(set_aside);
+        self->spent_.fetch_sub(1, std::memory_order_relaxed);
+      }
     }
     handler(std::move(r));
   });

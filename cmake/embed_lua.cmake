@@ -10,6 +10,7 @@
 #   refund:         #!lua, prelude.lua, every <algorithm>.lua, refund.lua
 #   acquire, release: #!lua, prelude.lua, acquire.lua / release.lua (concurrency limits)
 #   reserve:        #!lua, prelude.lua, every <algorithm>.lua, reserve.lua
+#   give_back:      #!lua, prelude.lua, give_back.lua
 # and all of them as one function library (below): the parts once, each entry a function.
 # The `#!lua` shebang makes Redis 7 treat the script as declaring its keys (Redis Cluster then
 # rejects any undeclared key), and refuse it as a whole under OOM rather than fail mid-write.
@@ -20,7 +21,7 @@
 #   cmake -DLUA_DIR=<dir> -DOUTPUT=<file.cpp> -P embed_lua.cmake: that build step.
 
 set(FLOODGATE_LUA_ALGORITHMS sliding_log sliding_window fixed_window token_bucket gcra)
-set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi batch penalty multi_block refund acquire release reserve)
+set(FLOODGATE_LUA_PARTS prelude ${FLOODGATE_LUA_ALGORITHMS} single multi batch penalty multi_block refund acquire release reserve give_back)
 
 if(NOT CMAKE_SCRIPT_MODE_FILE)
   set(_floodgate_embed_lua_file ${CMAKE_CURRENT_LIST_FILE})
@@ -89,6 +90,7 @@ add_script(refund "#!lua\n${part_prelude}${all_algorithms}\n${part_refund}" "${p
 add_script(acquire "#!lua\n${part_prelude}\n${part_acquire}" "${part_acquire}")
 add_script(release "#!lua\n${part_prelude}\n${part_release}" "${part_release}")
 add_script(reserve "#!lua\n${part_prelude}${all_algorithms}\n${part_reserve}" "${part_reserve}")
+add_script(give_back "#!lua\n${part_prelude}\n${part_give_back}" "${part_give_back}")
 
 # The same scripts as one function library (FUNCTION LOAD once, FCALL by name): the prelude, the
 # algorithms and the penalty run once, when the library loads, where a script runs its whole
@@ -142,7 +144,7 @@ namespace {
 using namespace std::string_view_literals;
 
 // The algorithms in enum order, then multi, batch, multi_block, refund, acquire, release,
-// reserve.
+// reserve, give_back.
 constexpr script scripts[] = {
 ${entries}};
 
@@ -163,6 +165,7 @@ const script& refund_script() noexcept { return scripts[${index} + 3]; }
 const script& acquire_script() noexcept { return scripts[${index} + 4]; }
 const script& release_script() noexcept { return scripts[${index} + 5]; }
 const script& reserve_script() noexcept { return scripts[${index} + 6]; }
+const script& give_back_script() noexcept { return scripts[${index} + 7]; }
 const function_library& script_library() noexcept { return library; }
 
 }  // namespace floodgate::redis

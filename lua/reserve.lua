@@ -1,12 +1,14 @@
 -- Entry of the reserve script (issue 27, src/core/reserve.hpp): takes up to `wanted` units of a
 -- key's quota at once, min(wanted, what is left now) (0 is a valid grant), recorded exactly as
 -- one admitted request of that cost, so an instance may spend the grant without asking again.
--- Giving unspent units back is a refund of them (refund.lua, with a marker so it counts once).
+-- Unspent units go back through give_back.lua, naming the window answered here.
 --
 -- KEYS[1] = state key; ARGV = {algorithm, limit, window_ms, burst, wanted, now_ms}.
--- Answers five integers: granted, then the limit, remaining, reset_after and retry_after of
--- the key after the grant (retry_after: until one more unit is left, 0 while some are, -1:
--- never).
+-- Answers seven integers: granted; the window the grant was recorded in (floor(now / W)) and
+-- the ms until it ends, by when the grant must be spent (fixed_window and sliding_window; the
+-- other algorithms answer 0 and 0: no bound of theirs is derived, nothing may be spent); then
+-- the limit, remaining, reset_after and retry_after of the key after the grant (retry_after:
+-- until one more unit is left, 0 while some are, -1: never). As src/core/reserve.cpp.
 if #KEYS ~= 1 or #ARGV ~= 6 then
   return redis.error_reply('ERR floodgate: reserve takes 1 key and 6 arguments (algorithm, ' ..
                            'limit, window_ms, burst, wanted, now_ms), got ' .. #KEYS .. ' and ' ..
@@ -46,5 +48,9 @@ if out[1] == 0 then
   if failed then return failed end
 end
 expand(out, 0, b)
-out[1] = grant
-return out
+local window, spend_within = 0, 0
+if ARGV[1] == 'fixed_window' or ARGV[1] == 'sliding_window' then
+  window = floor_div(now, w)
+  spend_within = window * w + w - now
+end
+return {grant, window, spend_within, out[2], out[3], out[4], out[5]}

@@ -6,9 +6,9 @@
 #include <optional>
 #include <vector>
 #include <string>
-#include <type_traits>
 
 #include "deny_cache.hpp"
+#include "failure.hpp"
 #include "floodgate/errors.hpp"
 #include "local_mode.hpp"
 #include "reservations.hpp"
@@ -42,13 +42,8 @@ class waiter {
   std::shared_ptr<shared> state_ = std::make_shared<shared>();
 };
 
-// What a backend failure means for one policy: its failure mode decides.
-decision failure_decision(const policy& p) {
-  decision d;
-  d.allowed = p.on_failure() == failure_mode::open;
-  d.limit = p.capacity();
-  return d;
-}
+using detail::failure_decision;
+using detail::failed_outcome;
 
 // Decisions kept in case the backend fails: the handler may run after the caller's items
 // and policies are gone, so it must not read them.
@@ -59,24 +54,13 @@ std::vector<decision> failure_decisions(std::span<const check_item> items) {
   return out;
 }
 
-// What a failed reply means: the backend refused the request itself (cross_slot: no failure
-// mode applies), or it failed (the policies' failure modes decide).
-outcome failed_outcome(std::error_code ec) noexcept {
-  return is_backend_error(ec) ? outcome::backend_error : outcome::invalid_request;
-}
-
 // A backend's reply to a single check, with the failure mode applied.
 check_result single_result(backend_reply& reply, const decision& on_failure) {
-  check_result r;
   if (!reply.error && reply.decisions.size() != 1) reply.error = errc::protocol_error;
-  if (reply.error) {
-    r.outcome = failed_outcome(reply.error);
-    r.error = reply.error;
-    if (r.outcome == outcome::backend_error) r.decision = on_failure;
-  } else {
-    r.decision = reply.decisions.front();
-    r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;
-  }
+  if (reply.error) return detail::failed_check(reply.error, on_failure);
+  check_result r;
+  r.decision = reply.decisions.front();
+  r.outcome = r.decision.allowed ? outcome::allowed : outcome::over_limit;
   return r;
 }
 
@@ -227,6 +211,7 @@ limiter_stats limiter::stats() const noexcept {
   s.reservations = reservations_->taken();
   s.reserved_units = reservations_->units();
   s.reserved_decisions = reservations_->spent();
+  s.reserved_units_given_back = reservations_->given_back();
   if (local_mode_) {
     s.local_mode_decisions = local_mode_->decisions();
     s.local_mode_active = local_mode_->in_outage();
@@ -266,6 +251,12 @@ void limiter::async_check_all(std::span<const check_item> items,
   if (deny_cache_)
     for (const auto& item : items)
       if (item.cost > 0) deny_cache_->forget(item.key, *item.policy);
+  // Items of reserving policies are answered from this process's units when each holds its
+  // cost (the other items, if any, still ask the backend, all-or-nothing).
+  if (std::any_of(items.begin(), items.end(),
+                  [](const check_item& item) { return item.policy->reserve() > 0; }) &&
+      reservations_->check_all(items, handler))
+    return;
   // Local mode applies when every item's policy has it (in a mix, local-mode items fail
   // closed: all-or-nothing across a local and a shared decision would mean nothing).
   if (local_mode_ && std::all_of(items.begin(), items.end(), [](const check_item& item) {
@@ -348,16 +339,7 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
   // A policy with reservations admits from this process's units when it holds enough, or
   // takes a reservation; else (none to take now) it asks the backend below.
   if (p.reserve() > 0 && item.cost > 0) {
-    if constexpr (std::is_same_v<Result, check_result>) {
-      if (reservations_->check(item.key, p, item.cost, handler)) return;
-    } else {
-      auto held = std::make_shared<std::function<void(Result)>>(std::move(handler));
-      std::function<void(check_result)> as_single = [held](check_result r) {
-        (*held)(answer::from(r));
-      };
-      if (reservations_->check(item.key, p, item.cost, as_single)) return;
-      handler = std::move(*held);  // not taken: as_single was never called
-    }
+    if (reservations_->check(item.key, p, item.cost, handler, answer::from)) return;
   }
   bool probing = false;
   if (local_mode_ && p.on_failure() == failure_mode::local) {

@@ -2,25 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <random>
 
-#include "floodgate/errors.hpp"
+#include "failure.hpp"
 
 namespace floodgate::detail {
 namespace {
 
 constexpr std::size_t shard_count = 16;
-
-check_result failed(std::error_code ec, const policy& p) {
-  check_result r;
-  r.error = ec;
-  r.outcome = is_backend_error(ec) ? outcome::backend_error : outcome::invalid_request;
-  if (r.outcome == outcome::backend_error) {
-    r.decision.allowed = p.on_failure() == failure_mode::open;  // as a check's failure
-    r.decision.limit = p.capacity();
-  }
-  return r;
-}
 
 }  // namespace
 
@@ -29,7 +20,56 @@ reservations::reservations(std::shared_ptr<backend> b, std::function<std::int64_
     : backend_(std::move(b)),
       steady_ms_(std::move(steady_ms)),
       max_per_shard_(std::max<std::size_t>(1, max_entries / shard_count)),
-      shards_(shard_count) {}
+      shards_(shard_count) {
+  std::random_device rd;
+  const std::uint64_t r = (std::uint64_t{rd()} << 32) ^ rd();
+  static constexpr char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) id_prefix_.push_back(hex[(r >> (4 * i)) & 15]);
+  id_prefix_.push_back('.');
+}
+
+reservations::~reservations() {
+  const std::int64_t now = steady_ms_();
+  std::vector<unspent> units;
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (auto& [name, e] : s.entries) take_unspent(name, e, now, units);
+  }
+  if (units.empty()) return;
+  struct waiting {
+    std::mutex mutex;
+    std::condition_variable answered;
+    std::size_t left;
+  };
+  auto w = std::make_shared<waiting>();
+  w->left = units.size();
+  give_back(units, [w] {
+    std::lock_guard lock(w->mutex);
+    if (--w->left == 0) w->answered.notify_all();
+  });
+  std::unique_lock lock(w->mutex);
+  w->answered.wait_for(lock, std::chrono::milliseconds{give_back_wait_ms},
+                       [&] { return w->left == 0; });
+}
+
+void reservations::take_unspent(const std::string& name, entry& e, std::int64_t now,
+                                std::vector<unspent>& out) {
+  if (e.left > 0 && now < e.window_end)
+    out.push_back(
+        {name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id, {}});
+}
+
+void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
+  for (unspent& u : units) {
+    const std::string id = id_prefix_ + std::to_string(u.grant_id) + u.suffix;
+    backend_->async_give_back(
+        u.key, u.rule, u.window, u.units, id, [given = given_back_, done](backend_reply r) {
+          if (!r.error && !r.replayed)
+            given->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
+          if (done) done();
+        });
+  }
+}
 
 std::string reservations::name_of(std::string_view key, const policy& p) {
   std::string out;
@@ -53,22 +93,10 @@ check_result reservations::admitted(const entry& e, const policy& p, std::int64_
   return r;
 }
 
-// Until when a grant taken at `sent` may be spent: the end of the window its units were
-// recorded in (on the backend's clock it ends no earlier: `after` was measured after `sent`).
-// A unit spent later would count in the next window, where the algorithm weighs it less
-// (sliding_window) or not at all (fixed_window).
-std::int64_t reservations::window_end(const policy& p, std::int64_t sent, const decision& after) {
-  const std::int64_t reset = after.reset_after.count();
-  // sliding_window's reset_after, with units in the current window, is the end of the next
-  // one (they weigh on the estimate until then); without, nothing is spendable anyway.
-  if (p.algo() == algorithm::sliding_window)
-    return sent + std::max<std::int64_t>(0, reset - p.window().count());
-  return sent + reset;
-}
-
-bool reservations::check(std::string_view key, const policy& p, std::int64_t cost,
-                         std::function<void(check_result)>& handler) {
-  if (p.reserve() == 0 || cost < 1 || cost > p.reserve()) return false;
+reservations::plan reservations::plan_check(std::string_view key, const policy& p,
+                                             std::int64_t cost) {
+  plan out;
+  if (p.reserve() == 0 || cost < 1 || cost > p.reserve()) return out;
   std::string name = name_of(key, p);
   shard& s = shard_of(name);
   const std::int64_t now = steady_ms_();
@@ -78,21 +106,28 @@ bool reservations::check(std::string_view key, const policy& p, std::int64_t cos
     if (s.entries.size() >= max_per_shard_) {
       std::erase_if(s.entries,
                     [now](const auto& kv) { return !kv.second.taking && now >= kv.second.until; });
-      if (s.entries.size() >= max_per_shard_) return false;  // bounded: ask the backend
+      if (s.entries.size() >= max_per_shard_) return out;  // bounded: ask the backend
     }
     it = s.entries.emplace(name, entry{p}).first;
   }
   entry& e = it->second;
-  if (!(e.rule == p)) e = entry{p};  // reloaded: units of another policy are not this one's
+  if (!(e.rule == p)) {
+    // Reloaded: units of another policy are not this one's; they go back. Sent under the lock
+    // (rare; a give-back's handler takes no lock of ours).
+    std::vector<unspent> back;
+    take_unspent(it->first, e, now, back);
+    give_back(back, {});
+    e = entry{p};
+  }
   if (now < e.until && e.left >= cost) {
     e.left -= cost;
-    const check_result r = admitted(e, p, now);
+    out.answer = admitted(e, p, now);
     lock.unlock();
     spent_.fetch_add(1, std::memory_order_relaxed);
-    handler(r);
-    return true;
+    out.step = plan::spent;
+    return out;
   }
-  if (e.taking) return false;  // one reservation at a time; meanwhile checks ask the backend
+  if (e.taking) return out;  // one reservation at a time; meanwhile checks ask the backend
   if (e.granted > 0) {
     // Sized from how the last one went: ran out early, twice as many; else what was spent.
     e.next_size = now < e.until ? 2 * e.granted : std::max<std::int64_t>(1, e.granted - e.left);
@@ -114,15 +149,35 @@ bool reservations::check(std::string_view key, const policy& p, std::int64_t cos
   // Never more than half of what the key had left: a nearly exhausted key is not hoarded, and
   // its last units are decided by the backend one check at a time.
   if (e.key_left >= 0) wanted = std::min(wanted, e.key_left / 2);
-  if (wanted < cost) return false;
+  if (wanted < cost) return out;
   e.taking = true;
-  lock.unlock();
-  backend_->async_reserve(key, p, wanted,
-                          [self = shared_from_this(), name = std::move(name), p, cost, sent = now,
-                           handler = std::move(handler)](reserve_reply r) mutable {
-                            self->granted(name, p, cost, sent, r, std::move(handler));
-                          });
-  return true;
+  out.step = plan::take;
+  out.name = std::move(name);
+  out.wanted = wanted;
+  out.sent = now;
+  return out;
+}
+
+void reservations::take(std::string_view key, const policy& p, std::int64_t cost, plan& next,
+                        std::function<void(check_result)> handler) {
+  // A weak reference: the limiter's end, not a reply in flight, ends its reservations (and
+  // gives back what they hold, on the caller's thread rather than a backend's).
+  backend_->async_reserve(
+      key, p, next.wanted,
+      [weak = weak_from_this(), name = std::move(next.name), p, cost, sent = next.sent,
+       handler = std::move(handler)](reserve_reply r) mutable {
+        if (auto self = weak.lock())
+          return self->granted(name, p, cost, sent, r, std::move(handler));
+        // The limiter is gone: the grant is spent on this request or lost (never more).
+        check_result out;
+        if (r.error) return handler(failed_check(r.error, failure_decision(p)));
+        out.decision = r.after;
+        out.outcome = r.granted >= cost ? outcome::allowed : outcome::over_limit;
+        out.decision.allowed = out.outcome == outcome::allowed;
+        if (!out.decision.allowed && out.decision.retry_after.count() == 0)
+          out.decision.retry_after = std::chrono::milliseconds{1};
+        handler(std::move(out));
+      });
 }
 
 void reservations::granted(const std::string& name, const policy& p, std::int64_t cost,
@@ -134,27 +189,36 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
       std::lock_guard lock(s.mutex);
       if (auto it = s.entries.find(name); it != s.entries.end()) it->second.taking = false;
     }
-    return handler(failed(r.error, p));
+    return handler(failed_check(r.error, failure_decision(p)));
   }
   taken_.fetch_add(1, std::memory_order_relaxed);
   units_.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);
   const std::int64_t now = steady_ms_();
   check_result out;
+  std::vector<unspent> back;
   {
     shard& s = shard_of(name);
     std::lock_guard lock(s.mutex);
     auto it = s.entries.find(name);
+    if (it != s.entries.end() && !(it->second.rule == p))
+      take_unspent(name, it->second, now, back);  // reloaded meanwhile
     if (it == s.entries.end() || !(it->second.rule == p))
       it = s.entries.insert_or_assign(name, entry{p}).first;  // forgotten meanwhile (a reset)
     entry& e = it->second;
     e.taking = false;
-    // Units left from an earlier reservation are dropped, not added: the new grant may have
-    // been decided in the next window, and they belong to the one before.
+    // Units left from an earlier reservation are given back, not added: the new grant may have
+    // been decided in the next window, and they belong to the one before (a give-back names
+    // that window, so it returns nothing once it has ended).
+    take_unspent(name, e, now, back);
+    e.window = r.window;
+    e.grant_id = grant_ids_.fetch_add(1, std::memory_order_relaxed) + 1;
     e.granted = r.granted;
     e.left = r.granted;
     e.key_left = r.after.remaining;
     e.reset_at = sent + r.after.reset_after.count();
-    e.window_end = window_end(p, sent, r.after);
+    // The backend says until when the grant may be spent (the end of the window its units were
+    // recorded in), from its own now: counted from `sent`, before the call, it errs early.
+    e.window_end = sent + r.spend_within.count();
     e.until = std::min(e.window_end, sent + p.reserve_for().count());
     if (r.granted >= cost && now < e.until) {
       e.left -= cost;
@@ -170,8 +234,120 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
         out.decision.retry_after = std::chrono::milliseconds{1};
     }
   }
-  if (out.outcome == outcome::allowed) spent_.fetch_add(1, std::memory_order_relaxed);
+  if (!back.empty()) give_back(back, {});
+  if (out.outcome == outcome::allowed && cost > 0) spent_.fetch_add(1, std::memory_order_relaxed);
   handler(std::move(out));
+}
+
+bool reservations::check_all(std::span<const check_item> items,
+                             std::function<void(multi_check_result)>& handler) {
+  const std::int64_t now = steady_ms_();
+  std::vector<held> set_aside;
+  std::vector<decision> decisions(items.size());
+  std::vector<check_item> others;
+  std::vector<std::size_t> other_at;
+  bool all_held = true;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const check_item& item = items[i];
+    const policy& p = *item.policy;
+    if (p.reserve() == 0 || item.cost < 1 || item.cost > p.reserve()) {
+      others.push_back(item);
+      other_at.push_back(i);
+      continue;
+    }
+    std::string name = name_of(item.key, p);
+    shard& s = shard_of(name);
+    std::lock_guard lock(s.mutex);
+    auto it = s.entries.find(name);
+    if (it == s.entries.end() || !(it->second.rule == p) || now >= it->second.until ||
+        it->second.left < item.cost) {
+      all_held = false;
+      continue;
+    }
+    entry& e = it->second;
+    e.left -= item.cost;
+    decisions[i] = admitted(e, p, now).decision;
+    set_aside.push_back({std::move(name), p, e.grant_id, e.window, e.window_end, item.cost});
+  }
+  if (!all_held) {
+    release(set_aside);
+    // A reservation for the next calls (a check of cost 0 takes it and answers nothing), so
+    // a key hot in multi-item calls alone is answered from reserved units too.
+    for (const check_item& item : items) {
+      const policy& p = *item.policy;
+      if (p.reserve() == 0 || item.cost < 1 || item.cost > p.reserve()) continue;
+      plan next = plan_check(item.key, p, item.cost);
+      if (next.step == plan::spent) {  // units arrived meanwhile: not this call's to spend
+        shard& s = shard_of(name_of(item.key, p));
+        std::lock_guard lock(s.mutex);
+        if (auto it = s.entries.find(name_of(item.key, p)); it != s.entries.end())
+          it->second.left += item.cost;
+        spent_.fetch_sub(1, std::memory_order_relaxed);
+      } else if (next.step == plan::take) {
+        take(item.key, p, 0, next, [](check_result) {});
+      }
+    }
+    return false;
+  }
+  spent_.fetch_add(1, std::memory_order_relaxed);
+  if (others.empty()) {
+    multi_check_result r;
+    r.outcome = outcome::allowed;
+    r.decisions = std::move(decisions);
+    handler(std::move(r));
+    return true;
+  }
+  // The other items decide the batch: spent if they are all admitted, else set back.
+  std::vector<decision> on_failure;
+  for (const auto& item : items) on_failure.push_back(failure_decision(*item.policy));
+  backend_->async_check(others, [weak = weak_from_this(), set_aside = std::move(set_aside),
+                                 decisions = std::move(decisions), other_at = std::move(other_at),
+                                 on_failure = std::move(on_failure),
+                                 handler = std::move(handler)](backend_reply reply) mutable {
+    multi_check_result r;
+    if (!reply.error && reply.decisions.size() != other_at.size())
+      reply.error = errc::protocol_error;
+    bool all = !reply.error;
+    if (reply.error) {
+      r.outcome = failed_outcome(reply.error);
+      r.error = reply.error;
+      if (r.outcome == outcome::backend_error) r.decisions = std::move(on_failure);
+    } else {
+      for (std::size_t j = 0; j < other_at.size(); ++j) {
+        decisions[other_at[j]] = reply.decisions[j];
+        all = all && reply.decisions[j].allowed;
+      }
+      r.outcome = all ? outcome::allowed : outcome::over_limit;
+      r.decisions = std::move(decisions);
+    }
+    if (!all) {
+      if (auto self = weak.lock()) {  // (else the limiter is gone: the units are lost, never more)
+        self->release(set_aside);
+        self->spent_.fetch_sub(1, std::memory_order_relaxed);
+      }
+    }
+    handler(std::move(r));
+  });
+  return true;
+}
+
+void reservations::release(std::vector<held>& units) {
+  const std::int64_t now = steady_ms_();
+  std::vector<unspent> back;
+  for (held& h : units) {
+    shard& s = shard_of(h.name);
+    std::lock_guard lock(s.mutex);
+    auto it = s.entries.find(h.name);
+    if (it != s.entries.end() && it->second.rule == h.rule && it->second.grant_id == h.grant_id) {
+      it->second.left += h.cost;  // still its grant: spendable again
+    } else if (now < h.window_end) {
+      // Its grant was replaced (and gave back what it still held): these go back on their own.
+      back.push_back({h.name.substr(h.rule.name().size() + 1), h.rule, h.window, h.cost, h.grant_id,
+                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1)});
+    }
+  }
+  units.clear();
+  if (!back.empty()) give_back(back, {});
 }
 
 void reservations::forget(std::string_view key, const policy& p) {

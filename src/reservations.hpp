@@ -4,10 +4,12 @@
 // A reservation is recorded in the backend as one admitted request of its size, so spending it
 // admits nothing the backend did not count: for fixed_window, no more than the limit per
 // window whatever the number of processes. A reservation is spent for at most reserve_for and
-// never past the window it was taken in (its end is known from the grant's reset_after,
-// measured from before the call was sent, so it errs early). Units left unspent are not given
-// back: the bound does not depend on it, and a give-back that reached the next window would
-// count there. The price is under-admission, kept small by sizing: a reservation asks for what
+// never past the window it was taken in (the reserve step answers when that window ends,
+// counted here from before the call was sent, so it errs early). Units left unspent when a
+// grant ends early (superseded by the next one, the policy reloaded, the limiter destroyed) are
+// given back to the window the grant named, once (an id per grant); the bound does not depend
+// on it (a crashed process gives nothing back: its units come back at the window's end). The
+// price is under-admission, kept small by sizing: a reservation asks for what
 // this process spent of the last one (doubling while they run out early), at most
 // policy::reserve and at most half of what the key had left at the last grant; when that is
 // less than the request, or a reservation is already being taken, the check goes to the
@@ -19,8 +21,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -35,12 +39,47 @@ class reservations : public std::enable_shared_from_this<reservations> {
   // `steady_ms` reads a monotonic clock in ms; `max_entries` bounds the keys remembered.
   reservations(std::shared_ptr<backend> b, std::function<std::int64_t()> steady_ms,
                std::size_t max_entries);
+  // Gives back what this process holds (the limiter is gone), waiting for the answers at most
+  // give_back_wait: the backend's own deadlines bound them, but this may run on a backend
+  // thread, whose calls cannot complete while it waits.
+  ~reservations();
+  static constexpr std::int64_t give_back_wait_ms = 1000;
 
   // Answers (key, p, cost) from a reservation, or takes one and answers from it, and returns
   // true; returns false, touching nothing, when the check should go to the backend as usual.
-  // `p.reserve()` > 0 and 1 <= cost <= p.capacity().
+  // `p.reserve()` > 0 and 1 <= cost <= p.capacity(). The answer is a check_result given to
+  // `handler` as `shape(r)` (check_all's shape for a one-item check_all): spending allocates
+  // nothing, and `handler` is moved from only when a reservation is taken.
+  template <class Result, class Shape>
   bool check(std::string_view key, const policy& p, std::int64_t cost,
-             std::function<void(check_result)>& handler);
+             std::function<void(Result)>& handler, Shape shape) {
+    plan next = plan_check(key, p, cost);
+    switch (next.step) {
+      case plan::backend:
+        return false;
+      case plan::spent:
+        handler(shape(std::move(next.answer)));
+        return true;
+      case plan::take:
+        break;
+    }
+    if constexpr (std::is_same_v<Result, check_result>) {
+      take(key, p, cost, next, std::move(handler));
+    } else {
+      take(key, p, cost, next,
+           [handler = std::move(handler), shape](check_result r) { handler(shape(std::move(r))); });
+    }
+    return true;
+  }
+
+  // check_all of several items (valid, no duplicates), all-or-nothing: when every item whose
+  // policy reserves holds its cost here, those costs are set aside, the other items (if any)
+  // go to the backend in one call, and the set-aside units are spent if it admits them all and
+  // returned to their grants if not; answers and returns true. Otherwise sets nothing aside,
+  // starts a reservation for the reserving items that held too few (for later calls), and
+  // returns false: the call goes to the backend as without reservations.
+  bool check_all(std::span<const check_item> items,
+                 std::function<void(multi_check_result)>& handler);
 
   // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
   void forget(std::string_view key, const policy& p);
@@ -48,6 +87,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
   std::uint64_t units() const noexcept { return units_.load(std::memory_order_relaxed); }
   std::uint64_t spent() const noexcept { return spent_.load(std::memory_order_relaxed); }
+  std::uint64_t given_back() const noexcept { return given_back_->load(std::memory_order_relaxed); }
 
  private:
   struct entry {
@@ -59,17 +99,55 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t key_left = -1;   // what the key had left at the last grant; -1: unknown
     std::int64_t next_size = 1;   // what the next reservation asks for
     std::int64_t granted = 0;     // the last grant
+    std::int64_t window = 0;      // the last grant's window, as the backend numbers it
+    std::uint64_t grant_id = 0;   // the last grant's number in this process (its give-back id)
     bool taking = false;          // a reservation is being taken
+  };
+  // Units of a grant to give back, taken out of its entry under the shard's lock and sent
+  // after it.
+  struct unspent {
+    std::string key;
+    policy rule;
+    std::int64_t window = 0, units = 0;
+    std::uint64_t grant_id = 0;
+    std::string suffix;  // of the id: units set back after their grant gave back the rest
   };
   struct shard {
     std::mutex mutex;
     std::unordered_map<std::string, entry> entries;
   };
 
+  // What a check does next: ask the backend, nothing more (backend); answered from units held
+  // (spent: `answer`); or take a reservation of `wanted` (take).
+  struct plan {
+    enum { backend, spent, take } step = backend;
+    check_result answer;
+    std::string name;
+    std::int64_t wanted = 0, sent = 0;
+  };
+  plan plan_check(std::string_view key, const policy& p, std::int64_t cost);
+  void take(std::string_view key, const policy& p, std::int64_t cost, plan& next,
+            std::function<void(check_result)> handler);
+
+  // Units set aside by check_all for one item, until its batch is decided.
+  struct held {
+    std::string name;
+    policy rule;
+    std::uint64_t grant_id = 0;
+    std::int64_t window = 0, window_end = 0, cost = 0;
+  };
+  // Puts them back into their grant, or gives them back if the grant was replaced meanwhile.
+  void release(std::vector<held>& units);
+
   static std::string name_of(std::string_view key, const policy& p);
   shard& shard_of(const std::string& name);
-  static std::int64_t window_end(const policy& p, std::int64_t sent, const decision& after);
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
+  // With the shard locked: what `e` holds and may give back (none once its window ended, by
+  // this process's early estimate). The caller then replaces e's units or drops e.
+  static void take_unspent(const std::string& name, entry& e, std::int64_t now,
+                           std::vector<unspent>& out);
+  // Sends them; `done` (may be empty) runs once per answer.
+  void give_back(std::vector<unspent>& units, const std::function<void()>& done);
   void granted(const std::string& name, const policy& p, std::int64_t cost, std::int64_t sent,
                const reserve_reply& r, std::function<void(check_result)> handler);
 
@@ -77,7 +155,12 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::function<std::int64_t()> steady_ms_;
   std::size_t max_per_shard_;
   std::vector<shard> shards_;
+  std::string id_prefix_;  // random per process: give-back ids are unique across processes
+  std::atomic<std::uint64_t> grant_ids_{0}, release_ids_{0};
   std::atomic<std::uint64_t> taken_{0}, units_{0}, spent_{0};
+  // Shared with give-backs' handlers: the last ones are answered after this is gone.
+  std::shared_ptr<std::atomic<std::uint64_t>> given_back_ =
+      std::make_shared<std::atomic<std::uint64_t>>(0);
 };
 
 }  // namespace floodgate::detail

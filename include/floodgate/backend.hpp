@@ -71,11 +71,16 @@ std::chrono::milliseconds refund_key_memory(const policy& p) noexcept;
 using reset_handler = std::function<void(std::error_code)>;
 
 // A reservation's answer (backend::async_reserve). On success `error` is empty, `granted` is
-// what was taken (0..wanted) and `after` is a peek of the key after the grant, with
-// retry_after the time until one more unit is left when none is.
+// what was taken (0..wanted), `window` the window it was recorded in (floor(now / W) on the
+// backend's clock; a give-back names it) and `spend_within` how long from the backend's now
+// it may be spent (until that window ends; 0 for algorithms without a derived bound), and
+// `after` is a peek of the key after the grant, with retry_after the time until one more unit
+// is left when none is.
 struct reserve_reply {
   std::error_code error;
   std::int64_t granted = 0;
+  std::int64_t window = 0;
+  std::chrono::milliseconds spend_within{0};
   decision after;
 };
 
@@ -110,7 +115,24 @@ class backend {
     (void)key;
     (void)p;
     (void)wanted;
-    handler({make_error_code(errc::unsupported), 0, {}});
+    handler({make_error_code(errc::unsupported), 0, 0, {}, {}});
+  }
+
+  // Returns up to `units` (>= 1) of a reservation not spent, to the window `window` its
+  // reserve_reply named, as one atomic step, and only while that window is current: the
+  // window's count (fixed_window; sliding_window's current one) drops by at most `units`
+  // (docs/algorithms.md, "Reservations"). `id` (valid_idempotency_key, one per grant): a
+  // give-back under an id already used answers the first one's units and `replayed`, and
+  // returns nothing again. Answers no decisions: `refunded` = the units given back. Backends
+  // that keep no state answer errc::unsupported.
+  virtual void async_give_back(std::string_view key, const policy& p, std::int64_t window,
+                               std::int64_t units, std::string_view id, backend_handler handler) {
+    (void)key;
+    (void)p;
+    (void)window;
+    (void)units;
+    (void)id;
+    handler({make_error_code(errc::unsupported), {}});
   }
 
   // Forgets the state of (key, policy): the next check sees full capacity.

@@ -56,6 +56,7 @@ struct limiter_stats {
   std::uint64_t reservations = 0;          // reservations taken (policy::reserve)
   std::uint64_t reserved_units = 0;        // units they granted
   std::uint64_t reserved_decisions = 0;    // checks admitted from reserved units, no backend call
+  std::uint64_t reserved_units_given_back = 0;  // unspent units returned to their window
 };
 
 class limiter {
@@ -71,7 +72,9 @@ class limiter {
                    std::function<void(check_result)> handler);
 
   // Decides several (key, policy, cost) items all-or-nothing: all consume or none does.
-  // Several items always ask the backend; one item is a check() and may be denied locally.
+  // One item is a check() and may be denied locally. Several ask the backend, but items of
+  // policies with reserve() are answered from this process's reserved units when each holds
+  // its cost (then only the others ask; the units are spent only if all are admitted).
   multi_check_result check_all(std::span<const check_item> items);
   multi_check_result check_all(std::initializer_list<check_item> items) {
     return check_all(std::span<const check_item>(items.begin(), items.size()));

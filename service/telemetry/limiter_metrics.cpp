@@ -50,6 +50,9 @@ void append_limiter_metrics(std::string& out, limiter& l) {
   family("floodgate_reserved_decisions_total", counter,
          "Checks admitted from reserved units, without a backend call.",
          local.reserved_decisions);
+  family("floodgate_reserved_units_given_back_total", counter,
+         "Reserved units not spent and returned to their window (a grant ended early).",
+         local.reserved_units_given_back);
   family("floodgate_instances", gauge,
          "Instances sharing the backend, as local mode divides limits (heartbeats or "
          "--instances).",

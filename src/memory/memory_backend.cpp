@@ -4,6 +4,7 @@
 #include <bit>
 #include <functional>
 
+#include "core/give_back.hpp"
 #include "core/penalty.hpp"
 #include "core/refund.hpp"
 #include "core/reserve.hpp"
@@ -260,7 +261,10 @@ void memory_backend::async_reserve(std::string_view key, const policy& p, std::i
     // min(wanted, what one request could be admitted now), committed as one request of it.
     core::any_state state = found ? found->state : core::empty_state(p.algo());
     const auto params = core::params::of(p);
-    reply.granted = core::reserve(state, t, params, wanted);
+    const core::grant g = core::reserve(state, t, params, wanted);
+    reply.granted = g.units;
+    reply.window = g.window;
+    reply.spend_within = std::chrono::milliseconds{g.spend_within};
     if (reply.granted > 0) {
       entry& e = found ? *found : s.entries[k];
       e = entry{state, t + core::expiry(state, t, params)};
@@ -296,20 +300,49 @@ void memory_backend::async_refund(const check_item& item, std::string_view idemp
       reply.refunded = core::refund(found->state, t, params, item.cost);
       found->expires_at = t + core::expiry(found->state, t, params);
     }
-    if (!marker.empty() && !reply.replayed) {
-      s.refund_keys.insert_or_assign(
-          marker, refund_mark{t + refund_key_memory(*item.policy).count(), reply.refunded});
-      if (s.refund_keys.size() > max_per_shard_) {
-        std::erase_if(s.refund_keys, [t](const auto& kv) { return kv.second.forget_at <= t; });
-        if (s.refund_keys.size() > max_per_shard_)
-          s.refund_keys.erase(std::min_element(s.refund_keys.begin(), s.refund_keys.end(),
-                                               [](const auto& a, const auto& b) {
-                                                 return a.second.forget_at < b.second.forget_at;
-                                               }));
-      }
-    }
+    if (!marker.empty() && !reply.replayed)
+      remember(s, marker, refund_mark{t + refund_key_memory(*item.policy).count(), reply.refunded},
+               t);
     reply.decisions.push_back(
         decide(found && found->expires_at > t ? found : nullptr, {item.key, item.policy, 0}, t));
+  }
+  handler(std::move(reply));
+}
+
+void memory_backend::remember(shard& s, const std::string& marker, refund_mark mark,
+                              std::int64_t now) {
+  s.refund_keys.insert_or_assign(marker, mark);
+  if (s.refund_keys.size() > max_per_shard_) {
+    std::erase_if(s.refund_keys, [now](const auto& kv) { return kv.second.forget_at <= now; });
+    if (s.refund_keys.size() > max_per_shard_)
+      s.refund_keys.erase(std::min_element(
+          s.refund_keys.begin(), s.refund_keys.end(),
+          [](const auto& a, const auto& b) { return a.second.forget_at < b.second.forget_at; }));
+  }
+}
+
+// As lua/give_back.lua: nothing outside the named window; a marker until it ends.
+void memory_backend::async_give_back(std::string_view key, const policy& p, std::int64_t window,
+                                     std::int64_t units, std::string_view id,
+                                     backend_handler handler) {
+  const std::string k = storage_key(p, key);
+  const auto params = core::params::of(p);
+  const std::int64_t t = now();
+  backend_reply reply;
+  if (core::floor_div(t, params.window) != window) return handler(std::move(reply));
+  {
+    shard& s = shard_of(k);
+    std::lock_guard lock(s.mutex);
+    const std::string marker = k + "\n\n" + std::string(id);
+    if (auto mark = s.refund_keys.find(marker);
+        mark != s.refund_keys.end() && mark->second.forget_at > t) {
+      reply.refunded = mark->second.refunded;
+      reply.replayed = true;
+    } else {
+      if (entry* found = live_entry(s, k, t))
+        reply.refunded = core::give_back(found->state, t, params, window, units);
+      remember(s, marker, refund_mark{(window + 1) * params.window, reply.refunded}, t);
+    }
   }
   handler(std::move(reply));
 }

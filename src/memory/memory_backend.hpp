@@ -30,6 +30,8 @@ class memory_backend final : public backend, public lease_backend {
                      std::function<void(reserve_reply)> handler) override;
   void async_refund(const check_item& item, std::string_view idempotency_key,
                     backend_handler handler) override;
+  void async_give_back(std::string_view key, const policy& p, std::int64_t window,
+                       std::int64_t units, std::string_view id, backend_handler handler) override;
   void async_acquire(std::string_view key, const concurrency_policy& p, std::string_view id,
                      backend_handler handler) override;
   void async_release(std::string_view key, const concurrency_policy& p, std::string_view id,
@@ -60,7 +62,7 @@ class memory_backend final : public backend, public lease_backend {
     std::unordered_map<std::string, core::lease_set> leases;
     // Refunds' idempotency keys, "<state key>\n<idempotency key>" -> when forgotten (ms) and
     // what that refund gave back; at most the shard's share of max_keys, the closest to being
-    // forgotten going first.
+    // forgotten going first. Give-backs' ids likewise, as "<state key>\n\n<id>".
     std::unordered_map<std::string, refund_mark> refund_keys;
     std::int64_t next_sweep = 0;
     std::size_t size_after_sweep = 0;
@@ -83,6 +85,8 @@ class memory_backend final : public backend, public lease_backend {
   // With `s` locked: room for `adding` more keys (entries or lease sets) within the shard's
   // share of max_keys.
   void make_room(shard& s, std::size_t adding, std::int64_t now);
+  // With `s` locked: remembers a refund's or give-back's marker, within the shard's share.
+  void remember(shard& s, const std::string& marker, refund_mark mark, std::int64_t now);
 
   memory_options options_;
   std::size_t max_per_shard_;

@@ -101,8 +101,8 @@ class lease_call final : public request {
   std::function<void(lease_result)> handler_;
 };
 
-// lua/reserve.lua answers five integers: granted, then the key's limit, remaining,
-// reset_after and retry_after after the grant.
+// lua/reserve.lua answers seven integers: granted, its window and the ms it may be spent
+// within, then the key's limit, remaining, reset_after and retry_after after the grant.
 class reserve_call final : public request {
  public:
   explicit reserve_call(std::function<void(reserve_reply)> handler)
@@ -110,7 +110,7 @@ class reserve_call final : public request {
 
   void complete(std::error_code ec, reply* r) noexcept override {
     reserve_reply out;
-    if (!ec && (r->kind != reply::type::array || r->elements.size() != 5))
+    if (!ec && (r->kind != reply::type::array || r->elements.size() != 7))
       ec = errc::protocol_error;
     if (!ec) {
       for (const auto& e : r->elements)
@@ -118,18 +118,42 @@ class reserve_call final : public request {
     }
     if (!ec) {
       const auto& e = r->elements;
-      const auto after = script_decision(1, e[1].integer, e[2].integer, e[3].integer, e[4].integer);
-      if (!after || e[0].integer < 0)
+      const auto after = script_decision(1, e[3].integer, e[4].integer, e[5].integer, e[6].integer);
+      if (!after || e[0].integer < 0 || e[2].integer < 0)
         ec = errc::protocol_error;
       else
-        out = {{}, e[0].integer, *after};
+        out = {{}, e[0].integer, e[1].integer, std::chrono::milliseconds{e[2].integer}, *after};
     }
-    if (ec) out = {ec, 0, {}};
+    if (ec) out = {ec, 0, 0, {}, {}};
     handler_(std::move(out));
   }
 
  private:
   std::function<void(reserve_reply)> handler_;
+};
+
+// lua/give_back.lua answers two integers: the units given back, and 1 for a replay.
+class give_back_call final : public request {
+ public:
+  explicit give_back_call(backend_handler handler) : handler_(std::move(handler)) {}
+
+  void complete(std::error_code ec, reply* r) noexcept override {
+    backend_reply out;
+    if (!ec && (r->kind != reply::type::array || r->elements.size() != 2 ||
+                r->elements[0].kind != reply::type::integer ||
+                r->elements[1].kind != reply::type::integer || r->elements[0].integer < 0))
+      ec = errc::protocol_error;
+    if (ec) {
+      out.error = ec;
+    } else {
+      out.refunded = r->elements[0].integer;
+      out.replayed = r->elements[1].integer == 1;
+    }
+    handler_(std::move(out));
+  }
+
+ private:
+  backend_handler handler_;
 };
 
 class heartbeat_call final : public request {
@@ -440,6 +464,25 @@ void redis_backend::async_reserve(std::string_view key, const policy& p, std::in
   append_bulk(out, to_string(p.algo()));
   append_params(out, p);
   append_bulk(out, wanted);
+  append_now(out, options_);
+  client_->submit(std::move(call));
+}
+
+void redis_backend::async_give_back(std::string_view key, const policy& p, std::int64_t window,
+                                    std::int64_t units, std::string_view id,
+                                    backend_handler handler) {
+  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
+  auto call = std::make_unique<give_back_call>(std::move(handler));
+  call->deadline = request::clock::now() + options_.timeout;
+  if (cluster_) call->slot = slot_of(key);
+  begin_evalsha(*call, give_back_script(), 2, 5);
+  std::string& out = call->command;
+  append_key(out, keys, p, key);
+  append_bulk(out, state_key(keys, p, key) + ":gb:" + std::string(id));  // the key's hash slot
+  append_bulk(out, to_string(p.algo()));
+  append_bulk(out, static_cast<std::int64_t>(p.window().count()));
+  append_bulk(out, window);
+  append_bulk(out, units);
   append_now(out, options_);
   client_->submit(std::move(call));
 }

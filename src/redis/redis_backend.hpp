@@ -43,6 +43,8 @@ class redis_backend final : public backend, public lease_backend {
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
   void async_reserve(std::string_view key, const policy& p, std::int64_t wanted,
                      std::function<void(reserve_reply)> handler) override;
+  void async_give_back(std::string_view key, const policy& p, std::int64_t window,
+                       std::int64_t units, std::string_view id, backend_handler handler) override;
   // One call of the refund script (lua/refund.lua).
   // With an idempotency key, its marker `<state key>:rf:<idempotency key>` (the same slot).
   void async_refund(const check_item& item, std::string_view idempotency_key,

@@ -72,6 +72,10 @@ const script& release_script() noexcept;
 // KEYS[1] = state key, ARGV = {algorithm, limit, window_ms, burst, wanted, now_ms} → granted,
 // then the limit, remaining, reset_after and retry_after of the key after the grant.
 const script& reserve_script() noexcept;
+// Returns a reservation's unspent units to its window (lua/give_back.lua, core/give_back.hpp):
+// KEYS[1] = state key, KEYS[2] = marker; ARGV = {algorithm, window_ms, window, units, now_ms}
+// → units given back, replayed (0/1).
+const script& give_back_script() noexcept;
 // Every script above as one library of functions (script::function).
 const function_library& script_library() noexcept;
 

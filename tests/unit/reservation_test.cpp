@@ -173,8 +173,8 @@ TEST(reservations, the_last_units_are_shared) {
   EXPECT_GE(by_other, 10);
 }
 
-// A reload that changes the policy drops the units reserved under the old one; a reset forgets
-// this process's reservation with the key's state.
+// A reload that changes the policy gives back the units reserved under the old one and not
+// spent; a reset forgets this process's reservation with the key's state.
 TEST(reservations, a_changed_policy_or_a_reset_starts_afresh) {
   test_clock clock;
   limiter l(shared_memory(clock), on(clock));
@@ -184,11 +184,105 @@ TEST(reservations, a_changed_policy_or_a_reset_starts_afresh) {
   const auto lowered = policy{"r", algorithm::fixed_window, 9, 1h}.with_reserve(5, 1min);
   const auto r = l.check("k", lowered);
   EXPECT_EQ(l.stats().reservations, before + 1) << "asked the backend under the new policy";
-  EXPECT_EQ(r.outcome, outcome::over_limit)
-      << "the window counts every unit reserved under the old policy: more than 9";
+  EXPECT_EQ(r.outcome, outcome::allowed)
+      << "the old policy's unspent units came back: the window counts its 8 admissions";
+  EXPECT_EQ(l.check("k", lowered).outcome, outcome::over_limit) << "9 admitted: the limit";
   ASSERT_FALSE(l.reset("k", p));
   for (int i = 0; i < 100; ++i) ASSERT_EQ(l.check("k", p).outcome, outcome::allowed) << i;
   EXPECT_EQ(l.check("k", p).outcome, outcome::over_limit);
+}
+
+// Units a process reserved and did not spend come back when its grant ends early — superseded
+// by the next grant (reserve_for ran out within the window) or the limiter going — so the
+// window ends up counting exactly what was admitted. Without the give-back it counts every
+// unit reserved.
+TEST(reservations, units_not_spent_are_given_back) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  const auto p = policy{"gb", algorithm::fixed_window, 1000, 1h}.with_reserve(200, 100ms);
+  clock.set(clock.now() - clock.now() % 3'600'000 + 10);
+  std::uint64_t held = 0;
+  {
+    limiter a(b, on(clock));
+    for (int round = 0; round < 3; ++round) {
+      for (int i = 0; i < 40; ++i) ASSERT_EQ(a.check("k", p).outcome, outcome::allowed);
+      clock.advance(150);  // past reserve_for: the next check takes a new grant
+    }
+    const auto s = a.stats();
+    held = s.reserved_units - s.reserved_decisions;
+    ASSERT_GT(held, 0u) << "units were reserved and not spent";
+    EXPECT_GT(s.reserved_units_given_back, 0u) << "superseded grants gave theirs back";
+  }  // the rest goes back with the limiter
+  limiter plain(b, on(clock));
+  const auto r = plain.check("k", policy{"gb", algorithm::fixed_window, 1000, 1h}, 0);
+  EXPECT_EQ(r.decision.remaining, 1000 - 120) << held << " units were held at the end";
+}
+
+// A give-back names its window: one that arrives after that window ended returns nothing, so
+// units of an old window never become capacity in a new one.
+TEST(reservations, a_give_back_to_a_past_window_returns_nothing) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  const auto p = policy{"gb", algorithm::fixed_window, 10, 1s};
+  clock.set(clock.now() - clock.now() % 1000 + 900);
+  reserve_reply grant;
+  b->async_reserve("k", p, 6, [&](reserve_reply r) { grant = r; });
+  ASSERT_EQ(grant.granted, 6);
+  EXPECT_EQ(grant.spend_within, 100ms);
+  clock.advance(100);  // the next window
+  b->async_reserve("k", p, 4, [&](reserve_reply r) { grant = r; });
+  ASSERT_EQ(grant.granted, 4);
+  backend_reply back;
+  b->async_give_back("k", p, grant.window - 1, 6, "old", [&](backend_reply r) { back = r; });
+  EXPECT_EQ(back.refunded, 0);
+  b->async_give_back("k", p, grant.window, 3, "new", [&](backend_reply r) { back = r; });
+  EXPECT_EQ(back.refunded, 3);
+  b->async_give_back("k", p, grant.window, 3, "new", [&](backend_reply r) { back = r; });
+  EXPECT_EQ(back.refunded, 3);
+  EXPECT_TRUE(back.replayed) << "twice returned counts once";
+  limiter peek(b, on(clock));
+  EXPECT_EQ(peek.check("k", p, 0).decision.remaining, 10 - 1);
+}
+
+// check_all of several items spends reservations too: a per-user and a global policy, both
+// reserving, checked together by three processes, admit exactly the tighter limit, mostly
+// without a backend call; a batch whose other item is refused gives its reserved units back to
+// their grant (neither lost nor spent twice).
+TEST(reservations, check_all_of_several_items_spends_them_all_or_nothing) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  clock.set(clock.now() - clock.now() % 3'600'000 + 10);
+  std::vector<std::unique_ptr<limiter>> fleet;
+  for (int i = 0; i < 3; ++i) fleet.push_back(std::make_unique<limiter>(b, on(clock)));
+  const auto user = policy{"user", algorithm::fixed_window, 5000, 1h}.with_reserve(100, 1h);
+  const auto global = policy{"global", algorithm::sliding_window, 2000, 1h}.with_reserve(100, 1h);
+  std::mt19937_64 rng(5);
+  int admitted = 0;
+  for (int i = 0; i < 4000; ++i) {
+    const auto r = fleet[rng() % 3]->check_all({{"u1", &user, 1}, {"all", &global, 1}});
+    ASSERT_NE(r.outcome, outcome::backend_error);
+    admitted += r.outcome == outcome::allowed;
+  }
+  EXPECT_EQ(admitted, 2000);
+  std::uint64_t from_reserved = 0;
+  for (const auto& l : fleet) from_reserved += l->stats().reserved_decisions;
+  EXPECT_GT(from_reserved, 1000u) << "most batches answered from reserved units";
+
+  // A reserving item with one that is refused: its units are set back, not spent.
+  const auto few = policy{"few", algorithm::fixed_window, 5, 1h};
+  const auto many = policy{"many", algorithm::fixed_window, 1000, 1h}.with_reserve(50, 1h);
+  {
+    limiter a(b, on(clock));
+    for (int i = 0; i < 20; ++i) ASSERT_EQ(a.check("m", many).outcome, outcome::allowed);
+    int batch_admitted = 0;
+    for (int i = 0; i < 30; ++i)
+      batch_admitted += a.check_all({{"m", &many, 1}, {"f", &few, 1}}).outcome == outcome::allowed;
+    EXPECT_EQ(batch_admitted, 5);
+  }  // what it holds goes back
+  limiter peek(b, on(clock));
+  EXPECT_EQ(
+      peek.check("m", policy{"many", algorithm::fixed_window, 1000, 1h}, 0).decision.remaining,
+      1000 - 20 - 5);
 }
 
 // docs/library.md shows the policy and the check of this test.

@@ -178,17 +178,8 @@ redis_inspector::redis_inspector(std::string_view url, std::chrono::milliseconds
     s.why_not = "memory:// keeps state inside the process, not in Redis";
     return;
   }
-  if (!redis::is_redis_url(url)) {
-    s.why_not = "not a Redis URL: " + redis::redact_url(url);
-    return;
-  }
-  s.names_redis = true;
-  try {
-    s.target = redis::parse_topology(url, s.options);
-  } catch (const std::exception& e) {
-    s.why_not = e.what();
-    return;
-  }
+  s.names_redis = redis::is_redis_url(url);
+  if (!redis::parse_topology(url, s.options, s.target, s.why_not)) return;
   const bool tls = s.target.tls();
   s.asker = std::make_unique<redis::node_asker>(
       s.options, tls ? redis::make_tls_context(s.options.tls) : redis::tls_context_result{});

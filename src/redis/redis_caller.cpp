@@ -122,16 +122,7 @@ redis_caller::redis_caller(std::string_view url, std::chrono::milliseconds timeo
     : impl_(std::make_unique<impl>()) {
   auto& s = *impl_;
   s.timeout = timeout;
-  if (!redis::is_redis_url(url)) {
-    s.why_not = "not a Redis URL: " + redis::redact_url(url);
-    return;
-  }
-  try {
-    s.target = redis::parse_topology(url, s.options);
-  } catch (const std::exception& e) {
-    s.why_not = e.what();
-    return;
-  }
+  if (!redis::parse_topology(url, s.options, s.target, s.why_not)) return;
   s.asker = std::make_unique<redis::node_asker>(
       s.options,
       s.target.tls() ? redis::make_tls_context(s.options.tls) : redis::tls_context_result{});

@@ -106,16 +106,7 @@ redis_subscription::redis_subscription(std::string_view url, std::string channel
   auto& s = *impl_;
   s.timeout = timeout;
   s.channel = std::move(channel);
-  if (!redis::is_redis_url(url)) {
-    s.why_not = "not a Redis URL: " + redis::redact_url(url);
-    return;
-  }
-  try {
-    s.target = redis::parse_topology(url, s.options);
-  } catch (const std::exception& e) {
-    s.why_not = e.what();
-    return;
-  }
+  if (!redis::parse_topology(url, s.options, s.target, s.why_not)) return;
   if (s.target.tls()) s.tls = redis::make_tls_context(s.options.tls);
   if (s.target.what == redis::topology::kind::sentinel)
     s.asker = std::make_unique<redis::node_asker>(s.options, s.tls);

@@ -60,6 +60,21 @@ bool is_redis_url(std::string_view url) noexcept {
   return false;
 }
 
+bool parse_topology(std::string_view url, redis_options& options, topology& out,
+                    std::string& why_not) {
+  if (!is_redis_url(url)) {
+    why_not = "not a Redis URL: " + redact_url(url);
+    return false;
+  }
+  try {
+    out = parse_topology(url, options);
+    return true;
+  } catch (const std::exception& e) {
+    why_not = e.what();
+    return false;
+  }
+}
+
 topology parse_topology(std::string_view url, redis_options& options) {
   const std::string_view base = apply_url_options(url, options);
   topology t;

@@ -49,6 +49,11 @@ bool is_redis_url(std::string_view url) noexcept;
 // url.hpp). Throws config_error (password masked) for a URL the backend refuses.
 topology parse_topology(std::string_view url, redis_options& options);
 
+// The same for a URL given at run time (the inspection API, the rules store): false, with the
+// reason in `why_not` ("not a Redis URL: ..." for another scheme), instead of an exception.
+bool parse_topology(std::string_view url, redis_options& options, topology& out,
+                    std::string& why_not);
+
 bool is_cluster_url(std::string_view url) noexcept;
 // The seeds of a redis+cluster:// URL without its query.
 std::vector<redis_endpoint> parse_cluster_url(std::string_view url);

@@ -223,5 +223,32 @@ TEST(override_redis, the_cli_refuses_what_the_table_would) {
   for (const auto& i : f.fleet) EXPECT_EQ(limit_for(i, "vip"), 5);
 }
 
+// The store's bound (rules/overrides_store.hpp: 10,000), reached by writing the hash as another
+// writer would; an entry already there can still be replaced. And a Redis that is not there is
+// said so, with its words.
+TEST(override_redis, the_store_refuses_an_entry_beyond_its_bound_and_says_when_redis_fails) {
+  redis_server redis;
+  const auto ref = redis.url() + "#prod";
+  temp_rules_file rules(fixed_rules);
+  ASSERT_EQ(cli({"rules", "push", rules.path, "--to", ref}).exit_code, 0);
+  std::vector<std::string> fill = {"HSET", "floodgate:rules:{prod}:overrides"};
+  for (int k = 0; k < 10'000; ++k) {
+    fill.push_back("api\texact\tkey-" + std::to_string(k));
+    fill.push_back("50\t\t\t99999999999999\ttest\t0");  // expires in the year 5138
+  }
+  ASSERT_EQ(redis.command(fill).integer, 10'000);
+
+  const auto full = cli({"override", "set", ref, "api", "vip", "--limit", "9", "--for", "1h"});
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_TRUE(contains(full.output, "holds 10000 run-time overrides, the most it takes (10000)"))
+      << full.output;
+  const auto replace = cli({"override", "set", ref, "api", "key-7", "--limit", "9", "--for", "1h"});
+  EXPECT_EQ(replace.exit_code, 0) << replace.output;
+
+  const auto gone = cli({"override", "list", "redis://127.0.0.1:1#prod"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_TRUE(contains(gone.output, "redis://127.0.0.1:1#prod: cannot read: ")) << gone.output;
+}
+
 }  // namespace
 }  // namespace floodgate::test

@@ -751,9 +751,10 @@ int main(int argc, char** argv) {
     // Declared after what a reload uses, so it is stopped (a reload in progress finished)
     // before any of that goes.
     background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path,
-                                 w = rules_watcher.get()] {
+                                 w = rules_watcher.get(), ow = overrides_watcher.get()] {
       reload(store, stats, envoy_api.get(), where, path);
-      if (w) w->poke();  // --rules-from: read Redis within an interval
+      if (w) w->poke();      // --rules-from: read Redis within an interval
+      if (ow) ow->resync();  // ... and every run-time override again
     });
     // After `errands`, which it tells, so it stops first.
     std::unique_ptr<config_watch> watch;

@@ -7,6 +7,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -221,6 +222,28 @@ TEST(override_redis, the_cli_refuses_what_the_table_would) {
   const auto listed = cli({"override", "list", f.ref});
   EXPECT_TRUE(contains(listed.output, "no run-time overrides in")) << listed.output;
   for (const auto& i : f.fleet) EXPECT_EQ(limit_for(i, "vip"), 5);
+}
+
+// SIGHUP reads every entry again, as it reads the rules: an entry written without bumping the
+// version (by hand, or an older writer) is picked up by it and not before.
+TEST(override_redis, sighup_reads_every_entry_again) {
+  fleet_on_redis f(fixed_rules);
+  const auto time = f.redis.command({"TIME"});
+  ASSERT_EQ(time.elements.size(), 2u);
+  const auto now_ms = std::stoll(time.elements[0].str) * 1000;
+  ASSERT_EQ(f.redis
+                .command({"HSET", "floodgate:rules:{prod}:overrides", "api\texact\tvip",
+                          "50\t\t\t" + std::to_string(now_ms + 3'600'000) + "\ttest\t" +
+                              std::to_string(now_ms)})
+                .integer,
+            1);
+  const auto& i = f.fleet.front();
+  // Two version reads (500 ms apart while subscribed) find nothing new.
+  std::this_thread::sleep_for(1100ms);
+  EXPECT_EQ(limit_for(i, "vip"), 5);
+  i.fg->signal(SIGHUP);
+  EXPECT_TRUE(poll_until([&] { return limit_for(i, "vip") == 50; }, apply_bound)) << i.fg->log();
+  EXPECT_EQ(limit_for(f.fleet.back(), "vip"), 5);  // not signalled
 }
 
 // The store's bound (rules/overrides_store.hpp: 10,000), reached by writing the hash as another

@@ -463,24 +463,20 @@ std::string apply_rules(config_store& store, metrics& stats, placement where, co
 // clock to ours by the time each has left, so clock skew between hosts does not matter.
 void sync_overrides(runtime_overrides& live, const config& cfg, const overrides_list& l) {
   const auto now = unix_ms_now();
-  std::set<std::tuple<std::string, match_kind, std::string>> wanted;
+  std::vector<runtime_override> entries;
+  entries.reserve(l.entries.size());
   for (const auto& o : l.entries) {
     const auto kind = o.prefix ? match_kind::prefix : match_kind::exact;
     override_spec spec{o.key, kind, {}, now + (o.expires_at_ms - l.redis_now_ms)};
     spec.fields.limit = o.limit;
     if (o.window_ms) spec.fields.window = std::chrono::milliseconds(*o.window_ms);
     spec.fields.burst = o.burst;
-    if (auto why = live.set(cfg, {o.rule, std::move(spec)}, now)) {
-      spdlog::warn("msg=\"run-time override not applied\" rule={} key={} error={}", quote(o.rule),
-                   quote(o.key), quote(*why));
-      continue;
-    }
-    wanted.emplace(o.rule, kind, o.key);
+    entries.push_back({o.rule, std::move(spec)});
   }
-  for (const auto& e : live.list(now))
-    if (!wanted.contains({e.rule, e.spec.kind, e.spec.match}))
-      live.remove(e.rule, e.spec.kind, e.spec.match);
-  spdlog::info("msg=\"run-time overrides applied\" version={} live={}", l.version, wanted.size());
+  for (const auto& why : live.replace(cfg, std::move(entries), now))
+    spdlog::warn("msg=\"run-time override not applied\" error={}", quote(why));
+  spdlog::info("msg=\"run-time overrides applied\" version={} live={}", l.version,
+               live.list(now).size());
 }
 
 // --rules-from at start-up: the version in force, which must exist and be valid. Throws

@@ -714,7 +714,7 @@ int main(int argc, char** argv) {
     };
     if (rules_watcher)
       stats.add_collector(
-          [&rules_source](std::string& out) { append_rules_metrics(out, rules_source()); });
+          [rules_source](std::string& out) { append_rules_metrics(out, rules_source()); });
     // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
     std::unique_ptr<hot_keys> top;
     if (f.top_keys != 0)

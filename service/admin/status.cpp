@@ -80,6 +80,8 @@ json::object rules_source_json(const admin_sources& sources) {
   o["applied_at_ms"] = s.applied_at_ms;
   o["checked_at_ms"] = s.checked_at_ms;
   o["apply_failures"] = s.apply_failures;
+  o["runtime_overrides"] = s.runtime_overrides;
+  o["overrides_version"] = s.overrides_version;
   return o;
 }
 

@@ -10,7 +10,8 @@
 //    "clock": [{"node", "up", "offset_ms", "rtt_ms"}...],               (Redis nodes sampled)
 //    "rules_source": {"from": "file"|"redis", "where", "version" (null for a file),
 //                     "latest", "refused", "redis_error", "subscribed", "applied_at_ms",
-//                     "checked_at_ms", "apply_failures"},    (rules/rules_state.hpp)
+//                     "checked_at_ms", "apply_failures", "runtime_overrides" (live now),
+//                     "overrides_version"},                  (rules/rules_state.hpp)
 //    "top_keys": {"enabled", "capacity", "interval_ms"}}
 //
 // Size: bounded by the rules in the config, the sampled nodes of the URL and fixed fields.

@@ -181,6 +181,9 @@ function showRulesSource(s) {
   let text = "version " + r.version + " from " + r.where;
   if (r.latest > r.version) text += "; version " + r.latest + " refused: " + r.refused;
   if (r.redis_error) text += "; Redis unreadable, last good rules in force: " + r.redis_error;
+  if (r.runtime_overrides)
+    text += "; " + r.runtime_overrides + " run-time override" +
+            (r.runtime_overrides === 1 ? "" : "s") + " live";
   d.textContent = text;
   d.className = r.latest > r.version || r.redis_error ? "bad" : "muted";
 }

@@ -5,6 +5,7 @@
 //   floodgate inspect --redis URL --rules FILE RULE KEY
 //   floodgate reset   --redis URL --rules FILE RULE KEY
 //   floodgate rules   push|show|history|rollback (cli/rules_commands.hpp)
+//   floodgate override set|list|remove (cli/override_commands.hpp)
 //
 // check-config loads FILE exactly as floodgated does (same parser, same FILE:LINE messages);
 // with --envoy, the paths as floodgated's --envoy-config loads them (envoy/envoy_config.hpp).
@@ -20,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/override_commands.hpp"
 #include "cli/rules_commands.hpp"
 #include "config/config.hpp"
 #include "envoy_config.hpp"
@@ -37,6 +39,7 @@ constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
        floodgate inspect --redis URL --rules FILE RULE KEY
        floodgate reset --redis URL --rules FILE RULE KEY
        floodgate rules push|show|history|rollback ...   (floodgate rules --help)
+       floodgate override set|list|remove ...           (floodgate override --help)
 
   check-config  load a rules file as floodgated does: exit 0, or exit 1 with FILE:LINE and the
                 problem. --cluster applies Redis Cluster's rule (a group's rules share a key).
@@ -50,6 +53,8 @@ constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
   rules         the rules document floodgated --rules-from serves, in Redis: push a file
                 (validated, diffed, refused unless based on the version in force), show,
                 history, rollback.
+  override      run-time per-key overrides stored with that document, each with an expiry:
+                set, list, remove.
 Exit: 0 done, 1 failed (bad file, unknown rule, backend error), 2 usage.
 )";
 
@@ -256,6 +261,7 @@ int main(int argc, char** argv) {
     if (command == "inspect") return inspect(argc, argv);
     if (command == "reset") return reset(argc, argv);
     if (command == "rules") return service::rules_command(argc, argv);
+    if (command == "override") return service::override_command(argc, argv);
   } catch (const failure& f) {
     std::fprintf(stderr, "floodgate: %s\n", f.message.c_str());
     return 1;

@@ -34,8 +34,10 @@ const rule* runtime_snapshot::resolve(const rule& base, std::string_view key,
   return e ? &e->as_rule : nullptr;
 }
 
-std::optional<std::string> runtime_overrides::set(const config& cfg, runtime_override o,
-                                                  std::int64_t now) {
+namespace {
+
+// Why `o` cannot be an entry under `cfg` at `now`, or nullopt (the bounds aside).
+std::optional<std::string> refusal(const config& cfg, const runtime_override& o, std::int64_t now) {
   const rule* base = cfg.find(o.rule);
   if (!base) return "no rule named '" + o.rule + "'";
   if (base->concurrency)
@@ -51,7 +53,14 @@ std::optional<std::string> runtime_overrides::set(const config& cfg, runtime_ove
   } catch (const config_error& e) {
     return describe(o) + ": " + e.what();
   }
+  return std::nullopt;
+}
 
+}  // namespace
+
+std::optional<std::string> runtime_overrides::set(const config& cfg, runtime_override o,
+                                                  std::int64_t now) {
+  if (auto why = refusal(cfg, o, now)) return why;
   std::lock_guard lock(mutex_);
   drop_expired(now);
   auto it = std::find_if(entries_.begin(), entries_.end(), [&](const runtime_override& e) {
@@ -74,6 +83,38 @@ std::optional<std::string> runtime_overrides::set(const config& cfg, runtime_ove
   // with.
   publish([&](std::string_view name) { return cfg.find(name); }, nullptr);
   return std::nullopt;
+}
+
+std::vector<std::string> runtime_overrides::replace(const config& cfg,
+                                                    std::vector<runtime_override> entries,
+                                                    std::int64_t now) {
+  std::vector<std::string> refused;
+  std::vector<runtime_override> kept;
+  std::map<std::string, std::size_t, std::less<>> of_rule;
+  std::map<std::tuple<std::string, match_kind, std::string>, std::size_t> at;  // index in kept
+  for (auto& o : entries) {
+    if (auto why = refusal(cfg, o, now)) {
+      refused.push_back(std::move(*why));
+      continue;
+    }
+    // The last of two equal entries wins, as a second set() would.
+    const auto [it, fresh] = at.try_emplace({o.rule, o.spec.kind, o.spec.match}, kept.size());
+    if (!fresh) {
+      kept[it->second] = std::move(o);
+      continue;
+    }
+    if (kept.size() >= max_entries_ || of_rule[o.rule] >= max_overrides_per_rule) {
+      refused.push_back(describe(o) + ": the run-time override table is full");
+      at.erase(it);
+      continue;
+    }
+    ++of_rule[o.rule];
+    kept.push_back(std::move(o));
+  }
+  std::lock_guard lock(mutex_);
+  entries_ = std::move(kept);
+  publish([&](std::string_view name) { return cfg.find(name); }, nullptr);
+  return refused;
 }
 
 bool runtime_overrides::remove(std::string_view rule, match_kind kind, std::string_view match) {

@@ -66,6 +66,12 @@ class runtime_overrides {
   // (or a concurrency rule), an empty or over-long key, nothing set, an expiry not after `now`,
   // fields the rule's algorithm does not take, or the table full.
   std::optional<std::string> set(const config& cfg, runtime_override o, std::int64_t now);
+  // Every entry replaced by `entries` (each checked as set() checks it; a refused one is left
+  // out and described in the result, as are entries beyond the bounds), with one snapshot
+  // published: how floodgated applies the list read from Redis without rebuilding the table
+  // once per entry.
+  std::vector<std::string> replace(const config& cfg, std::vector<runtime_override> entries,
+                                   std::int64_t now);
   // Removes the entry; false if there was none.
   bool remove(std::string_view rule, match_kind kind, std::string_view match);
   // The entries live at `now`, by rule, then exact keys before prefixes, then by key.

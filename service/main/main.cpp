@@ -30,6 +30,7 @@
 #include "config/config.hpp"
 #include "config/config_store.hpp"
 #include "config/config_watch.hpp"
+#include "config/runtime_overrides.hpp"
 #include "envoy/envoy_frontend.hpp"
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
@@ -38,6 +39,8 @@
 #include "logging/log_json.hpp"
 #include "main/envoy_env.hpp"
 #include "redis_watch/redis_sampler.hpp"
+#include "rules/overrides_store.hpp"
+#include "rules/overrides_watch.hpp"
 #include "rules/rules_ref.hpp"
 #include "rules/rules_store.hpp"
 #include "rules/rules_watch.hpp"
@@ -454,6 +457,28 @@ std::string apply_rules(config_store& store, metrics& stats, placement where, co
   }
 }
 
+// --rules-from: the run-time table made equal to the entries read from Redis (`l`), each
+// checked against the rules in force as `floodgate override set` checked it; an entry the
+// table refuses (its rule changed since) is logged and left out. Expiries move from Redis's
+// clock to ours by the time each has left, so clock skew between hosts does not matter.
+void sync_overrides(runtime_overrides& live, const config& cfg, const overrides_list& l) {
+  const auto now = unix_ms_now();
+  std::vector<runtime_override> entries;
+  entries.reserve(l.entries.size());
+  for (const auto& o : l.entries) {
+    const auto kind = o.prefix ? match_kind::prefix : match_kind::exact;
+    override_spec spec{o.key, kind, {}, now + (o.expires_at_ms - l.redis_now_ms)};
+    spec.fields.limit = o.limit;
+    if (o.window_ms) spec.fields.window = std::chrono::milliseconds(*o.window_ms);
+    spec.fields.burst = o.burst;
+    entries.push_back({o.rule, std::move(spec)});
+  }
+  for (const auto& why : live.replace(cfg, std::move(entries), now))
+    spdlog::warn("msg=\"run-time override not applied\" error={}", quote(why));
+  spdlog::info("msg=\"run-time overrides applied\" version={} live={}", l.version,
+               live.list(now).size());
+}
+
 // --rules-from at start-up: the version in force, which must exist and be valid. Throws
 // config_error.
 rules_version initial_rules_from(rules_store& rules) {
@@ -640,33 +665,62 @@ int main(int argc, char** argv) {
       first_rules = initial_rules(f.config_path, where);
     }
     config_store store(std::move(first_rules));
+    runtime_overrides live;  // --rules-from's run-time overrides (empty otherwise)
     metrics stats;
     redis_sampler sampler({.url = f.backend_url,
                            .interval = f.redis_sample_interval,
                            .max_clock_skew = f.max_clock_skew});
     add_collectors(stats, limiter, sampler);
-    // After `store` and `stats`, which it sets, so it stops first; before the collectors and
-    // the admin handler that read it.
+    // The watches: after `store`, `live` and `stats`, which they set, so they stop first;
+    // before the collectors and the admin handler that read them. The overrides' are loaded
+    // before the first request and stop after the rules watch, which tells them of reloads.
+    std::unique_ptr<overrides_store> override_source;
+    std::unique_ptr<overrides_watch> overrides_watcher;
     std::unique_ptr<rules_watch> rules_watcher;
     if (rules) {
+      override_source = std::make_unique<overrides_store>(*f.rules_from, 1s);
+      overrides_watcher = std::make_unique<overrides_watch>(
+          *override_source,
+          [&store, &live](const overrides_list& l) { sync_overrides(live, *store.get(), l); });
       rules_watcher = std::make_unique<rules_watch>(
-          *rules, first, [&store, &stats, where, &from = *f.rules_from](const rules_version& v) {
-            return apply_rules(store, stats, where, from, v);
+          *rules, first,
+          [&store, &stats, &live, where, &from = *f.rules_from,
+           ow = overrides_watcher.get()](const rules_version& v) {
+            auto refused = apply_rules(store, stats, where, from, v);
+            if (!refused.empty()) return refused;
+            // Each entry rebuilt against its rule's new version, or dropped (logged); then
+            // read again from Redis, so an entry dropped by an older version comes back when
+            // its rule does.
+            for (const auto& m : live.rebind(*store.get(), unix_ms_now()))
+              spdlog::warn("msg=\"run-time override dropped\" version={} error={}", v.version,
+                           quote(m));
+            spdlog::info("msg=\"run-time overrides rebound\" version={} live={}", v.version,
+                         live.list(unix_ms_now()).size());
+            ow->resync();
+            return refused;
           });
-      stats.add_collector(
-          [w = rules_watcher.get()](std::string& out) { append_rules_metrics(out, w->state()); });
     }
-    const std::function<rules_state()> rules_source = [w = rules_watcher.get(), &f] {
-      if (w) return w->state();
+    const std::function<rules_state()> rules_source = [w = rules_watcher.get(), &f, &live,
+                                                       ow = overrides_watcher.get()] {
+      if (w) {
+        auto s = w->state();
+        s.runtime_overrides = live.list(unix_ms_now()).size();
+        s.overrides_version = std::max<std::int64_t>(ow->version(), 0);
+        return s;
+      }
       rules_state file;
       file.where = f.config_path;
       return file;
     };
+    if (rules_watcher)
+      stats.add_collector(
+          [rules_source](std::string& out) { append_rules_metrics(out, rules_source()); });
     // Hot keys: fixed memory per rule, fed on the decision path only when asked for.
     std::unique_ptr<hot_keys> top;
     if (f.top_keys != 0)
       top = std::make_unique<hot_keys>(hot_keys_options{f.top_keys, f.top_interval});
     options.top = top.get();
+    if (rules) options.live = &live;
     std::unique_ptr<inspector> keys;
     if (f.admin) {
       options.admin_host = f.admin->first;
@@ -693,9 +747,10 @@ int main(int argc, char** argv) {
     // Declared after what a reload uses, so it is stopped (a reload in progress finished)
     // before any of that goes.
     background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path,
-                                 w = rules_watcher.get()] {
+                                 w = rules_watcher.get(), ow = overrides_watcher.get()] {
       reload(store, stats, envoy_api.get(), where, path);
-      if (w) w->poke();  // --rules-from: read Redis within an interval
+      if (w) w->poke();      // --rules-from: read Redis within an interval
+      if (ow) ow->resync();  // ... and every run-time override again
     });
     // After `errands`, which it tells, so it stops first.
     std::unique_ptr<config_watch> watch;

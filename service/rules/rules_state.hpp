@@ -2,6 +2,7 @@
 // page and /metrics show, so an instance stuck on an old version is visible.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +19,8 @@ struct rules_state {
   std::int64_t applied_at_ms = 0;    // unix ms when `version` came into force
   std::int64_t checked_at_ms = 0;    // unix ms of the last successful read of Redis
   std::uint64_t apply_failures = 0;  // versions refused (invalid) since start
+  std::size_t runtime_overrides = 0;   // run-time overrides live now (floodgate override set)
+  std::int64_t overrides_version = 0;  // of the run-time overrides applied (0: none ever set)
 };
 
 }  // namespace floodgate::service

@@ -31,6 +31,7 @@
 
 #include "api/render.hpp"
 #include "api/request_framing.hpp"
+#include "config/runtime_overrides.hpp"
 #include "logging/log_format.hpp"
 #include "logging/log_throttle.hpp"
 #include "server/peer_left.hpp"
@@ -490,7 +491,8 @@ class session : public std::enable_shared_from_this<session> {
     phase_ = phase::deciding;
     convert_request();
     if (admin_) return admin_call();
-    auto routed = route(request_, server_.store.get(), server_.options.limits);
+    auto routed = route(request_, server_.store.get(), server_.options.limits,
+                        server_.options.live ? server_.options.live->current() : nullptr);
     if (auto* res = std::get_if<http_response>(&routed)) return respond(std::move(*res), false);
     if (auto* p = std::get_if<probe>(&routed)) return respond(answer(*p), false);
 

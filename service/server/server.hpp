@@ -27,6 +27,7 @@
 namespace floodgate::service {
 
 class hot_keys;
+class runtime_overrides;
 using namespace std::chrono_literals;
 
 struct server_options {
@@ -63,6 +64,8 @@ struct server_options {
   std::uint16_t admin_port = 0;  // 0: any free port (the "admin listening" log line says which)
   std::function<void(const http_request&, std::function<void(http_response)>)> admin_handler;
   hot_keys* top = nullptr;  // fed every decided check's keys (--top-keys); null: off
+  // Run-time overrides (--rules-from): each request is routed with the snapshot in force.
+  const runtime_overrides* live = nullptr;
 };
 
 class server {

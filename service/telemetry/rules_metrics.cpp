@@ -21,6 +21,9 @@ void append_rules_metrics(std::string& out, const rules_state& s) {
   prometheus_family(out, "floodgate_rules_source_up", metric_type::gauge,
                     "1 when the last read of the rules document's Redis answered.")
       .sample(source, s.redis_error.empty() ? 1 : 0);
+  prometheus_family(out, "floodgate_runtime_overrides", metric_type::gauge,
+                    "Run-time per-key overrides live now (floodgate override set).")
+      .sample(source, s.runtime_overrides);
 }
 
 }  // namespace floodgate::service

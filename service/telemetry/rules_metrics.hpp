@@ -5,6 +5,7 @@
 //   floodgate_rules_latest_version{source="..."} 8             (newest seen in Redis)
 //   floodgate_rules_apply_failures_total{source="..."} 1     (versions refused as invalid)
 //   floodgate_rules_source_up{source="..."} 1                 (the last read of Redis answered)
+//   floodgate_runtime_overrides{source="..."} 2               (run-time overrides live now)
 //
 // Nothing for --config FILE (its reloads are floodgate_config_reloads_total).
 #pragma once

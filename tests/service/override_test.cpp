@@ -421,5 +421,29 @@ groups:
             100);
 }
 
+// What floodgated does with the list read from Redis: one call, one snapshot.
+TEST(runtime_overrides, replace_keeps_what_set_would_take_and_names_the_rest) {
+  const auto cfg = rules_with_static();
+  runtime_overrides live(2);
+  ASSERT_EQ(live.set(*cfg, raise("api", "old", 5, 100), 0), std::nullopt);
+  const auto refused = live.replace(
+      *cfg,
+      {raise("api", "k", 5, 100), raise("nope", "k", 5, 100), raise("api", "k", 7, 200),
+       raise("api", "late", 5, 100), raise("api", "third", 5, 100)},
+      50);
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_EQ(refused[0], "no rule named 'nope'");
+  EXPECT_EQ(refused[1], "override of rule 'api' key 'third': the run-time override table is full");
+  const auto l = live.list(50);
+  ASSERT_EQ(l.size(), 2u) << "'old' is gone: not in the list";
+  EXPECT_EQ(l[0].spec.match, "k");
+  EXPECT_EQ(l[0].spec.fields.limit, 7) << "the last of two equal entries wins";
+  EXPECT_EQ(l[1].spec.match, "late");
+  EXPECT_NE(live.current()->resolve(*cfg->find("api"), "late", 50), nullptr);
+  EXPECT_EQ(live.current()->resolve(*cfg->find("api"), "old", 50), nullptr);
+  EXPECT_TRUE(live.replace(*cfg, {}, 50).empty());
+  EXPECT_TRUE(live.list(50).empty());
+}
+
 }  // namespace
 }  // namespace floodgate::service

@@ -1,0 +1,238 @@
+// floodgate override set|list|remove (override_commands.hpp).
+#include "cli/override_commands.hpp"
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/runtime_overrides.hpp"
+#include "floodgate/duration.hpp"
+#include "rules/overrides_store.hpp"
+#include "rules/rules_store.hpp"
+
+namespace floodgate::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* override_usage =
+    R"(usage: floodgate override set URL#NAME RULE KEY --limit N [--window D] [--burst N]
+                                [--prefix] --for DURATION
+       floodgate override list URL#NAME
+       floodgate override remove URL#NAME RULE KEY [--prefix]
+
+  set     give KEY (with --prefix: every key starting with KEY) its own limit under RULE,
+          in every floodgated --rules-from URL#NAME within 1 s, until DURATION from now
+          (--for is required: a temporary raise cannot be forgotten). RULE must be in the
+          rules version in force, and the fields must suit its algorithm. Setting the same
+          RULE and KEY again replaces the entry.
+  list    the live entries with the time each has left.
+  remove  end an entry now.
+)";
+
+struct usage_failure {
+  std::string message;
+};
+struct failure {
+  std::string message;
+};
+[[noreturn]] void usage(const std::string& m) {
+  throw usage_failure{m};
+}
+[[noreturn]] void fail(const std::string& m) {
+  throw failure{m};
+}
+
+// Each Redis answer within 2 s: a person is waiting.
+constexpr auto store_timeout = 2s;
+
+rules_ref parse_ref(std::string_view text) {
+  try {
+    return parse_rules_ref(text);
+  } catch (const std::exception& e) {
+    usage(e.what());
+  }
+}
+
+std::int64_t parse_count(std::string_view flag, std::string_view v) {
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || end != v.data() + v.size())
+    usage(std::string(flag) + ": '" + std::string(v) + "' is not a whole number");
+  return n;
+}
+
+std::chrono::milliseconds parse_time(std::string_view flag, std::string_view v) {
+  const auto d = parse_duration(v);
+  if (!d || d->count() <= 0)
+    usage(std::string(flag) + ": '" + std::string(v) + "' is not a duration (like 90s, 15m, 1h)");
+  return *d;
+}
+
+// "1h02m03s", "59s", "0.4s": time left, to the second (tenths under 10 s).
+std::string left(std::int64_t ms) {
+  if (ms < 10'000) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000);
+    return buf;
+  }
+  const auto s = ms / 1000;
+  std::string out;
+  if (s >= 3600) out += std::to_string(s / 3600) + "h";
+  if (s >= 60) out += std::to_string(s / 60 % 60) + "m";
+  return out + std::to_string(s % 60) + "s";
+}
+
+std::string describe(const stored_override& o) {
+  std::string out = o.rule + (o.prefix ? " prefix '" : " key '") + o.key + "'";
+  if (o.limit) out += " limit=" + std::to_string(*o.limit);
+  if (o.window_ms) out += " window=" + std::to_string(*o.window_ms) + "ms";
+  if (o.burst) out += " burst=" + std::to_string(*o.burst);
+  return out;
+}
+
+int set(const std::vector<std::string_view>& args) {
+  std::vector<std::string_view> positional;
+  stored_override o;
+  std::optional<std::chrono::milliseconds> for_time;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto a = args[i];
+    auto value = [&]() {
+      if (i + 1 >= args.size()) usage(std::string(a) + " needs a value");
+      return args[++i];
+    };
+    if (a == "--limit")
+      o.limit = parse_count(a, value());
+    else if (a == "--window")
+      o.window_ms = parse_time(a, value()).count();
+    else if (a == "--burst")
+      o.burst = parse_count(a, value());
+    else if (a == "--for")
+      for_time = parse_time(a, value());
+    else if (a == "--prefix")
+      o.prefix = true;
+    else if (a.starts_with("--"))
+      usage("set: unknown option '" + std::string(a) + "'");
+    else
+      positional.push_back(a);
+  }
+  if (positional.size() != 3) usage("set needs URL#NAME, RULE and KEY");
+  if (!for_time)
+    usage("set needs --for DURATION: a run-time override always ends by itself (like --for 1h)");
+  if (!o.limit && !o.window_ms && !o.burst) usage("set needs --limit, --window or --burst");
+  const auto r = parse_ref(positional[0]);
+  o.rule = positional[1];
+  o.key = positional[2];
+
+  // Validated against the rules in force exactly as floodgated's table will take it.
+  rules_store rules(r, store_timeout);
+  if (!rules.why_not().empty()) fail(r.describe() + ": " + rules.why_not());
+  std::string error;
+  const auto head = rules.head(error);
+  if (!head) fail(r.describe() + ": cannot read: " + error);
+  if (head->version == 0) fail(r.describe() + ": nothing pushed under this name yet");
+  const auto name = r.name + "@v" + std::to_string(head->version);
+  std::optional<config> cfg;
+  try {
+    const bool cluster =
+        r.url.starts_with("redis+cluster:") || r.url.starts_with("rediss+cluster:");
+    cfg.emplace(
+        parse_config(head->text, name, cluster ? placement::one_key_per_group : placement::any));
+  } catch (const std::exception& e) {
+    fail(name + " does not load: " + e.what());
+  }
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  override_spec spec{
+      o.key, o.prefix ? match_kind::prefix : match_kind::exact, {}, now + for_time->count()};
+  spec.fields.limit = o.limit;
+  if (o.window_ms) spec.fields.window = std::chrono::milliseconds(*o.window_ms);
+  spec.fields.burst = o.burst;
+  runtime_overrides check;
+  if (auto why = check.set(*cfg, {o.rule, std::move(spec)}, now)) fail(name + ": " + *why);
+
+  overrides_store s(r, store_timeout);
+  const auto done = s.set(o, for_time->count(), rules_author());
+  if (!done.error.empty()) fail(r.describe() + ": cannot set: " + done.error);
+  if (!done.done) fail(done.refused);
+  std::printf("set %s for %s (run-time overrides version %lld)\n", describe(o).c_str(),
+              left(for_time->count()).c_str(), static_cast<long long>(done.version));
+  return 0;
+}
+
+int list(const std::vector<std::string_view>& args) {
+  if (args.size() != 1 || args[0].starts_with("--")) usage("list needs URL#NAME");
+  const auto r = parse_ref(args[0]);
+  overrides_store s(r, store_timeout);
+  if (!s.why_not().empty()) fail(r.describe() + ": " + s.why_not());
+  const auto l = s.list();
+  if (!l.error.empty()) fail(r.describe() + ": cannot read: " + l.error);
+  if (l.entries.empty()) {
+    std::printf("no run-time overrides in %s\n", r.describe().c_str());
+    return 0;
+  }
+  for (const auto& o : l.entries)
+    std::printf("%s  %s left  (by %s)\n", describe(o).c_str(),
+                left(o.expires_at_ms - l.redis_now_ms).c_str(), o.by.c_str());
+  return 0;
+}
+
+int remove(const std::vector<std::string_view>& args) {
+  std::vector<std::string_view> positional;
+  bool prefix = false;
+  for (const auto a : args) {
+    if (a == "--prefix")
+      prefix = true;
+    else if (a.starts_with("--"))
+      usage("remove: unknown option '" + std::string(a) + "'");
+    else
+      positional.push_back(a);
+  }
+  if (positional.size() != 3) usage("remove needs URL#NAME, RULE and KEY");
+  const auto r = parse_ref(positional[0]);
+  overrides_store s(r, store_timeout);
+  if (!s.why_not().empty()) fail(r.describe() + ": " + s.why_not());
+  const std::string rule(positional[1]), key(positional[2]);
+  const auto done = s.remove(rule, prefix, key);
+  if (!done.error.empty()) fail(r.describe() + ": cannot remove: " + done.error);
+  const auto what = rule + (prefix ? " prefix '" : " key '") + key + "'";
+  if (!done.done)
+    fail(r.describe() + ": no run-time override of " + what + " (expired, or never set)");
+  std::printf("removed %s (run-time overrides version %lld)\n", what.c_str(),
+              static_cast<long long>(done.version));
+  return 0;
+}
+
+}  // namespace
+
+int override_command(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 2, argv + argc);
+  try {
+    if (args.empty()) usage("override needs set, list or remove");
+    const auto what = args.front();
+    args.erase(args.begin());
+    if (what == "set") return set(args);
+    if (what == "list") return list(args);
+    if (what == "remove") return remove(args);
+    if (what == "--help" || what == "-h") {
+      std::fputs(override_usage, stdout);
+      return 0;
+    }
+    usage("unknown override command '" + std::string(what) + "'");
+  } catch (const usage_failure& u) {
+    std::fprintf(stderr, "floodgate: %s\n%s", u.message.c_str(), override_usage);
+    return 2;
+  } catch (const failure& f) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "floodgate: %s\n", f.message.c_str());
+    return 1;
+  }
+}
+
+}  // namespace floodgate::service

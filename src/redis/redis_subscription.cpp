@@ -76,7 +76,14 @@ struct redis_subscription::impl {
     c.greeting.db = ep->db;
     c.peer = "the server";
     c.connect_timeout = timeout;
-    if (link) link->close();
+    if (link) {
+      // The old link's handlers still queued (a write or read finishing, aborted by the close)
+      // run now, while it is alive: replaced first, they read it freed (ASan: heap-use-after-free
+      // in stream.cpp's write handler after a server closed the subscription).
+      link->close();
+      io.restart();
+      io.run();
+    }
     link = std::make_unique<redis::stream_link>(
         io, std::move(c),
         redis::stream_link::handlers{[this](reply& r) { on_reply(r); },

@@ -13,10 +13,13 @@
 #include "config/runtime_overrides.hpp"
 #include "floodgate/duration.hpp"
 #include "rules/overrides_store.hpp"
+#include "cli/subcommands.hpp"
 #include "rules/rules_store.hpp"
 
 namespace floodgate::service {
 namespace {
+
+using namespace cli;
 
 using namespace std::chrono_literals;
 
@@ -34,30 +37,6 @@ constexpr const char* override_usage =
   list    the live entries with the time each has left.
   remove  end an entry now.
 )";
-
-struct usage_failure {
-  std::string message;
-};
-struct failure {
-  std::string message;
-};
-[[noreturn]] void usage(const std::string& m) {
-  throw usage_failure{m};
-}
-[[noreturn]] void fail(const std::string& m) {
-  throw failure{m};
-}
-
-// Each Redis answer within 2 s: a person is waiting.
-constexpr auto store_timeout = 2s;
-
-rules_ref parse_ref(std::string_view text) {
-  try {
-    return parse_rules_ref(text);
-  } catch (const std::exception& e) {
-    usage(e.what());
-  }
-}
 
 std::int64_t parse_count(std::string_view flag, std::string_view v) {
   std::int64_t n = 0;
@@ -212,27 +191,8 @@ int remove(const std::vector<std::string_view>& args) {
 }  // namespace
 
 int override_command(int argc, char** argv) {
-  std::vector<std::string_view> args(argv + 2, argv + argc);
-  try {
-    if (args.empty()) usage("override needs set, list or remove");
-    const auto what = args.front();
-    args.erase(args.begin());
-    if (what == "set") return set(args);
-    if (what == "list") return list(args);
-    if (what == "remove") return remove(args);
-    if (what == "--help" || what == "-h") {
-      std::fputs(override_usage, stdout);
-      return 0;
-    }
-    usage("unknown override command '" + std::string(what) + "'");
-  } catch (const usage_failure& u) {
-    std::fprintf(stderr, "floodgate: %s\n%s", u.message.c_str(), override_usage);
-    return 2;
-  } catch (const failure& f) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "floodgate: %s\n", f.message.c_str());
-    return 1;
-  }
+  return cli::run_subcommand(argc, argv, "override", override_usage,
+                             {{"set", set}, {"list", list}, {"remove", remove}});
 }
 
 }  // namespace floodgate::service

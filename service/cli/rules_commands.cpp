@@ -12,10 +12,13 @@
 #include "cli/line_diff.hpp"
 #include "config/config.hpp"
 #include "config/config_file.hpp"
+#include "cli/subcommands.hpp"
 #include "rules/rules_store.hpp"
 
 namespace floodgate::service {
 namespace {
+
+using namespace cli;
 
 using namespace std::chrono_literals;
 
@@ -37,34 +40,12 @@ constexpr const char* rules_usage =
   rollback  a new version whose text is version N's (validated, the diff printed).
 )";
 
-struct usage_failure {
-  std::string message;
-};
-struct failure {
-  std::string message;
-};
-
-[[noreturn]] void usage(const std::string& m) {
-  throw usage_failure{m};
-}
-[[noreturn]] void fail(const std::string& m) {
-  throw failure{m};
-}
-
 std::int64_t parse_version(std::string_view flag, std::string_view v, std::int64_t min) {
   std::int64_t n = 0;
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (ec != std::errc{} || end != v.data() + v.size() || n < min)
     usage(std::string(flag) + ": '" + std::string(v) + "' is not a version number");
   return n;
-}
-
-rules_ref parse_ref(std::string_view text) {
-  try {
-    return parse_rules_ref(text);
-  } catch (const std::exception& e) {
-    usage(e.what());
-  }
 }
 
 std::string when(std::int64_t at_ms) {
@@ -85,9 +66,6 @@ placement placement_for(const rules_ref& r, bool cluster) {
       r.url.starts_with("redis+cluster:") || r.url.starts_with("rediss+cluster:");
   return cluster || cluster_url ? placement::one_key_per_group : placement::any;
 }
-
-// Each Redis answer within 2 s: a person is waiting.
-constexpr auto store_timeout = 2s;
 
 void check_store(const rules_store& s) {
   if (!s.why_not().empty()) fail(s.ref().describe() + ": " + s.why_not());
@@ -269,28 +247,9 @@ int rollback(const std::vector<std::string_view>& args) {
 }  // namespace
 
 int rules_command(int argc, char** argv) {
-  std::vector<std::string_view> args(argv + 2, argv + argc);
-  try {
-    if (args.empty()) usage("rules needs push, show, history or rollback");
-    const auto what = args.front();
-    args.erase(args.begin());
-    if (what == "push") return push(args);
-    if (what == "show") return show(args);
-    if (what == "history") return history(args);
-    if (what == "rollback") return rollback(args);
-    if (what == "--help" || what == "-h") {
-      std::fputs(rules_usage, stdout);
-      return 0;
-    }
-    usage("unknown rules command '" + std::string(what) + "'");
-  } catch (const usage_failure& u) {
-    std::fprintf(stderr, "floodgate: %s\n%s", u.message.c_str(), rules_usage);
-    return 2;
-  } catch (const failure& f) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "floodgate: %s\n", f.message.c_str());
-    return 1;
-  }
+  return cli::run_subcommand(
+      argc, argv, "rules", rules_usage,
+      {{"push", push}, {"show", show}, {"history", history}, {"rollback", rollback}});
 }
 
 }  // namespace floodgate::service

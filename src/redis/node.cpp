@@ -13,7 +13,8 @@ node::node(node_pool& pool, connection_config config)
       name_(endpoint_label(config_.endpoint)),
       pool_(pool),
       health_(pool.health()),
-      breaker_(config_.options.breaker_failures, config_.options.breaker_open_for) {
+      breaker_(config_.options.breaker_failures, config_.options.breaker_open_for),
+      probe_timer_(pool.context()) {
   connections_.reserve(config_.options.connections);
   for (std::size_t i = 0; i < config_.options.connections; ++i)
     connections_.push_back(std::make_unique<connection>(pool.context(), config_, *this));
@@ -34,6 +35,7 @@ void node::leave() {
   if (stopped_) return;
   if (has_problem_) clear_problem();
   if (!breaker_.closed()) health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
+  probe_timer_.cancel();
   stopped_ = true;
 }
 
@@ -66,12 +68,58 @@ void node::not_sent(bool probe) noexcept {
   if (probe) breaker_.probe_not_sent();
 }
 
+void node::call_finished(const request& r, std::error_code ec) noexcept {
+  if (&r != own_probe_) return finished(ec, r.probe);
+  own_probe_ = nullptr;
+  if (stopped_) return;
+  // The node's own PING speaks for the breaker only: a lasting problem (NOPERM on the
+  // scripts) is for a real call to clear.
+  const bool no_answer = ec == errc::timeout || ec == errc::not_connected;
+  const auto change =
+      no_answer ? breaker_.no_answer(r.probe, request::clock::now()) : breaker_.answered(r.probe);
+  if (no_answer) arm_probe();
+  if (change == breaker::change::closed) {
+    health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
+    pool_.router().breaker_changed(*this, change);
+  }
+}
+
+// A PING that never reaches Redis cannot close the breaker: nobody waits for its answer.
+namespace {
+class breaker_probe final : public request {
+ public:
+  explicit breaker_probe(clock::time_point deadline_at) {
+    command = "*1\r\n$4\r\nPING\r\n";
+    deadline = deadline_at;
+  }
+  void complete(std::error_code, reply*) noexcept override {}
+};
+}  // namespace
+
+void node::arm_probe() {
+  probe_timer_.expires_after(config_.options.breaker_open_for);
+  probe_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) send_probe();  // aborted: re-armed, or the node left (and may be gone)
+  });
+}
+
+void node::send_probe() {
+  if (stopped_ || breaker_.closed() || own_probe_ != nullptr) return;
+  auto ping = std::make_unique<breaker_probe>(request::clock::now() + config_.options.timeout);
+  const request* sent = ping.get();
+  // Not sent (still open, a caller's probe on its way, no connection): try again later.
+  if (!pool_.send(std::move(ping), *this)) return arm_probe();
+  own_probe_ = sent;
+  pool_.flush();
+}
+
 void node::finished(std::error_code ec, bool probe) {
   if (stopped_) return;  // calls handed back by stop(): the node's gauges are settled
   if (!ec && std::exchange(answered_, false)) clear_problem();
   const bool no_answer = ec == errc::timeout || ec == errc::not_connected;
   const auto change =
       no_answer ? breaker_.no_answer(probe, request::clock::now()) : breaker_.answered(probe);
+  if (change == breaker::change::opened || (no_answer && probe)) arm_probe();
   if (change == breaker::change::none) return;
   if (change == breaker::change::opened) {
     health_.breaker_opens.fetch_add(1, std::memory_order_relaxed);

@@ -75,9 +75,7 @@ class node final : public connection_owner, public call_observer {
   void call_succeeded() noexcept override;
 
   // call_observer: finished(ec, r.probe) for a call admitted here.
-  void call_finished(const request& r, std::error_code ec) noexcept override {
-    finished(ec, r.probe);
-  }
+  void call_finished(const request& r, std::error_code ec) noexcept override;
 
  private:
   const connection_config config_;  // before the connections, which refer to it
@@ -87,6 +85,13 @@ class node final : public connection_owner, public call_observer {
   std::vector<std::unique_ptr<connection>> connections_;
   std::atomic<int> ready_{0};
   breaker breaker_;
+  // While the breaker is open, the node probes by itself (PING) when its time is up: an
+  // instance whose /readyz is 503 gets no traffic from a load balancer, so a breaker that
+  // only a caller's call could close would keep it out for ever.
+  boost::asio::steady_timer probe_timer_;
+  const request* own_probe_ = nullptr;  // the PING in flight, if any (identity only)
+  void arm_probe();
+  void send_probe();
   void clear_problem();
 
   bool has_problem_ = false;  // health_ holds one for this node

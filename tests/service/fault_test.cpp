@@ -80,6 +80,30 @@ TEST(service_faults, redis_black_hole_is_counted_logged_and_recovered) {
   EXPECT_TRUE(fg.wait_for_log("backend answering again", 5s)) << fg.log();
 }
 
+// Five calls that got no answer open the breaker; when Redis answers again, /readyz must turn
+// 200 with no traffic at all. A load balancer stops sending checks to an instance whose
+// /readyz is 503, so if only a check could close the breaker (its half-open probe), an instance
+// that lost Redis for a moment would stay out of the pool for ever.
+TEST(service_faults, readyz_recovers_after_the_breaker_opened_with_no_traffic) {
+  redis_server redis;
+  fault_relay relay{redis.port()};
+  floodgated_process::options opts;
+  opts.extra_args = {"--redis", relay.url() + "?timeout=100ms"};
+  floodgated_process fg(rules, opts);
+  http_connection c(fg.port());
+  ASSERT_EQ(c.request("POST", "/v1/check", body).status, 200);  // connected and answering
+  for (int outage = 0; outage < 2; ++outage) {  // the second: the node probes every time
+    relay.set_fault(fault_relay::fault::black_hole);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(c.request("POST", "/v1/check", body).status, 503);
+    EXPECT_EQ(http_request_once(fg.port(), "GET", "/readyz").status, 503);
+    relay.set_fault(fault_relay::fault::none);
+    // The breaker stays open 500 ms (breaker_open_for); reconnecting is capped at 1 s of
+    // backoff (jittered +-50%), then a handshake of one round trip: 10 s is far beyond both.
+    EXPECT_TRUE(wait_status(fg.port(), "/readyz", 200, 10s)) << "outage " << outage << fg.log();
+    EXPECT_EQ(c.request("POST", "/v1/check", body).status, 200);
+  }
+}
+
 // The only sentinel accepts and never answers: no primary is ever named. Calls fail at once
 // with not_connected (not at their deadline), and the log quotes the sentinel's silence.
 TEST(service_faults, sentinel_black_hole_is_counted_and_logged) {

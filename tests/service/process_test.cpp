@@ -609,3 +609,17 @@ TEST(floodgated, sigterm_with_no_connections_exits_0) {
 
 }  // namespace
 }  // namespace floodgate::test
+
+// The destructor's sanitizer check reads the log with this: the head of the first report, from
+// the start of its line, whichever sanitizer wrote it; nothing for a clean log.
+TEST(floodgated_process_support, finds_the_first_sanitizer_report_in_a_log) {
+  using floodgate::test::sanitizer_report;
+  EXPECT_EQ(sanitizer_report("ts=1 level=info msg=\"listening\" port=1\n"), "");
+  const std::string asan =
+      "ts=1 level=info msg=\"listening\"\n==42==ERROR: AddressSanitizer: heap-use-after-free\n"
+      "    #0 0x1 in f\n";
+  EXPECT_EQ(sanitizer_report(asan), asan.substr(asan.find("==42==")));
+  EXPECT_EQ(sanitizer_report("a\nstream.cpp:288:3: runtime error: load of null pointer\n"),
+            "stream.cpp:288:3: runtime error: load of null pointer\n");
+  EXPECT_NE(sanitizer_report("==7==ERROR: LeakSanitizer: detected memory leaks\n"), "");
+}

@@ -32,7 +32,9 @@ class floodgated_process {
   explicit floodgated_process(const std::string& rules_yaml)
       : floodgated_process(rules_yaml, options{}) {}
   floodgated_process(const std::string& rules_yaml, options opts);
-  ~floodgated_process();  // SIGKILL if still running, then removes the temp dir
+  // SIGTERM if still running (SIGKILL after 5 s), fails the test if the log holds a sanitizer
+  // report, then removes the temp dir.
+  ~floodgated_process();
   floodgated_process(const floodgated_process&) = delete;
   floodgated_process& operator=(const floodgated_process&) = delete;
 
@@ -65,8 +67,11 @@ class floodgated_process {
 // event line plus the more_since_last_line=N it carries, and a summary line's count=N.
 long throttled_events(const std::string& log, const std::string& what);
 
+// The head of the first sanitizer report (ASan, LSan, UBSan, TSan) in a log; empty: none.
+std::string sanitizer_report(const std::string& log);
+
 // Runs floodgated with `args` to completion (for --help, bad flags, bad configs): exit code and
-// everything it wrote to stdout and stderr.
+// everything it wrote to stdout and stderr. A sanitizer report in it fails the test.
 struct run_result {
   int exit_code = -1;
   std::string output;

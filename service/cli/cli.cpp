@@ -142,8 +142,8 @@ std::string backend_failure(floodgate::limiter& lim, std::error_code ec) {
 
 // The rule a key is checked under, and the override that decides it (if any).
 struct key_rule {
-  service::config rules;                                // keeps `base` alive
-  std::unique_ptr<service::runtime_overrides> live;     // --rules-from's, or null
+  service::config rules;                             // keeps `base` alive
+  std::unique_ptr<service::runtime_overrides> live;  // --rules-from's, or null
   const service::rule* base = nullptr;
   const service::rule* decides = nullptr;
   std::string override_line;  // what decides, in words

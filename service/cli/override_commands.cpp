@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -138,6 +139,7 @@ int set(const std::vector<std::string_view>& args) {
     const auto in_force = read_rules_in_force(r);
     runtime_overrides check;
     if (auto why = check.set(in_force.rules, entry, now)) fail(in_force.name + ": " + *why);
+    o.rules_version = in_force.version;  // so that `list` can tell when the rule changes
   }
 
   overrides_store s(r, store_timeout);
@@ -145,8 +147,7 @@ int set(const std::vector<std::string_view>& args) {
   if (!done.error.empty()) fail(r.describe() + ": cannot set: " + done.error);
   if (!done.done) fail(done.refused);
   std::printf("set %s for %s (run-time overrides version %lld)%s\n", describe(o).c_str(),
-              left(for_time->count()).c_str(), static_cast<long long>(done.version),
-              note.c_str());
+              left(for_time->count()).c_str(), static_cast<long long>(done.version), note.c_str());
   return 0;
 }
 
@@ -171,6 +172,7 @@ int list(const std::vector<std::string_view>& args) {
     unjudged = f.message;
   }
   const auto now = unix_ms_now();
+  std::map<std::int64_t, std::optional<config>> versions;  // set under, read once each
   for (const auto& o : l.entries) {
     std::string state;
     if (o.rule.starts_with(envoy_rule_prefix)) {
@@ -180,6 +182,17 @@ int list(const std::vector<std::string_view>& args) {
     } else if (auto why = override_refusal(lookup_in(in_force->rules),
                                            runtime_entry(o, l.redis_now_ms, now), now)) {
       state = "  NOT IN FORCE under " + in_force->name + ": " + *why;
+    } else if (o.rules_version != 0 && o.rules_version != in_force->version) {
+      // In force, rebuilt on the rule as it is now: say so when that rule is not the one the
+      // entry was set against (a raise of a limit may mean something else on a new window).
+      auto [at, fresh] = versions.try_emplace(o.rules_version);
+      std::string why_not;
+      if (fresh) at->second = read_rules_at(r, o.rules_version, why_not);
+      const rule* then = at->second ? at->second->find(o.rule) : nullptr;
+      const rule* now_rule = in_force->rules.find(o.rule);
+      if (!then || !same_base_rule(*then, *now_rule))
+        state = "  (set under v" + std::to_string(o.rules_version) + "; rule '" + o.rule +
+                "' changed since: it applies to " + in_force->name + "'s)";
     }
     std::printf("%s  %s left  (by %s)%s\n", describe(o).c_str(),
                 left(o.expires_at_ms - l.redis_now_ms).c_str(), o.by.c_str(), state.c_str());

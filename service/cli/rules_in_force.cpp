@@ -25,12 +25,28 @@ rules_in_force read_rules_in_force(const rules_ref& ref) {
   try {
     const bool cluster =
         ref.url.starts_with("redis+cluster:") || ref.url.starts_with("rediss+cluster:");
-    out.rules = parse_config(head->text, out.name,
-                             cluster ? placement::one_key_per_group : placement::any);
+    out.rules =
+        parse_config(head->text, out.name, cluster ? placement::one_key_per_group : placement::any);
   } catch (const std::exception& e) {
     fail(out.name + " does not load: " + e.what());
   }
   return out;
+}
+
+std::optional<config> read_rules_at(const rules_ref& ref, std::int64_t v, std::string& why) {
+  rules_store store(ref, store_timeout);
+  std::string error;
+  const auto text = store.at(v, error);
+  if (!text) {
+    why = error.empty() ? "v" + std::to_string(v) + " is no longer in the history" : error;
+    return std::nullopt;
+  }
+  try {
+    return parse_config(text->text, ref.name + "@v" + std::to_string(v));
+  } catch (const std::exception& e) {
+    why = e.what();
+    return std::nullopt;
+  }
 }
 
 std::unique_ptr<runtime_overrides> read_live_overrides(const rules_in_force& in_force,

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.hpp"
@@ -30,6 +31,9 @@ struct rules_in_force {
 };
 
 rules_in_force read_rules_in_force(const rules_ref& ref);
+// Version `v` of the document, parsed; nullopt with why not (no longer in the history, Redis
+// failed, or it does not load).
+std::optional<config> read_rules_at(const rules_ref& ref, std::int64_t v, std::string& why);
 
 // The run-time overrides stored under the same name, as a table built against `in_force`: the
 // entries that apply now (those that would not are left out, as floodgated leaves them out).

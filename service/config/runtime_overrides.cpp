@@ -13,17 +13,17 @@ std::string describe(const runtime_override& o) {
          (o.spec.kind == match_kind::exact ? "key '" : "prefix '") + o.spec.match + "'";
 }
 
-bool same_rule(const rule& a, const rule& b) noexcept {
-  return a.policy == b.policy && a.shadow == b.shadow && a.burst_given == b.burst_given &&
-         a.key.same_as(b.key);
-}
-
 bool same_entry(const runtime_override& o, std::string_view rule, match_kind kind,
                 std::string_view match) {
   return o.rule == rule && o.spec.kind == kind && o.spec.match == match;
 }
 
 }  // namespace
+
+bool same_base_rule(const rule& a, const rule& b) noexcept {
+  return a.policy == b.policy && a.shadow == b.shadow && a.burst_given == b.burst_given &&
+         a.key.same_as(b.key);
+}
 
 rule_lookup lookup_in(const config& cfg) {
   return [&cfg](std::string_view name) { return cfg.find(name); };
@@ -38,7 +38,7 @@ const runtime_snapshot::per_rule* runtime_snapshot::of(const floodgate::policy& 
 const override_table::entry* runtime_snapshot::find(const rule& base, std::string_view key,
                                                     std::int64_t now) const {
   const auto* r = of(base.policy);
-  if (!r || !same_rule(r->base, base)) return nullptr;
+  if (!r || !same_base_rule(r->base, base)) return nullptr;
   return r->table.find(key, now);
 }
 
@@ -176,8 +176,7 @@ void runtime_overrides::drop_expired(std::int64_t now) {
   std::erase_if(entries_, [now](const runtime_override& e) { return e.spec.expires_at <= now; });
 }
 
-void runtime_overrides::publish(const rule_lookup& base_of,
-                                std::vector<std::string>* dropped) {
+void runtime_overrides::publish(const rule_lookup& base_of, std::vector<std::string>* dropped) {
   auto next = std::make_shared<runtime_snapshot>();
   std::map<std::string, std::vector<override_spec>, std::less<>> by_rule;
   std::vector<runtime_override> kept;

@@ -48,6 +48,10 @@ struct runtime_override {
 using rule_lookup = std::function<const rule*(std::string_view name)>;
 rule_lookup lookup_in(const config& cfg);
 
+// Whether an entry built against `a` may decide under `b`: the same policy, shadow, burst as
+// written and key source (the file's overrides aside).
+bool same_base_rule(const rule& a, const rule& b) noexcept;
+
 // Names of Envoy rate_limits start with this (envoy/envoy_rule_names.hpp has the format). Their
 // entries set only the limit: the rule's unit is what Envoy reports it in.
 inline constexpr std::string_view envoy_rule_prefix = "envoy:";
@@ -69,8 +73,7 @@ class runtime_snapshot {
     return e ? &e->as_rule : nullptr;
   }
   // The entry itself (its match, kind and expiry: what /v1/inspect reports), or nullptr.
-  const override_table::entry* find(const rule& base, std::string_view key,
-                                    std::int64_t now) const;
+  const override_table::entry* find(const rule& base, std::string_view key, std::int64_t now) const;
   // The same for a rule known by its policy alone (an Envoy rate_limit's): an entry built
   // against another policy is never used.
   const override_table::entry* find(const floodgate::policy& base, std::string_view key,
@@ -125,8 +128,7 @@ class runtime_overrides {
  private:
   // Rebuilds the snapshot from entries_, each against its rule as `base_of(name)` gives it;
   // entries that fail are removed and described in `dropped`. Holds mutex_.
-  void publish(const rule_lookup& base_of,
-               std::vector<std::string>* dropped);
+  void publish(const rule_lookup& base_of, std::vector<std::string>* dropped);
   void drop_expired(std::int64_t now);
 
   std::size_t max_entries_;

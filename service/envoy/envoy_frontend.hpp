@@ -20,7 +20,7 @@
 namespace floodgate::service {
 class metrics;
 class runtime_overrides;  // config/runtime_overrides.hpp
-}
+}  // namespace floodgate::service
 
 namespace floodgate::service::envoy {
 

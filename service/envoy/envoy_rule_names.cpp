@@ -93,8 +93,8 @@ std::optional<envoy_rule_path> parse_envoy_rule_name(std::string_view name, std:
     const auto entry = rest.substr(0, comma);
     const auto eq = entry.find('=');
     const auto key = unescaped(entry.substr(0, eq));
-    const auto value =
-        eq == std::string_view::npos ? std::optional<std::string>("") : unescaped(entry.substr(eq + 1));
+    const auto value = eq == std::string_view::npos ? std::optional<std::string>("")
+                                                    : unescaped(entry.substr(eq + 1));
     if (!key || !value || key->empty() || (eq != std::string_view::npos && value->empty()))
       return bad("an empty or badly escaped entry");
     p.entries.push_back({*key, *value});

@@ -699,8 +699,7 @@ int main(int argc, char** argv) {
     if (rules) {
       override_source = std::make_unique<overrides_store>(*f.rules_from, 1s);
       overrides_watcher = std::make_unique<overrides_watch>(
-          *override_source,
-          [&store, &live, e = envoy_api.get()](const overrides_list& l) {
+          *override_source, [&store, &live, e = envoy_api.get()](const overrides_list& l) {
             sync_overrides(live, override_targets(store, e), l);
           });
       rules_watcher = std::make_unique<rules_watch>(

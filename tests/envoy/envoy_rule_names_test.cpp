@@ -52,9 +52,10 @@ TEST(envoy_rule_names, every_path_has_its_own_name_and_parses_back) {
   for (const auto& [name, r] : rules) names.push_back(name);
   // Nested and top-level /login are apart; a key-only entry has no '='; the odd value is
   // escaped; unlimited, 0 and share_threshold rules take no override.
-  EXPECT_EQ(names, (std::vector<std::string>{"envoy:edge:odd=a%2Cb%3Dc%3Ad%25",
-                                             "envoy:edge:path=/login", "envoy:edge:tenant",
-                                             "envoy:edge:tenant,path", "envoy:edge:tenant,path=/login"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"envoy:edge:odd=a%2Cb%3Dc%3Ad%25", "envoy:edge:path=/login",
+                                      "envoy:edge:tenant", "envoy:edge:tenant,path",
+                                      "envoy:edge:tenant,path=/login"}));
   EXPECT_EQ(rules.at("envoy:edge:tenant,path=/login").policy.limit(), 5);
   EXPECT_EQ(rules.at("envoy:edge:path=/login").policy.limit(), 7);
   EXPECT_NE(rules.at("envoy:edge:tenant,path=/login").policy.name(),
@@ -73,8 +74,9 @@ TEST(envoy_rule_names, every_path_has_its_own_name_and_parses_back) {
 }
 
 TEST(envoy_rule_names, bad_names_say_what_is_wrong) {
-  for (const char* bad : {"edge:path", "envoy:edge", "envoy::path", "envoy:edge:", "envoy:edge:a,",
-                          "envoy:edge:=x", "envoy:edge:k=", "envoy:edge:k=%2", "envoy:edge:k=%zz"}) {
+  for (const char* bad :
+       {"edge:path", "envoy:edge", "envoy::path", "envoy:edge:", "envoy:edge:a,", "envoy:edge:=x",
+        "envoy:edge:k=", "envoy:edge:k=%2", "envoy:edge:k=%zz"}) {
     std::string why;
     EXPECT_FALSE(parse_envoy_rule_name(bad, why)) << bad;
     EXPECT_NE(why.find("is not an Envoy rule name"), std::string::npos) << bad << ": " << why;
@@ -154,8 +156,8 @@ descriptors:
   EXPECT_EQ(r.statuses[0].current_limit->requests_per_unit, 4u);
   EXPECT_EQ(r.statuses[0].current_limit->per, unit::hour);
   EXPECT_EQ(r.statuses[0].limit_remaining, 2u);
-  EXPECT_EQ(s.check({{"tenant", "t1"}, {"user", "vx"}}).statuses[0].current_limit->requests_per_unit,
-            9u)
+  EXPECT_EQ(
+      s.check({{"tenant", "t1"}, {"user", "vx"}}).statuses[0].current_limit->requests_per_unit, 9u)
       << "a prefix entry";
   // The same value under the top-level user rule: another rule, untouched.
   EXPECT_EQ(s.check({{"user", "vip"}}).statuses[0].current_limit->requests_per_unit, 2u);
@@ -184,13 +186,14 @@ TEST(envoy_runtime_overrides, an_entry_sets_only_the_limit_and_needs_a_rule_that
 // After a reload that changes the rate_limit, an entry built on the old one is not used until
 // it is rebuilt (floodgated rebinds at once): a state is never read in another policy's units.
 TEST(envoy_runtime_overrides, an_entry_built_on_another_version_of_the_rule_is_not_used) {
-  live_service s("domain: edge\ndescriptors:\n  - key: user\n"
-                 "    rate_limit: {unit: hour, requests_per_unit: 2}\n");
+  live_service s(
+      "domain: edge\ndescriptors:\n  - key: user\n"
+      "    rate_limit: {unit: hour, requests_per_unit: 2}\n");
   ASSERT_EQ(s.set("envoy:edge:user", "vip", 10), std::nullopt);
   EXPECT_EQ(s.check({{"user", "vip"}}).statuses[0].current_limit->requests_per_unit, 10u);
-  s.store.set(std::make_shared<const envoy_config>(config_text::parse(
-      "domain: edge\ndescriptors:\n  - key: user\n"
-      "    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: gcra}\n")));
+  s.store.set(std::make_shared<const envoy_config>(
+      config_text::parse("domain: edge\ndescriptors:\n  - key: user\n"
+                         "    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: gcra}\n")));
   EXPECT_EQ(s.check({{"user", "vip"}}).statuses[0].current_limit->requests_per_unit, 2u);
   const auto rules = envoy_override_rules(*s.store.get());
   EXPECT_TRUE(s.live

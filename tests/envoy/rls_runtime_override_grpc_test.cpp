@@ -36,15 +36,17 @@ descriptors:
 // floodgated with its rules and overrides from Redis, the Envoy API and an admin listener.
 struct envoy_fleet_member {
   explicit envoy_fleet_member(const redis_server& redis)
-      : ref(redis.url() + "#prod"), rules("rules:\n  - {name: api, algorithm: gcra, limit: 1, "
-                                          "window: 1s}\n"),
+      : ref(redis.url() + "#prod"),
+        rules(
+            "rules:\n  - {name: api, algorithm: gcra, limit: 1, "
+            "window: 1s}\n"),
         dir_(make_temp_dir("floodgate-rls-live-")) {
     const auto pushed = run_floodgate_cli({"rules", "push", rules.path, "--to", ref});
     if (pushed.exit_code != 0) throw std::runtime_error(pushed.output);
     write_file(dir_ + "/edge.yaml", nested_yaml);
     floodgated_process::options o;
     o.rules_file = false;
-    o.extra_args = {"--rules-from",   ref,         "--redis",        redis.url() + "?timeout=2s",
+    o.extra_args = {"--rules-from",   ref,           "--redis",        redis.url() + "?timeout=2s",
                     "--grpc-listen",  "127.0.0.1:0", "--envoy-config", dir_ + "/edge.yaml",
                     "--admin-listen", "127.0.0.1:0"};
     fg = std::make_unique<floodgated_process>("", o);
@@ -60,7 +62,12 @@ struct envoy_fleet_member {
   const std::string& dir() const { return dir_; }
   long long live_overrides() const {
     const auto r = http_request_once(admin, "GET", "/v1/status");
-    return json::parse(r.body).as_object().at("rules_source").as_object().at("runtime_overrides").as_int64();
+    return json::parse(r.body)
+        .as_object()
+        .at("rules_source")
+        .as_object()
+        .at("runtime_overrides")
+        .as_int64();
   }
 
   std::string ref;
@@ -88,8 +95,8 @@ TEST(rls_runtime_overrides, a_set_on_a_nested_rule_decides_its_value_over_grpc) 
   // One hour's window for the counts: the set, its application (1 s) and three client runs.
   inside_one_window(1h, 60s);
 
-  const auto set = run_floodgate_cli({"override", "set", m.ref, "envoy:edge:tenant,user", "vip",
-                                      "--limit", "4", "--for", "1h"});
+  const auto set = run_floodgate_cli(
+      {"override", "set", m.ref, "envoy:edge:tenant,user", "vip", "--limit", "4", "--for", "1h"});
   ASSERT_EQ(set.exit_code, 0) << set.output;
   EXPECT_NE(set.output.find("set envoy:edge:tenant,user key 'vip' limit=4 for 1h0m0s"),
             std::string::npos)

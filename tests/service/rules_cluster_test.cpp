@@ -140,8 +140,8 @@ TEST(rules_sentinel, a_push_reaches_every_instance_also_after_a_failover) {
 
 // The limit `key` gets under rule api (429 too: polling uses a key's count up).
 long long limit_for(const floodgated_process& fg, const std::string& key) {
-  const auto r = http_request_once(fg.port(), "POST", "/v1/check",
-                                   R"({"rule":"api","key":")" + key + "\"}");
+  const auto r =
+      http_request_once(fg.port(), "POST", "/v1/check", R"({"rule":"api","key":")" + key + "\"}");
   if (r.status != 200 && r.status != 429) return -1;
   return json::parse(r.body).as_object().at("limit").as_int64();
 }

@@ -365,8 +365,9 @@ TEST(override_redis, list_marks_entries_not_in_force_and_status_counts_only_live
       "  - {name: log, algorithm: sliding_log, limit: 10, window: 1h}\n",
       1);
   const auto& i = f.fleet.front();
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"api", "vip", "--limit", "50"}, {"api", "b", "--burst", "3"}, {"log", "k", "--limit", "9"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"api", "vip", "--limit", "50"},
+                                                                {"api", "b", "--burst", "3"},
+                                                                {"log", "k", "--limit", "9"}}) {
     std::vector<std::string> argv = {"override", "set", f.ref};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"--for", "1h"});
@@ -393,6 +394,9 @@ TEST(override_redis, list_marks_entries_not_in_force_and_status_counts_only_live
                                    : listed.output.substr(at, listed.output.find('\n', at) - at);
   };
   EXPECT_FALSE(contains(line_of("api key 'vip'"), "NOT IN FORCE")) << listed.output;
+  EXPECT_TRUE(contains(line_of("api key 'vip'"),
+                       "(set under v1; rule 'api' changed since: it applies to prod@v2's)"))
+      << listed.output;
   EXPECT_TRUE(contains(line_of("api key 'b'"),
                        "NOT IN FORCE under prod@v2: override of rule 'api' key 'b': policy 'api': "
                        "burst applies only to token_bucket and gcra, not sliding_log"))

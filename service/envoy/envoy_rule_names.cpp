@@ -46,7 +46,7 @@ void walk(const std::string& domain, const std::vector<descriptor_node>& level,
   for (const auto& node : level) {
     path.push_back({node.key, node.value});
     if (node.limit && node.limit->policy && !node.share_threshold) {
-      rule r{.policy = *node.limit->policy};
+      rule r{.policy = *node.limit->policy, .key = {}};
       r.shadow = node.limit->shadow_mode;
       out.emplace(envoy_rule_name({domain, path}), std::move(r));
     }

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <tuple>
 
+#include "rules/script_error.hpp"
+
 namespace floodgate::service {
 namespace {
 
@@ -123,13 +125,14 @@ overrides_store::overrides_store(rules_ref ref, std::chrono::milliseconds timeou
 override_change overrides_store::set(const stored_override& o, std::int64_t for_ms,
                                      const std::string& by) {
   override_change out;
+  const auto script = std::string(prologue) + set_body;
   auto a = caller_.call(
-      hash_, {"EVAL", std::string(prologue) + set_body, "2", hash_, version_,
-              field_of(o.rule, o.prefix, o.key), number(o.limit), number(o.window_ms),
-              number(o.burst), std::to_string(for_ms), one_line(by),
-              std::to_string(max_stored_overrides), channel_, std::to_string(o.rules_version)});
+      hash_,
+      {"EVAL", script, "2", hash_, version_, field_of(o.rule, o.prefix, o.key), number(o.limit),
+       number(o.window_ms), number(o.burst), std::to_string(for_ms), one_line(by),
+       std::to_string(max_stored_overrides), channel_, std::to_string(o.rules_version)});
   if (!a.error.empty()) {
-    out.error = a.error;
+    out.error = with_script_command(a.error, script);
     return out;
   }
   const auto& e = a.value.elements;
@@ -153,10 +156,11 @@ override_change overrides_store::set(const stored_override& o, std::int64_t for_
 override_change overrides_store::remove(const std::string& rule, bool prefix,
                                         const std::string& key) {
   override_change out;
-  auto a = caller_.call(hash_, {"EVAL", std::string(prologue) + remove_body, "2", hash_, version_,
-                                field_of(rule, prefix, key), channel_});
+  const auto script = std::string(prologue) + remove_body;
+  auto a = caller_.call(
+      hash_, {"EVAL", script, "2", hash_, version_, field_of(rule, prefix, key), channel_});
   if (!a.error.empty()) {
-    out.error = a.error;
+    out.error = with_script_command(a.error, script);
     return out;
   }
   const auto& e = a.value.elements;
@@ -171,9 +175,10 @@ override_change overrides_store::remove(const std::string& rule, bool prefix,
 
 overrides_list overrides_store::list() {
   overrides_list out;
-  auto a = caller_.call(hash_, {"EVAL", std::string(prologue) + list_body, "2", hash_, version_});
+  const auto script = std::string(prologue) + list_body;
+  auto a = caller_.call(hash_, {"EVAL", script, "2", hash_, version_});
   if (!a.error.empty()) {
-    out.error = a.error;
+    out.error = with_script_command(a.error, script);
     return out;
   }
   const auto& e = a.value.elements;

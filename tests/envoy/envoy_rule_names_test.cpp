@@ -162,6 +162,8 @@ descriptors:
   // The same value under the top-level user rule: another rule, untouched.
   EXPECT_EQ(s.check({{"user", "vip"}}).statuses[0].current_limit->requests_per_unit, 2u);
   ASSERT_TRUE(s.live.remove("envoy:edge:tenant,user", match_kind::exact, "vip"));
+  EXPECT_EQ(s.check(vip).statuses[0].current_limit->requests_per_unit, 9u) << "the prefix 'v'";
+  ASSERT_TRUE(s.live.remove("envoy:edge:tenant,user", match_kind::prefix, "v"));
   EXPECT_EQ(s.check(vip).statuses[0].current_limit->requests_per_unit, 3u) << "the file's again";
 }
 

@@ -11,11 +11,12 @@
 #include <memory>
 #include <string>
 
-#include "admin_port.hpp"
-#include "inspect_helpers.hpp"
 #include "real_clock_window.hpp"
 #include "redis_server.hpp"
 #include "rls_process.hpp"
+// After rls_process.hpp: admin_port.hpp's wait_ready() hides rls_process.hpp's enum of that name.
+#include "admin_port.hpp"
+#include "inspect_helpers.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -52,6 +53,7 @@ struct envoy_fleet_member {
     fg = std::make_unique<floodgated_process>("", o);
     admin = admin_port_of(*fg);
     grpc = fg->grpc_port();
+    wait_ready(*fg);  // connected to Redis before the first call
   }
   ~envoy_fleet_member() {
     fg.reset();

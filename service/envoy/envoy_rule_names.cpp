@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "config/percent_decode.hpp"
 #include "config/runtime_overrides.hpp"
 
 namespace floodgate::service::envoy {
@@ -20,25 +21,7 @@ void put_escaped(std::string& out, std::string_view s) {
 }
 
 std::optional<std::string> unescaped(std::string_view s) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    const int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
+  return percent_decode(s, plus_sign::literal);
 }
 
 void walk(const std::string& domain, const std::vector<descriptor_node>& level,

@@ -101,28 +101,7 @@ admin_result key_call(const http_request& req, const admin_sources& sources,
 }  // namespace
 
 std::optional<std::string> percent_decode(std::string_view s) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] != '%') {
-      out += s[i];
-    } else {
-      if (i + 2 >= s.size()) return std::nullopt;
-      const int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    }
-  }
-  return out;
+  return percent_decode(s, plus_sign::space);
 }
 
 std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {

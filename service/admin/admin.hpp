@@ -39,6 +39,7 @@
 #include "admin/admin_sources.hpp"
 #include "api/http_message.hpp"
 #include "config/config.hpp"
+#include "config/percent_decode.hpp"
 
 namespace floodgate::service {
 

@@ -8,11 +8,54 @@
 
 namespace floodgate::service {
 namespace json = boost::json;
+namespace {
 
-inspector::inspector(std::shared_ptr<limiter> l, std::string url, std::size_t max_waiting,
-                     std::chrono::milliseconds raw_timeout)
+// The policy that decides a key in a check, and which override that is.
+struct key_policy {
+  std::shared_ptr<const runtime_snapshot> snapshot;  // keeps a run-time entry alive
+  const rule* decides = nullptr;
+  json::value override_info;  // null: the rule's own
+};
+
+key_policy resolve_key(const rule& base, const std::string& key, const runtime_overrides* live) {
+  key_policy out;
+  out.decides = &base;
+  const override_table::entry* e = nullptr;
+  const char* source = "rules";
+  std::int64_t now = 0;
+  if (live) {
+    out.snapshot = live->current();
+    now = std::chrono::duration_cast<std::chrono::milliseconds>(
+              std::chrono::system_clock::now().time_since_epoch())
+              .count();
+    e = out.snapshot->find(base, key, now);
+    source = "runtime";
+  }
+  if (!e && base.overrides) {
+    e = base.overrides->find(key);
+    source = "rules";
+  }
+  if (!e) return out;
+  out.decides = &e->as_rule;
+  json::object o;
+  o["source"] = source;
+  o["match"] = valid_utf8(e->match);
+  o["kind"] = e->kind == match_kind::exact ? "exact" : "prefix";
+  if (e->expires_at != 0) {
+    o["expires_at_ms"] = e->expires_at;
+    o["expires_in_ms"] = e->expires_at - now;
+  }
+  out.override_info = std::move(o);
+  return out;
+}
+
+}  // namespace
+
+inspector::inspector(std::shared_ptr<limiter> l, std::string url, const runtime_overrides* live,
+                     std::size_t max_waiting, std::chrono::milliseconds raw_timeout)
     : limiter_(std::move(l)),
       url_(std::move(url)),
+      live_(live),
       max_waiting_(max_waiting),
       raw_timeout_(raw_timeout) {
   worker_ = std::thread([this] {
@@ -65,13 +108,15 @@ void inspector::stop() {
 
 http_response inspector::run(const key_request& r) {
   const auto& rule = *r.rule;
-  const auto& p = config::resolve(rule, r.key).policy;  // the key's override, if any
+  const auto k = resolve_key(rule, r.key, live_);
+  const auto& p = k.decides->policy;
   if (r.what == key_request::action::reset) {
     if (const auto ec = limiter_->reset(r.key, p))
       return admin_error(503, "backend: " + ec.message());
     json::object o;
     o["rule"] = rule.name();
     o["key"] = valid_utf8(r.key);
+    o["override"] = k.override_info;
     o["reset"] = true;
     return admin_json(json::serialize(o));
   }
@@ -88,6 +133,7 @@ http_response inspector::run(const key_request& r) {
   o["capacity"] = p.capacity();
   o["shadow"] = rule.shadow;
   o["key"] = valid_utf8(r.key);  // the decoded query: any byte
+  o["override"] = k.override_info;
   o["remaining"] = peek.decision.remaining;
   o["reset_after_ms"] = peek.decision.reset_after.count();
   o["local"] = peek.local;            // answered in this process

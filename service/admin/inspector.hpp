@@ -16,13 +16,20 @@
 // the raw read in progress at once (its answer says so), so shutdown waits at most for the
 // running request's peek (the backend's timeout).
 //
+// A key is inspected and reset under the rule that decides it in a check: a run-time override
+// in force (floodgate override set, when `live` is given), else the rule's own `overrides:`,
+// else the rule; its state is that policy's (docs/algorithms.md, "State and policy changes").
+//
 // The answer of an inspect:
-//   {"rule", "algorithm", "limit", "window_ms", "capacity", "shadow", "key",
+//   {"rule", "algorithm", "limit", "window_ms", "capacity", "shadow", "key",   (the policy
+//                                 that decides the key: an override's when one applies)
+//    "override": {"source": "runtime"|"rules", "match", "kind": "exact"|"prefix",
+//                 "expires_at_ms", "expires_in_ms" (runtime only)} | null,
 //    "remaining", "reset_after_ms", "local", "local_mode",   (the peek; local: decided in
 //                                 this process; local_mode: so because the backend is down)
 //    "backend", "raw": {"node", "redis_key", "type", "value", "members", "ttl_ms"} | null,
 //    "raw_note": why raw is null or failed (absent when it was read)}
-// of a reset: {"rule", "key", "reset": true}. A backend error: 503 {"error"}.
+// of a reset: {"rule", "key", "override", "reset": true}. A backend error: 503 {"error"}.
 #pragma once
 
 #include <chrono>
@@ -36,6 +43,7 @@
 #include <thread>
 
 #include "admin/admin.hpp"
+#include "config/runtime_overrides.hpp"
 #include "floodgate/inspect.hpp"
 #include "floodgate/limiter.hpp"
 
@@ -45,7 +53,9 @@ class inspector {
  public:
   using done_fn = std::function<void(http_response)>;
 
-  inspector(std::shared_ptr<limiter> l, std::string url, std::size_t max_waiting = 8,
+  // `live`: the run-time overrides in force (null: none); it must outlive this.
+  inspector(std::shared_ptr<limiter> l, std::string url, const runtime_overrides* live = nullptr,
+            std::size_t max_waiting = 8,
             std::chrono::milliseconds raw_timeout = std::chrono::seconds(1));
   ~inspector();  // stop()
   inspector(const inspector&) = delete;
@@ -65,6 +75,7 @@ class inspector {
 
   std::shared_ptr<limiter> limiter_;
   std::string url_;
+  const runtime_overrides* live_;
   std::size_t max_waiting_;
   std::chrono::milliseconds raw_timeout_;
   std::mutex mutex_;

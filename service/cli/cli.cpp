@@ -2,8 +2,8 @@
 //
 //   floodgate check-config FILE [--cluster]
 //   floodgate check-config --envoy PATH...
-//   floodgate inspect --redis URL --rules FILE RULE KEY
-//   floodgate reset   --redis URL --rules FILE RULE KEY
+//   floodgate inspect --redis URL (--rules FILE | --rules-from URL#NAME) RULE KEY
+//   floodgate reset   --redis URL (--rules FILE | --rules-from URL#NAME) RULE KEY
 //   floodgate rules   push|show|history|rollback (cli/rules_commands.hpp)
 //   floodgate override set|list|remove (cli/override_commands.hpp)
 //
@@ -12,7 +12,11 @@
 // inspect asks through the limiter with cost 0 (a peek: nothing consumed) for remaining and
 // reset_after, and reads the state's Redis key raw (TYPE, its value, PTTL) on connections of
 // its own, on the node that holds it (floodgate/inspect.hpp). reset forgets the key's state for the
-// rule (limiter::reset).
+// rule (limiter::reset). Both act under the policy that decides the key in a check: with
+// --rules-from, a run-time override in force (cli/rules_in_force.hpp), else the rule's static
+// overrides, else the rule; and say which ("override" line).
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -23,6 +27,8 @@
 
 #include "cli/override_commands.hpp"
 #include "cli/rules_commands.hpp"
+#include "cli/rules_in_force.hpp"
+#include "cli/subcommands.hpp"
 #include "config/config.hpp"
 #include "envoy_config.hpp"
 #include "floodgate/errors.hpp"
@@ -36,8 +42,8 @@ using namespace std::chrono_literals;
 
 constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
        floodgate check-config --envoy PATH...
-       floodgate inspect --redis URL --rules FILE RULE KEY
-       floodgate reset --redis URL --rules FILE RULE KEY
+       floodgate inspect --redis URL (--rules FILE | --rules-from URL#NAME) RULE KEY
+       floodgate reset --redis URL (--rules FILE | --rules-from URL#NAME) RULE KEY
        floodgate rules push|show|history|rollback ...   (floodgate rules --help)
        floodgate override set|list|remove ...           (floodgate override --help)
 
@@ -50,6 +56,9 @@ constexpr const char* usage = R"(usage: floodgate check-config FILE [--cluster]
                 on the node that holds it: the URL's, the slot's master (Cluster) or the
                 primary (Sentinel), over TLS for rediss URLs.
   reset         forget the key's state for the rule: its next check sees full capacity.
+                Both act under the policy that decides KEY in a check and name it (override):
+                with --rules-from, the rules version in force and its run-time overrides
+                (floodgate override); with --rules FILE, the file's overrides only.
   rules         the rules document floodgated --rules-from serves, in Redis: push a file
                 (validated, diffed, refused unless based on the version in force), show,
                 history, rollback.
@@ -77,6 +86,7 @@ struct failure {
 struct key_args {
   std::string url;
   std::string rules_path;
+  std::string rules_from;
   std::string rule;
   std::string key;
 };
@@ -94,13 +104,16 @@ key_args parse_key_args(int argc, char** argv) {
       a.url = value();
     else if (arg == "--rules")
       a.rules_path = value();
+    else if (arg == "--rules-from")
+      a.rules_from = value();
     else if (arg.starts_with("--"))
       usage_error("unknown argument '" + std::string(arg) + "'");
     else
       positional.emplace_back(arg);
   }
   if (a.url.empty()) usage_error("--redis URL is required");
-  if (a.rules_path.empty()) usage_error("--rules FILE is required");
+  if (a.rules_path.empty() == a.rules_from.empty())
+    usage_error("give --rules FILE or --rules-from URL#NAME (one of them)");
   if (positional.size() != 2) usage_error("give RULE and KEY");
   a.rule = positional[0];
   a.key = positional[1];
@@ -127,16 +140,67 @@ std::string backend_failure(floodgate::limiter& lim, std::error_code ec) {
   return why;
 }
 
-// The rule named `name` in the file, or exit 1.
-service::rule find_rule(const key_args& a, service::config& cfg) {
+// The rule a key is checked under, and the override that decides it (if any).
+struct key_rule {
+  service::config rules;                             // keeps `base` alive
+  std::unique_ptr<service::runtime_overrides> live;  // --rules-from's, or null
+  const service::rule* base = nullptr;
+  const service::rule* decides = nullptr;
+  std::string override_line;  // what decides, in words
+};
+
+std::string time_left(std::int64_t ms) {
+  const auto s = std::max<std::int64_t>(ms, 0) / 1000;
+  return std::to_string(s / 3600) + "h" + std::to_string(s / 60 % 60) + "m" +
+         std::to_string(s % 60) + "s";
+}
+
+// The rule named `a.rule` and what decides `a.key` under it, or exit 1.
+key_rule find_rule(const key_args& a) {
+  key_rule k;
+  std::string where = a.rules_path;
   try {
-    cfg = service::load_config(a.rules_path);
+    if (!a.rules_from.empty()) {
+      const auto ref = service::cli::parse_ref(a.rules_from);
+      auto in_force = service::cli::read_rules_in_force(ref);
+      k.live = service::cli::read_live_overrides(in_force);
+      where = in_force.name;
+      k.rules = std::move(in_force.rules);
+    } else {
+      k.rules = service::load_config(a.rules_path);
+    }
+  } catch (const service::cli::failure& f) {
+    fail(f.message);
+  } catch (const service::cli::usage_failure& u) {
+    usage_error(u.message);
   } catch (const std::exception& e) {
     fail(e.what());
   }
-  const auto* r = cfg.find(a.rule);
-  if (!r) fail(a.rules_path + ": no rule named '" + a.rule + "'");
-  return *r;
+  k.base = k.rules.find(a.rule);
+  if (!k.base) fail(where + ": no rule named '" + a.rule + "'");
+  if (k.base->concurrency) fail(where + ": rule '" + a.rule + "' is a concurrency limit");
+  const service::override_table::entry* e = nullptr;
+  if (k.live) {
+    const auto now = service::cli::unix_ms_now();
+    e = k.live->current()->find(*k.base, a.key, now);
+    if (e)
+      k.override_line = std::string("run-time ") +
+                        (e->kind == service::match_kind::exact ? "key '" : "prefix '") +
+                        printable(e->match) + "', " + time_left(e->expires_at - now) + " left";
+  }
+  if (!e && k.base->overrides) {
+    e = k.base->overrides->find(a.key);
+    if (e)
+      k.override_line = std::string("static ") +
+                        (e->kind == service::match_kind::exact ? "key '" : "prefix '") +
+                        printable(e->match) + "' (the rule's overrides:)";
+  }
+  k.decides = e ? &e->as_rule : k.base;
+  if (!e) k.override_line = "none";
+  // Not silently: a file cannot say what `floodgate override set` put in Redis.
+  if (a.rules_from.empty())
+    k.override_line += " (run-time overrides not read: --rules-from URL#NAME reads them)";
+  return k;
 }
 
 // Prints the raw state of `key` for `p` (floodgate/inspect.hpp: as GET /v1/inspect).
@@ -209,15 +273,15 @@ int check_config(int argc, char** argv) {
 
 int inspect(int argc, char** argv) {
   const auto a = parse_key_args(argc, argv);
-  service::config cfg;
-  const auto r = find_rule(a, cfg);
+  const auto k = find_rule(a);
   try {
     auto lim = make_limiter(a.url);
-    const auto& p = service::config::resolve(r, a.key).policy;  // the key's override, if any
+    const auto& p = k.decides->policy;  // the key's override, if any
     std::printf("rule           %s (%s, limit %lld per %lld ms, capacity %lld%s)\n",
                 p.name().c_str(), std::string(to_string(p.algo())).c_str(),
                 static_cast<long long>(p.limit()), static_cast<long long>(p.window().count()),
-                static_cast<long long>(p.capacity()), r.shadow ? ", shadow" : "");
+                static_cast<long long>(p.capacity()), k.base->shadow ? ", shadow" : "");
+    std::printf("override       %s\n", k.override_line.c_str());
     std::printf("key            %s\n", printable(a.key).c_str());
     print_raw_state(a.url, p, a.key);
     const auto peek = lim.check(a.key, p, 0);
@@ -234,13 +298,12 @@ int inspect(int argc, char** argv) {
 
 int reset(int argc, char** argv) {
   const auto a = parse_key_args(argc, argv);
-  service::config cfg;
-  const auto r = find_rule(a, cfg);
+  const auto k = find_rule(a);
   try {
     auto lim = make_limiter(a.url);
-    if (const auto ec = lim.reset(a.key, service::config::resolve(r, a.key).policy))
-      fail(backend_failure(lim, ec));
-    std::printf("reset: rule %s, key %s\n", r.name().c_str(), printable(a.key).c_str());
+    if (const auto ec = lim.reset(a.key, k.decides->policy)) fail(backend_failure(lim, ec));
+    std::printf("reset: rule %s, key %s, override %s\n", k.base->name().c_str(),
+                printable(a.key).c_str(), k.override_line.c_str());
     return 0;
   } catch (const std::exception& e) {
     fail(e.what());

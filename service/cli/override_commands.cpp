@@ -4,17 +4,20 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cli/rules_in_force.hpp"
+#include "cli/subcommands.hpp"
 #include "config/config.hpp"
 #include "config/runtime_overrides.hpp"
+#include "envoy_rule_names.hpp"
 #include "floodgate/duration.hpp"
+#include "rules/overrides_entries.hpp"
 #include "rules/overrides_store.hpp"
-#include "cli/subcommands.hpp"
-#include "rules/rules_store.hpp"
 
 namespace floodgate::service {
 namespace {
@@ -33,8 +36,13 @@ constexpr const char* override_usage =
           in every floodgated --rules-from URL#NAME within 1 s, until DURATION from now
           (--for is required: a temporary raise cannot be forgotten). RULE must be in the
           rules version in force, and the fields must suit its algorithm. Setting the same
-          RULE and KEY again replaces the entry.
-  list    the live entries with the time each has left.
+          RULE and KEY again replaces the entry. An Envoy rate_limit is named
+          envoy:DOMAIN:KEY=VALUE,...,KEY (its descriptor path; '%', ':', ',' and '=' inside
+          written %25 %3A %2C %3D); KEY is then a value of the last entry, and only --limit
+          is taken (requests per the rule's unit). docs/envoy.md.
+  list    the live entries with the time each has left; an entry the rules version in force
+          does not take (its rule is gone, or no longer takes its fields) is marked
+          NOT IN FORCE with the reason. Expired entries are gone: never listed.
   remove  end an entry now.
 )";
 
@@ -108,40 +116,38 @@ int set(const std::vector<std::string_view>& args) {
   o.rule = positional[1];
   o.key = positional[2];
 
-  // Validated against the rules in force exactly as floodgated's table will take it.
-  rules_store rules(r, store_timeout);
-  if (!rules.why_not().empty()) fail(r.describe() + ": " + rules.why_not());
-  std::string error;
-  const auto head = rules.head(error);
-  if (!head) fail(r.describe() + ": cannot read: " + error);
-  if (head->version == 0) fail(r.describe() + ": nothing pushed under this name yet");
-  const auto name = r.name + "@v" + std::to_string(head->version);
-  std::optional<config> cfg;
-  try {
-    const bool cluster =
-        r.url.starts_with("redis+cluster:") || r.url.starts_with("rediss+cluster:");
-    cfg.emplace(
-        parse_config(head->text, name, cluster ? placement::one_key_per_group : placement::any));
-  } catch (const std::exception& e) {
-    fail(name + " does not load: " + e.what());
-  }
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  const auto now = unix_ms_now();
   override_spec spec{
       o.key, o.prefix ? match_kind::prefix : match_kind::exact, {}, now + for_time->count()};
   spec.fields.limit = o.limit;
   if (o.window_ms) spec.fields.window = std::chrono::milliseconds(*o.window_ms);
   spec.fields.burst = o.burst;
-  runtime_overrides check;
-  if (auto why = check.set(*cfg, {o.rule, std::move(spec)}, now)) fail(name + ": " + *why);
+  const runtime_override entry{o.rule, std::move(spec)};
+  std::string note;
+  if (o.rule.starts_with(envoy_rule_prefix)) {
+    // The Envoy config is each floodgated's own file: the name and fields are checked here,
+    // the rule by every instance (one without it logs "run-time override not applied").
+    std::string why;
+    if (!envoy::parse_envoy_rule_name(o.rule, why)) usage(why);
+    if (o.window_ms || o.burst)
+      usage("an Envoy rule's override sets only --limit (requests per the rule's unit)");
+    if (*o.limit < 1 || *o.limit > 0xffffffffLL)
+      usage("--limit: an Envoy rule's requests_per_unit is 1 to 4294967295");
+    note = " (an Envoy rule: each floodgated --envoy-config applies it if it has that rule)";
+  } else {
+    // Validated against the rules in force exactly as floodgated's table will take it.
+    const auto in_force = read_rules_in_force(r);
+    runtime_overrides check;
+    if (auto why = check.set(in_force.rules, entry, now)) fail(in_force.name + ": " + *why);
+    o.rules_version = in_force.version;  // so that `list` can tell when the rule changes
+  }
 
   overrides_store s(r, store_timeout);
   const auto done = s.set(o, for_time->count(), rules_author());
   if (!done.error.empty()) fail(r.describe() + ": cannot set: " + done.error);
   if (!done.done) fail(done.refused);
-  std::printf("set %s for %s (run-time overrides version %lld)\n", describe(o).c_str(),
-              left(for_time->count()).c_str(), static_cast<long long>(done.version));
+  std::printf("set %s for %s (run-time overrides version %lld)%s\n", describe(o).c_str(),
+              left(for_time->count()).c_str(), static_cast<long long>(done.version), note.c_str());
   return 0;
 }
 
@@ -156,9 +162,41 @@ int list(const std::vector<std::string_view>& args) {
     std::printf("no run-time overrides in %s\n", r.describe().c_str());
     return 0;
   }
-  for (const auto& o : l.entries)
-    std::printf("%s  %s left  (by %s)\n", describe(o).c_str(),
-                left(o.expires_at_ms - l.redis_now_ms).c_str(), o.by.c_str());
+  // Each entry judged against the rules version in force, as every floodgated judges it.
+  // Expired entries are never listed: every read of the store drops them first.
+  std::optional<rules_in_force> in_force;
+  std::string unjudged;
+  try {
+    in_force.emplace(read_rules_in_force(r));
+  } catch (const failure& f) {
+    unjudged = f.message;
+  }
+  const auto now = unix_ms_now();
+  std::map<std::int64_t, std::optional<config>> versions;  // set under, read once each
+  for (const auto& o : l.entries) {
+    std::string state;
+    if (o.rule.starts_with(envoy_rule_prefix)) {
+      state = "  (an Envoy rule: in force where a floodgated --envoy-config has it)";
+    } else if (!in_force) {
+      state = "  (not checked against the rules: " + unjudged + ")";
+    } else if (auto why = override_refusal(lookup_in(in_force->rules),
+                                           runtime_entry(o, l.redis_now_ms, now), now)) {
+      state = "  NOT IN FORCE under " + in_force->name + ": " + *why;
+    } else if (o.rules_version != 0 && o.rules_version != in_force->version) {
+      // In force, rebuilt on the rule as it is now: say so when that rule is not the one the
+      // entry was set against (a raise of a limit may mean something else on a new window).
+      auto [at, fresh] = versions.try_emplace(o.rules_version);
+      std::string why_not;
+      if (fresh) at->second = read_rules_at(r, o.rules_version, why_not);
+      const rule* then = at->second ? at->second->find(o.rule) : nullptr;
+      const rule* now_rule = in_force->rules.find(o.rule);
+      if (!then || !same_base_rule(*then, *now_rule))
+        state = "  (set under v" + std::to_string(o.rules_version) + "; rule '" + o.rule +
+                "' changed since: it applies to " + in_force->name + "'s)";
+    }
+    std::printf("%s  %s left  (by %s)%s\n", describe(o).c_str(),
+                left(o.expires_at_ms - l.redis_now_ms).c_str(), o.by.c_str(), state.c_str());
+  }
   return 0;
 }
 

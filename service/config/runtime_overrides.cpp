@@ -13,11 +13,6 @@ std::string describe(const runtime_override& o) {
          (o.spec.kind == match_kind::exact ? "key '" : "prefix '") + o.spec.match + "'";
 }
 
-bool same_rule(const rule& a, const rule& b) noexcept {
-  return a.policy == b.policy && a.shadow == b.shadow && a.burst_given == b.burst_given &&
-         a.key.same_as(b.key);
-}
-
 bool same_entry(const runtime_override& o, std::string_view rule, match_kind kind,
                 std::string_view match) {
   return o.rule == rule && o.spec.kind == kind && o.spec.match == match;
@@ -25,21 +20,43 @@ bool same_entry(const runtime_override& o, std::string_view rule, match_kind kin
 
 }  // namespace
 
-const rule* runtime_snapshot::resolve(const rule& base, std::string_view key,
-                                      std::int64_t now) const {
-  if (rules_.empty()) return nullptr;
-  const auto it = rules_.find(base.name());
-  if (it == rules_.end() || !same_rule(it->second.base, base)) return nullptr;
-  const auto* e = it->second.table.find(key, now);
-  return e ? &e->as_rule : nullptr;
+bool same_base_rule(const rule& a, const rule& b) noexcept {
+  return a.policy == b.policy && a.shadow == b.shadow && a.burst_given == b.burst_given &&
+         a.key.same_as(b.key);
 }
 
-namespace {
+rule_lookup lookup_in(const config& cfg) {
+  return [&cfg](std::string_view name) { return cfg.find(name); };
+}
 
-// Why `o` cannot be an entry under `cfg` at `now`, or nullopt (the bounds aside).
-std::optional<std::string> refusal(const config& cfg, const runtime_override& o, std::int64_t now) {
-  const rule* base = cfg.find(o.rule);
+const runtime_snapshot::per_rule* runtime_snapshot::of(const floodgate::policy& base) const {
+  if (rules_.empty()) return nullptr;
+  const auto it = rules_.find(base.name());
+  return it == rules_.end() ? nullptr : &it->second;
+}
+
+const override_table::entry* runtime_snapshot::find(const rule& base, std::string_view key,
+                                                    std::int64_t now) const {
+  const auto* r = of(base.policy);
+  if (!r || !same_base_rule(r->base, base)) return nullptr;
+  return r->table.find(key, now);
+}
+
+const override_table::entry* runtime_snapshot::find(const floodgate::policy& base,
+                                                    std::string_view key, std::int64_t now) const {
+  const auto* r = of(base);
+  if (!r || !(r->base.policy == base)) return nullptr;
+  return r->table.find(key, now);
+}
+
+std::optional<std::string> override_refusal(const rule_lookup& find, const runtime_override& o,
+                                            std::int64_t now) {
+  const rule* base = find(o.rule);
   if (!base) return "no rule named '" + o.rule + "'";
+  if (o.rule.starts_with(envoy_rule_prefix) &&
+      (o.spec.fields.window || o.spec.fields.burst || o.spec.fields.block_for ||
+       o.spec.fields.on_failure))
+    return describe(o) + ": an Envoy rule's override sets only the limit (requests per its unit)";
   if (base->concurrency)
     return "rule '" + o.rule + "' is a concurrency limit: overrides do not apply to it";
   if (o.spec.match.empty() || o.spec.match.size() > max_override_key_size)
@@ -56,11 +73,9 @@ std::optional<std::string> refusal(const config& cfg, const runtime_override& o,
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<std::string> runtime_overrides::set(const config& cfg, runtime_override o,
+std::optional<std::string> runtime_overrides::set(const rule_lookup& find, runtime_override o,
                                                   std::int64_t now) {
-  if (auto why = refusal(cfg, o, now)) return why;
+  if (auto why = override_refusal(find, o, now)) return why;
   std::lock_guard lock(mutex_);
   drop_expired(now);
   auto it = std::find_if(entries_.begin(), entries_.end(), [&](const runtime_override& e) {
@@ -81,11 +96,11 @@ std::optional<std::string> runtime_overrides::set(const config& cfg, runtime_ove
   }
   // Every rule's entries are rebuilt against the config at hand: the one the caller decided
   // with.
-  publish([&](std::string_view name) { return cfg.find(name); }, nullptr);
+  publish(find, nullptr);
   return std::nullopt;
 }
 
-std::vector<std::string> runtime_overrides::replace(const config& cfg,
+std::vector<std::string> runtime_overrides::replace(const rule_lookup& find,
                                                     std::vector<runtime_override> entries,
                                                     std::int64_t now) {
   std::vector<std::string> refused;
@@ -93,7 +108,7 @@ std::vector<std::string> runtime_overrides::replace(const config& cfg,
   std::map<std::string, std::size_t, std::less<>> of_rule;
   std::map<std::tuple<std::string, match_kind, std::string>, std::size_t> at;  // index in kept
   for (auto& o : entries) {
-    if (auto why = refusal(cfg, o, now)) {
+    if (auto why = override_refusal(find, o, now)) {
       refused.push_back(std::move(*why));
       continue;
     }
@@ -113,7 +128,7 @@ std::vector<std::string> runtime_overrides::replace(const config& cfg,
   }
   std::lock_guard lock(mutex_);
   entries_ = std::move(kept);
-  publish([&](std::string_view name) { return cfg.find(name); }, nullptr);
+  publish(find, nullptr);
   return refused;
 }
 
@@ -125,11 +140,11 @@ bool runtime_overrides::remove(std::string_view rule, match_kind kind, std::stri
   if (it == entries_.end()) return false;
   entries_.erase(it);
   // The other entries keep the rules they were built against.
-  const auto previous = current_.load();
+  const auto previous = bases_;
   publish(
       [&](std::string_view name) -> const service::rule* {
-        const auto found = previous->rules_.find(name);
-        return found == previous->rules_.end() ? nullptr : &found->second.base;
+        const auto found = previous.find(name);
+        return found == previous.end() ? nullptr : &found->second;
       },
       nullptr);
   return true;
@@ -149,11 +164,11 @@ std::vector<runtime_override> runtime_overrides::list(std::int64_t now) const {
   return out;
 }
 
-std::vector<std::string> runtime_overrides::rebind(const config& cfg, std::int64_t now) {
+std::vector<std::string> runtime_overrides::rebind(const rule_lookup& find, std::int64_t now) {
   std::vector<std::string> dropped;
   std::lock_guard lock(mutex_);
   drop_expired(now);
-  publish([&](std::string_view name) { return cfg.find(name); }, &dropped);
+  publish(find, &dropped);
   return dropped;
 }
 
@@ -161,8 +176,7 @@ void runtime_overrides::drop_expired(std::int64_t now) {
   std::erase_if(entries_, [now](const runtime_override& e) { return e.spec.expires_at <= now; });
 }
 
-void runtime_overrides::publish(const std::function<const rule*(std::string_view)>& base_of,
-                                std::vector<std::string>* dropped) {
+void runtime_overrides::publish(const rule_lookup& base_of, std::vector<std::string>* dropped) {
   auto next = std::make_shared<runtime_snapshot>();
   std::map<std::string, std::vector<override_spec>, std::less<>> by_rule;
   std::vector<runtime_override> kept;
@@ -187,11 +201,17 @@ void runtime_overrides::publish(const std::function<const rule*(std::string_view
     kept.push_back(std::move(e));
   }
   entries_ = std::move(kept);
+  bases_.clear();
   for (auto& [name, specs] : by_rule) {
     rule base = *base_of(name);
     base.overrides = nullptr;
+    bases_.emplace(name, base);
     auto table = build_override_table(base, std::move(specs));
-    next->rules_.emplace(name, runtime_snapshot::per_rule{std::move(base), std::move(table)});
+    // By the policy's name: an Envoy rule's entries are named "envoy:..." but resolved by the
+    // rate_limit's policy.
+    std::string by_policy = base.name();
+    next->rules_.emplace(std::move(by_policy),
+                         runtime_snapshot::per_rule{std::move(base), std::move(table)});
   }
   current_.store(std::move(next));
 }

@@ -107,11 +107,15 @@ std::string envoy_flags::problem() const {
 }
 
 struct envoy_frontend::impl {
-  impl(const envoy_flags& f, std::shared_ptr<floodgate::limiter> limiter)
-      : flags(f), store(load()), service(std::move(limiter), store, options_of(f), &rls_stats) {}
+  impl(const envoy_flags& f, std::shared_ptr<floodgate::limiter> limiter,
+       const runtime_overrides* live)
+      : flags(f),
+        store(load()),
+        service(std::move(limiter), store, options_of(f, live), &rls_stats) {}
 
-  static rls_options options_of(const envoy_flags& f) {
+  static rls_options options_of(const envoy_flags& f, const runtime_overrides* live) {
     rls_options o;
+    o.live = live;
     o.response_headers = f.response_headers;
     o.shadow_mode = f.shadow_mode;
     o.on_backend_failure = f.failure_by_rule ? backend_failure::rule : backend_failure::error;
@@ -132,8 +136,9 @@ struct envoy_frontend::impl {
 };
 
 envoy_frontend::envoy_frontend(const envoy_flags& flags,
-                               std::shared_ptr<floodgate::limiter> limiter, metrics& stats)
-    : impl_(std::make_unique<impl>(flags, std::move(limiter))) {
+                               std::shared_ptr<floodgate::limiter> limiter, metrics& stats,
+                               const runtime_overrides* live)
+    : impl_(std::make_unique<impl>(flags, std::move(limiter), live)) {
   const auto cfg = impl_->store.get();
   spdlog::info("msg=\"envoy config loaded\" domains={} rules={}", cfg->domains().size(),
                cfg->rule_count());
@@ -177,6 +182,10 @@ bool envoy_frontend::reload() {
                   quote(e.what()));
     return false;
   }
+}
+
+std::shared_ptr<const envoy_config> envoy_frontend::config() const {
+  return impl_->store.get();
 }
 
 void envoy_frontend::shutdown(std::chrono::milliseconds drain) {

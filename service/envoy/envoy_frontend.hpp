@@ -19,7 +19,8 @@
 
 namespace floodgate::service {
 class metrics;
-}
+class runtime_overrides;  // config/runtime_overrides.hpp
+}  // namespace floodgate::service
 
 namespace floodgate::service::envoy {
 
@@ -51,10 +52,14 @@ struct envoy_flags {
   std::string problem() const;
 };
 
+class envoy_config;
+
 class envoy_frontend {
  public:
+  // `live`: --rules-from's run-time overrides, which decide a value before the config's own
+  // (rls_options::live); it must outlive this. Null: none.
   envoy_frontend(const envoy_flags& flags, std::shared_ptr<floodgate::limiter> limiter,
-                 metrics& stats);
+                 metrics& stats, const runtime_overrides* live = nullptr);
   ~envoy_frontend();
   envoy_frontend(const envoy_frontend&) = delete;
   envoy_frontend& operator=(const envoy_frontend&) = delete;
@@ -62,6 +67,8 @@ class envoy_frontend {
   // Reloads the --envoy-config files; a bad one is logged and the old config stays.
   // Returns whether it loaded.
   bool reload();
+  // The config in force (what run-time overrides of Envoy rules are checked against).
+  std::shared_ptr<const envoy_config> config() const;
   // Health NOT_SERVING (also at the first SIGTERM or SIGINT, when the HTTP drain begins), then
   // finishes the calls in flight within `drain`.
   void shutdown(std::chrono::milliseconds drain);

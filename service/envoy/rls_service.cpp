@@ -10,6 +10,7 @@
 #include <set>
 
 #include "config/override_table.hpp"
+#include "config/runtime_overrides.hpp"
 #include "floodgate/errors.hpp"
 #include "rls_metrics.hpp"
 
@@ -126,7 +127,22 @@ struct call {
   std::mutex mutex;
   std::size_t pending = 0;
   std::error_code backend_error;  // the first failure of a check, if any
+  // The run-time overrides when the call looked (keeps their policies alive), and its now.
+  std::shared_ptr<const runtime_snapshot> live;
+  std::int64_t live_now_ms = 0;
 };
+
+// The run-time entry for `value` under the rate_limit of policy `p`, or nullptr.
+const override_table::entry* runtime_entry(call& c, const runtime_overrides& live,
+                                           const floodgate::policy& p, std::string_view value) {
+  if (!c.live) {
+    c.live = live.current();
+    c.live_now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+  }
+  return c.live->empty() ? nullptr : c.live->find(p, value, c.live_now_ms);
+}
 
 floodgate::decision failure_decision(const floodgate::policy& p) {
   floodgate::decision d;
@@ -318,13 +334,17 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     }
     s.what = slot::kind::limited;
     s.limit = {r->name, r->requests_per_unit, r->per};
-    // The value of the entry the limit sits on is the key an override names.
-    if (r->overrides)
-      if (const auto* o = r->overrides->find(d.entries.back().value)) {
-        s.value_policy = &o->as_rule.policy;
-        s.limit.requests_per_unit = static_cast<std::uint32_t>(o->as_rule.policy.limit());
-        s.limit.per = static_cast<unit>(o->tag);
-      }
+    // The value of the entry the limit sits on is the key an override names: a run-time
+    // one first (it sets only the limit: tag 0, the rule's unit), then the file's.
+    const override_table::entry* o = nullptr;
+    if (options_.live && r->policy)
+      o = runtime_entry(*c, *options_.live, *r->policy, d.entries.back().value);
+    if (!o && r->overrides) o = r->overrides->find(d.entries.back().value);
+    if (o) {
+      s.value_policy = &o->as_rule.policy;
+      s.limit.requests_per_unit = static_cast<std::uint32_t>(o->as_rule.policy.limit());
+      if (o->tag) s.limit.per = static_cast<unit>(o->tag);
+    }
     s.shadow = r->shadow_mode;
     for (const auto& name : r->replaces) replaced.insert(name);
   }

@@ -30,6 +30,10 @@
 #include "envoy_config.hpp"
 #include "floodgate/limiter.hpp"
 
+namespace floodgate::service {
+class runtime_overrides;  // config/runtime_overrides.hpp
+}
+
 namespace floodgate::service::envoy {
 
 class rls_metrics;
@@ -110,6 +114,9 @@ struct rls_options {
   bool shadow_mode = false;       // global: overall OK whatever the statuses say
   backend_failure on_backend_failure = backend_failure::error;
   request_caps caps;
+  // Run-time overrides (`floodgate override set envoy:DOMAIN:PATH VALUE`, envoy_rule_names.hpp):
+  // a value's entry decides before the rate_limit's `overrides:`. Null: none (no --rules-from).
+  const runtime_overrides* live = nullptr;
 };
 
 // The configuration in force, swapped whole on reload; a request keeps its snapshot.

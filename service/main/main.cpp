@@ -15,6 +15,7 @@
 #include <ctime>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "config/config_watch.hpp"
 #include "config/runtime_overrides.hpp"
 #include "envoy/envoy_frontend.hpp"
+#include "envoy/envoy_rule_names.hpp"
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
@@ -39,6 +41,7 @@
 #include "logging/log_json.hpp"
 #include "main/envoy_env.hpp"
 #include "redis_watch/redis_sampler.hpp"
+#include "rules/overrides_entries.hpp"
 #include "rules/overrides_store.hpp"
 #include "rules/overrides_watch.hpp"
 #include "rules/rules_ref.hpp"
@@ -457,23 +460,31 @@ std::string apply_rules(config_store& store, metrics& stats, placement where, co
   }
 }
 
+// What a run-time override may name (config/runtime_overrides.hpp): the rules in force and,
+// with --envoy-config, the Envoy config's rate_limits (envoy/envoy_rule_names.hpp), as now.
+struct override_targets {
+  std::shared_ptr<const config> rules;
+  std::map<std::string, rule, std::less<>> envoy_rules;
+
+  override_targets(const config_store& store, const envoy::envoy_frontend* envoy_api)
+      : rules(store.get()),
+        envoy_rules(envoy_api ? envoy::envoy_override_rules(*envoy_api->config())
+                              : std::map<std::string, rule, std::less<>>{}) {}
+  rule_lookup lookup() const {
+    return [this](std::string_view name) -> const rule* {
+      if (!name.starts_with(envoy_rule_prefix)) return rules->find(name);
+      const auto it = envoy_rules.find(name);
+      return it == envoy_rules.end() ? nullptr : &it->second;
+    };
+  }
+};
+
 // --rules-from: the run-time table made equal to the entries read from Redis (`l`), each
 // checked against the rules in force as `floodgate override set` checked it; an entry the
-// table refuses (its rule changed since) is logged and left out. Expiries move from Redis's
-// clock to ours by the time each has left, so clock skew between hosts does not matter.
-void sync_overrides(runtime_overrides& live, const config& cfg, const overrides_list& l) {
+// table refuses (its rule changed since) is logged and left out.
+void sync_overrides(runtime_overrides& live, const override_targets& to, const overrides_list& l) {
   const auto now = unix_ms_now();
-  std::vector<runtime_override> entries;
-  entries.reserve(l.entries.size());
-  for (const auto& o : l.entries) {
-    const auto kind = o.prefix ? match_kind::prefix : match_kind::exact;
-    override_spec spec{o.key, kind, {}, now + (o.expires_at_ms - l.redis_now_ms)};
-    spec.fields.limit = o.limit;
-    if (o.window_ms) spec.fields.window = std::chrono::milliseconds(*o.window_ms);
-    spec.fields.burst = o.burst;
-    entries.push_back({o.rule, std::move(spec)});
-  }
-  for (const auto& why : live.replace(cfg, std::move(entries), now))
+  for (const auto& why : live.replace(to.lookup(), runtime_entries(l, now), now))
     spdlog::warn("msg=\"run-time override not applied\" error={}", quote(why));
   spdlog::info("msg=\"run-time overrides applied\" version={} live={}", l.version,
                live.list(now).size());
@@ -671,6 +682,14 @@ int main(int argc, char** argv) {
                            .interval = f.redis_sample_interval,
                            .max_clock_skew = f.max_clock_skew});
     add_collectors(stats, limiter, sampler);
+    // Before the watches, whose run-time overrides may name its rules (and which stop first).
+    std::unique_ptr<envoy::envoy_frontend> envoy_api;
+    if (f.envoy.enabled()) {
+      auto envoy_flags = f.envoy;
+      envoy_flags.max_connections = budgets.grpc;
+      envoy_api = std::make_unique<envoy::envoy_frontend>(envoy_flags, limiter, stats,
+                                                          rules ? &live : nullptr);
+    }
     // The watches: after `store`, `live` and `stats`, which they set, so they stop first;
     // before the collectors and the admin handler that read them. The overrides' are loaded
     // before the first request and stop after the rules watch, which tells them of reloads.
@@ -680,18 +699,20 @@ int main(int argc, char** argv) {
     if (rules) {
       override_source = std::make_unique<overrides_store>(*f.rules_from, 1s);
       overrides_watcher = std::make_unique<overrides_watch>(
-          *override_source,
-          [&store, &live](const overrides_list& l) { sync_overrides(live, *store.get(), l); });
+          *override_source, [&store, &live, e = envoy_api.get()](const overrides_list& l) {
+            sync_overrides(live, override_targets(store, e), l);
+          });
       rules_watcher = std::make_unique<rules_watch>(
           *rules, first,
-          [&store, &stats, &live, where, &from = *f.rules_from,
+          [&store, &stats, &live, where, &from = *f.rules_from, e = envoy_api.get(),
            ow = overrides_watcher.get()](const rules_version& v) {
             auto refused = apply_rules(store, stats, where, from, v);
             if (!refused.empty()) return refused;
             // Each entry rebuilt against its rule's new version, or dropped (logged); then
             // read again from Redis, so an entry dropped by an older version comes back when
             // its rule does.
-            for (const auto& m : live.rebind(*store.get(), unix_ms_now()))
+            const override_targets to(store, e);
+            for (const auto& m : live.rebind(to.lookup(), unix_ms_now()))
               spdlog::warn("msg=\"run-time override dropped\" version={} error={}", v.version,
                            quote(m));
             spdlog::info("msg=\"run-time overrides rebound\" version={} live={}", v.version,
@@ -725,15 +746,9 @@ int main(int argc, char** argv) {
     if (f.admin) {
       options.admin_host = f.admin->first;
       options.admin_port = f.admin->second;
-      keys = std::make_unique<inspector>(limiter, f.backend_url);
+      keys = std::make_unique<inspector>(limiter, f.backend_url, rules ? &live : nullptr);
       options.admin_handler = make_admin_handler(f, options, stats, limiter, top.get(), store,
                                                  sampler, keys.get(), rules_source);
-    }
-    std::unique_ptr<envoy::envoy_frontend> envoy_api;
-    if (f.envoy.enabled()) {
-      auto envoy_flags = f.envoy;
-      envoy_flags.max_connections = budgets.grpc;
-      envoy_api = std::make_unique<envoy::envoy_frontend>(envoy_flags, limiter, stats);
     }
     const auto drain = options.drain_timeout;
     // SIGTERM's one budget: the HTTP drain, then the gRPC drain in what is left of it (it had a

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <tuple>
 
+#include "rules/script_error.hpp"
+
 namespace floodgate::service {
 namespace {
 
@@ -19,8 +21,8 @@ for i = 1, #all, 2 do
 end
 )lua";
 
-// KEYS: hash, version. ARGV: field, limit, window_ms, burst, for_ms, by, bound, channel.
-// Returns {1, version, expires_at} or {0, entries} (full).
+// KEYS: hash, version. ARGV: field, limit, window_ms, burst, for_ms, by, bound, channel,
+// rules_version. Returns {1, version, expires_at} or {0, entries} (full).
 constexpr const char* set_body = R"lua(
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and
    redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[7]) then
@@ -28,7 +30,8 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and
 end
 local exp = now + tonumber(ARGV[5])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. '\t' .. ARGV[3] .. '\t' .. ARGV[4] .. '\t' ..
-           string.format('%d', exp) .. '\t' .. ARGV[6] .. '\t' .. string.format('%d', now))
+           string.format('%d', exp) .. '\t' .. ARGV[6] .. '\t' .. string.format('%d', now) ..
+           '\t' .. ARGV[9])
 local v = redis.call('INCR', KEYS[2])
 redis.call('PUBLISH', ARGV[8], 'overrides:' .. v)
 return {1, v, exp}
@@ -82,8 +85,9 @@ std::vector<std::string_view> split(std::string_view s, std::size_t n) {
 
 std::optional<stored_override> parse_entry(std::string_view field, std::string_view value) {
   const auto f = split(field, 3);
-  const auto v = split(value, 6);
-  if (f.size() != 3 || v.size() != 6 || (f[1] != "exact" && f[1] != "prefix")) return std::nullopt;
+  // The 7th, the rules version, may be absent (written before it was recorded).
+  const auto v = split(value, 7);
+  if (f.size() != 3 || v.size() < 6 || (f[1] != "exact" && f[1] != "prefix")) return std::nullopt;
   stored_override o;
   o.rule = f[0];
   o.prefix = f[1] == "prefix";
@@ -97,6 +101,7 @@ std::optional<stored_override> parse_entry(std::string_view field, std::string_v
   o.expires_at_ms = *exp;
   o.by = v[4];
   o.at_ms = *at;
+  if (v.size() == 7) o.rules_version = to_int(v[6]).value_or(0);
   return o;
 }
 
@@ -120,12 +125,14 @@ overrides_store::overrides_store(rules_ref ref, std::chrono::milliseconds timeou
 override_change overrides_store::set(const stored_override& o, std::int64_t for_ms,
                                      const std::string& by) {
   override_change out;
-  auto a = caller_.call(hash_, {"EVAL", std::string(prologue) + set_body, "2", hash_, version_,
-                                field_of(o.rule, o.prefix, o.key), number(o.limit),
-                                number(o.window_ms), number(o.burst), std::to_string(for_ms),
-                                one_line(by), std::to_string(max_stored_overrides), channel_});
+  const auto script = std::string(prologue) + set_body;
+  auto a = caller_.call(
+      hash_,
+      {"EVAL", script, "2", hash_, version_, field_of(o.rule, o.prefix, o.key), number(o.limit),
+       number(o.window_ms), number(o.burst), std::to_string(for_ms), one_line(by),
+       std::to_string(max_stored_overrides), channel_, std::to_string(o.rules_version)});
   if (!a.error.empty()) {
-    out.error = a.error;
+    out.error = with_script_command(a.error, script);
     return out;
   }
   const auto& e = a.value.elements;
@@ -149,10 +156,11 @@ override_change overrides_store::set(const stored_override& o, std::int64_t for_
 override_change overrides_store::remove(const std::string& rule, bool prefix,
                                         const std::string& key) {
   override_change out;
-  auto a = caller_.call(hash_, {"EVAL", std::string(prologue) + remove_body, "2", hash_, version_,
-                                field_of(rule, prefix, key), channel_});
+  const auto script = std::string(prologue) + remove_body;
+  auto a = caller_.call(
+      hash_, {"EVAL", script, "2", hash_, version_, field_of(rule, prefix, key), channel_});
   if (!a.error.empty()) {
-    out.error = a.error;
+    out.error = with_script_command(a.error, script);
     return out;
   }
   const auto& e = a.value.elements;
@@ -167,9 +175,10 @@ override_change overrides_store::remove(const std::string& rule, bool prefix,
 
 overrides_list overrides_store::list() {
   overrides_list out;
-  auto a = caller_.call(hash_, {"EVAL", std::string(prologue) + list_body, "2", hash_, version_});
+  const auto script = std::string(prologue) + list_body;
+  auto a = caller_.call(hash_, {"EVAL", script, "2", hash_, version_});
   if (!a.error.empty()) {
-    out.error = a.error;
+    out.error = with_script_command(a.error, script);
     return out;
   }
   const auto& e = a.value.elements;

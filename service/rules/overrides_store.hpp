@@ -1,9 +1,10 @@
 // Run-time per-key overrides in Redis, beside the rules document they override (rules_ref.hpp):
 // a hash {rules:NAME}:overrides whose fields are "RULE\tKIND\tKEY" (KIND exact or prefix) and
-// values "limit\twindow_ms\tburst\texpires_at\tby\tat_ms" (an empty number: not set), with the
-// times in Redis's own clock (unix ms). Every change is one Lua script that also drops expired
-// entries, bumps {rules:NAME}:overrides_version and PUBLISHes "overrides:VERSION" on the rules
-// channel (a rules push publishes a bare number, so a watcher tells the two apart).
+// values "limit\twindow_ms\tburst\texpires_at\tby\tat_ms\trules_version" (an empty number:
+// not set; rules_version may be absent), with the times in Redis's own clock (unix ms). Every
+// change is one Lua script that also drops expired entries, bumps {rules:NAME}:overrides_version
+// and PUBLISHes "overrides:VERSION" on the rules channel (a rules push publishes a bare number, so
+// a watcher tells the two apart).
 //
 //   overrides_store s(parse_rules_ref("redis://127.0.0.1:6379#prod"), 1s);
 //   auto r = s.set({.rule = "api", .key = "vip", .limit = 1000}, 3'600'000, "alice@host");
@@ -39,6 +40,8 @@ struct stored_override {
   std::int64_t expires_at_ms = 0;  // Redis's clock
   std::string by;                  // who set it ("user@host")
   std::int64_t at_ms = 0;          // when, Redis's clock
+  // The rules version it was checked against when set (0: not recorded, or an Envoy rule's).
+  std::int64_t rules_version = 0;
 };
 
 struct overrides_list {

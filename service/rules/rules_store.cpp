@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "rules/script_error.hpp"
+
 namespace floodgate::service {
 namespace {
 
@@ -132,7 +134,7 @@ push_result rules_store::push(const std::string& text, std::optional<std::int64_
                  base ? std::to_string(*base) : "force", one_line(by), one_line(note),
                  std::to_string(rules_history_kept), keys_.channel});
   if (!a.error.empty()) {
-    out.error = a.error;
+    out.error = with_script_command(a.error, push_script);
     return out;
   }
   const auto& e = a.value.elements;

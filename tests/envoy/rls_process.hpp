@@ -118,8 +118,10 @@ inline std::string node_command(const std::string& address, const std::string& i
 }
 
 // Runs the Node client on `calls` (a JSON array, see rls_client.js) and returns its results.
-inline json::array run_client(const rls_process& p, const json::array& calls,
-                              const std::vector<std::string>& client_args = {}) {
+// `p`: an rls_process, or anything else with address() and a scratch dir().
+template <class Process>
+json::array run_client(const Process& p, const json::array& calls,
+                       const std::vector<std::string>& client_args = {}) {
   const auto in = p.dir() + "/calls.json", out = p.dir() + "/results.json",
              err = p.dir() + "/client.err";
   write_file(in, json::serialize(calls));

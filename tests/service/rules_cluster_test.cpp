@@ -1,7 +1,8 @@
 // floodgated --rules-from and floodgate rules on a real local Redis Cluster and Sentinel: the
 // document's keys share a slot (one hash tag), the push script runs on that slot's master
 // (reached by MOVED from any seed) or on the primary the sentinels name, and a failover leaves
-// no instance stuck: the next push, on the new master or primary, reaches every instance.
+// no instance stuck: the next push, on the new master or primary, reaches every instance. A
+// run-time override set through either applies too (floodgate override set, list).
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
@@ -134,6 +135,54 @@ TEST(rules_sentinel, a_push_reaches_every_instance_also_after_a_failover) {
   ASSERT_TRUE(wait_for([&] { return push(9, {"--base", "2"}).exit_code == 0; }, 30s));
   for (const auto& fg : fleet)
     EXPECT_TRUE(wait_for([&] { return limit_of(*fg) == 9; }, 10s)) << fg->log();
+  std::filesystem::remove_all(dir);
+}
+
+// The limit `key` gets under rule api (429 too: polling uses a key's count up).
+long long limit_for(const floodgated_process& fg, const std::string& key) {
+  const auto r =
+      http_request_once(fg.port(), "POST", "/v1/check", R"({"rule":"api","key":")" + key + "\"}");
+  if (r.status != 200 && r.status != 429) return -1;
+  return json::parse(r.body).as_object().at("limit").as_int64();
+}
+
+// Rules pushed and a run-time override set through `ref` (a Cluster or Sentinel URL) reach an
+// instance reading its rules there, and `floodgate override list` reads it back.
+void an_override_set_through(const std::string& ref, const std::string& dir) {
+  const auto file = dir + "/rules.yaml";
+  std::ofstream(file, std::ios::trunc) << rules_with_limit(5);
+  auto r = cli({"rules", "push", file, "--to", ref}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  floodgated_process::options o;
+  o.rules_file = false;
+  o.extra_args = {"--rules-from", ref};
+  floodgated_process fg("", o);
+  ASSERT_EQ(limit_for(fg, "vip"), 5) << fg.log();
+  r = cli({"override", "set", ref, "api", "vip", "--limit", "50", "--for", "1h"}, dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 1 s is the promise (overrides_watch.hpp); 10 s only to report how late rather than hang.
+  EXPECT_TRUE(wait_for([&] { return limit_for(fg, "vip") == 50; }, 10s)) << fg.log();
+  EXPECT_EQ(limit_for(fg, "other"), 5);
+  r = cli({"override", "list", ref}, dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("api key 'vip' limit=50  "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("NOT IN FORCE"), std::string::npos) << r.output;
+}
+
+TEST(rules_cluster, an_override_set_through_the_cluster_applies) {
+  redis_cluster cluster;
+  const auto dir = make_temp_dir("overrides-cluster-");
+  an_override_set_through(cluster.url() + "#prod", dir);
+  // Beside the document, in its slot: one script changes both.
+  EXPECT_EQ(cluster.slot_of("floodgate:rules:{prod}:overrides"),
+            cluster.slot_of("floodgate:rules:{prod}:head"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(rules_sentinel, an_override_set_through_sentinel_applies) {
+  redis_sentinel sentinel;
+  const auto dir = make_temp_dir("overrides-sentinel-");
+  an_override_set_through(sentinel.url() + "#prod", dir);
   std::filesystem::remove_all(dir);
 }
 

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "http_client.hpp"
 #include "inspect_helpers.hpp"
 #include "metrics_text.hpp"
+#include "real_clock_window.hpp"
 #include "redis_server.hpp"
 #include "wait_for.hpp"
 
@@ -43,10 +46,11 @@ struct instance {
   std::uint16_t admin = 0;
 };
 
-instance start_instance(const std::string& ref) {
+instance start_instance(const std::string& ref, const std::vector<std::string>& more = {}) {
   floodgated_process::options o;
   o.rules_file = false;
   o.extra_args = {"--rules-from", ref, "--admin-listen", "127.0.0.1:0"};
+  o.extra_args.insert(o.extra_args.end(), more.begin(), more.end());
   instance i;
   i.fg = std::make_unique<floodgated_process>("", o);
   i.admin = admin_port_of(*i.fg);
@@ -87,11 +91,18 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Where the instances decide: each on its own memory, or on the rules' Redis.
+enum class backend { memory, redis };
+
 struct fleet_on_redis {
-  explicit fleet_on_redis(const std::string& rules) : ref(redis.url() + "#prod"), file(rules) {
+  explicit fleet_on_redis(const std::string& rules, int instances = 2,
+                          backend where = backend::memory)
+      : ref(redis.url() + "#prod"), file(rules) {
     const auto pushed = cli({"rules", "push", file.path, "--to", ref});
     if (pushed.exit_code != 0) throw std::runtime_error(pushed.output);
-    for (int k = 0; k < 2; ++k) fleet.push_back(start_instance(ref));
+    std::vector<std::string> more;
+    if (where == backend::redis) more = {"--redis", redis.url() + "?timeout=2s"};
+    for (int k = 0; k < instances; ++k) fleet.push_back(start_instance(ref, more));
     for (const auto& i : fleet)
       if (!wait_for([&] { return rules_source(i).at("subscribed").as_bool(); }, give_up_after))
         throw std::runtime_error("not subscribed: " + i.fg->log());
@@ -271,6 +282,185 @@ TEST(override_redis, the_store_refuses_an_entry_beyond_its_bound_and_says_when_r
   const auto gone = cli({"override", "list", "redis://127.0.0.1:1#prod"});
   EXPECT_EQ(gone.exit_code, 1);
   EXPECT_TRUE(contains(gone.output, "redis://127.0.0.1:1#prod: cannot read: ")) << gone.output;
+}
+
+// --- every path that resolves a key's rule: /v1/inspect, /v1/reset and the CLI's ---
+
+json::object admin_json(const instance& i, const std::string& method, const std::string& target) {
+  const auto r = http_request_once(i.admin, method, target);
+  EXPECT_EQ(r.status, 200) << target << ": " << r.body;
+  return json::parse(r.body).as_object();
+}
+
+long long remaining_after_check(const instance& i, const std::string& key) {
+  const auto r = http_request_once(i.fg->port(), "POST", "/v1/check",
+                                   R"({"rule":"api","key":")" + key + "\"}");
+  return json::parse(r.body).as_object().at("remaining").as_int64();
+}
+
+TEST(override_redis, inspect_and_reset_act_under_the_override_in_force_and_name_it) {
+  fleet_on_redis f(
+      "rules:\n  - name: api\n    algorithm: fixed_window\n    limit: 5\n    window: 1h\n"
+      "    overrides:\n      - {key: gold, limit: 20}\n",
+      1, backend::redis);
+  const auto& i = f.fleet.front();
+  inside_one_window(1h, 60s);  // the counts below in one fixed window
+  const auto set = cli({"override", "set", f.ref, "api", "vip", "--limit", "50", "--for", "1h"});
+  ASSERT_EQ(set.exit_code, 0) << set.output;
+  ASSERT_TRUE(i.fg->wait_for_log("version=1 live=1", give_up_after)) << i.fg->log();
+  for (long long left : {49, 48, 47}) ASSERT_EQ(remaining_after_check(i, "vip"), left);
+
+  // The admin listener: the override's policy and state, which override, until when.
+  auto o = admin_json(i, "GET", "/v1/inspect?rule=api&key=vip");
+  EXPECT_EQ(o.at("limit").as_int64(), 50);
+  EXPECT_EQ(o.at("remaining").as_int64(), 47);
+  const auto& which = o.at("override").as_object();
+  EXPECT_EQ(which.at("source").as_string(), "runtime");
+  EXPECT_EQ(which.at("match").as_string(), "vip");
+  EXPECT_EQ(which.at("kind").as_string(), "exact");
+  EXPECT_GT(which.at("expires_in_ms").as_int64(), 3'500'000);
+  EXPECT_LE(which.at("expires_in_ms").as_int64(), 3'600'000);
+  EXPECT_GT(which.at("expires_at_ms").as_int64(), 0);
+  o = admin_json(i, "GET", "/v1/inspect?rule=api&key=gold");
+  EXPECT_EQ(o.at("limit").as_int64(), 20);
+  EXPECT_EQ(o.at("override").as_object().at("source").as_string(), "rules");
+  EXPECT_FALSE(o.at("override").as_object().contains("expires_at_ms"));
+  o = admin_json(i, "GET", "/v1/inspect?rule=api&key=plain");
+  EXPECT_EQ(o.at("limit").as_int64(), 5);
+  EXPECT_TRUE(o.at("override").is_null());
+
+  // The CLI with --rules-from reads the overrides in force; with --rules FILE it says it does not.
+  const auto redis_url = f.redis.url();
+  auto r = cli({"inspect", "--redis", redis_url, "--rules-from", f.ref, "api", "vip"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(cli_field(r.output, "override").starts_with("run-time key 'vip', 0h59m")) << r.output;
+  EXPECT_EQ(cli_field(r.output, "remaining"), "47 of 50") << r.output;
+  EXPECT_TRUE(contains(cli_field(r.output, "rule"), "limit 50 per 3600000 ms")) << r.output;
+  r = cli({"inspect", "--redis", redis_url, "--rules", f.file.path, "api", "vip"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(cli_field(r.output, "override"),
+            "none (run-time overrides not read: --rules-from URL#NAME reads them)")
+      << r.output;
+  r = cli({"inspect", "--redis", redis_url, "--rules-from", f.ref, "api", "gold"});
+  EXPECT_TRUE(cli_field(r.output, "override").starts_with("static key 'gold'")) << r.output;
+  EXPECT_EQ(cli({"inspect", "--redis", redis_url, "--rules", f.file.path, "--rules-from", f.ref,
+                 "api", "vip"})
+                .exit_code,
+            2);
+
+  // Reset under the override: its state, so the next check has all 50 but one.
+  r = cli({"reset", "--redis", redis_url, "--rules-from", f.ref, "api", "vip"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "reset: rule api, key vip, override run-time key 'vip'"))
+      << r.output;
+  EXPECT_EQ(remaining_after_check(i, "vip"), 49);
+  o = admin_json(i, "POST", "/v1/reset?rule=api&key=vip");
+  EXPECT_EQ(o.at("override").as_object().at("source").as_string(), "runtime");
+  EXPECT_EQ(admin_json(i, "GET", "/v1/inspect?rule=api&key=vip").at("remaining").as_int64(), 50);
+}
+
+TEST(override_redis, list_marks_entries_not_in_force_and_status_counts_only_live_ones) {
+  fleet_on_redis f(
+      "rules:\n  - {name: api, algorithm: gcra, limit: 5, window: 1h}\n"
+      "  - {name: log, algorithm: sliding_log, limit: 10, window: 1h}\n",
+      1);
+  const auto& i = f.fleet.front();
+  for (const auto& args : std::vector<std::vector<std::string>>{{"api", "vip", "--limit", "50"},
+                                                                {"api", "b", "--burst", "3"},
+                                                                {"log", "k", "--limit", "9"}}) {
+    std::vector<std::string> argv = {"override", "set", f.ref};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--for", "1h"});
+    const auto r = cli(argv);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  ASSERT_TRUE(poll_until([&] { return rules_source(i).at("runtime_overrides").as_int64() == 3; },
+                         give_up_after))
+      << i.fg->log();
+  auto listed = cli({"override", "list", f.ref});
+  EXPECT_FALSE(contains(listed.output, "NOT IN FORCE")) << listed.output;
+
+  // Version 2: api counts a sliding log (no burst), log is gone.
+  temp_rules_file v2("rules:\n  - {name: api, algorithm: sliding_log, limit: 5, window: 1h}\n");
+  ASSERT_EQ(cli({"rules", "push", v2.path, "--to", f.ref, "--base", "1"}).exit_code, 0);
+  ASSERT_TRUE(poll_until([&] { return rules_source(i).at("runtime_overrides").as_int64() == 1; },
+                         give_up_after))
+      << i.fg->log();
+  listed = cli({"override", "list", f.ref});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  const auto line_of = [&](const std::string& start) {
+    const auto at = listed.output.find(start);
+    return at == std::string::npos ? std::string()
+                                   : listed.output.substr(at, listed.output.find('\n', at) - at);
+  };
+  EXPECT_FALSE(contains(line_of("api key 'vip'"), "NOT IN FORCE")) << listed.output;
+  EXPECT_TRUE(contains(line_of("api key 'vip'"),
+                       "(set under v1; rule 'api' changed since: it applies to prod@v2's)"))
+      << listed.output;
+  EXPECT_TRUE(contains(line_of("api key 'b'"),
+                       "NOT IN FORCE under prod@v2: override of rule 'api' key 'b': policy 'api': "
+                       "burst applies only to token_bucket and gcra, not sliding_log"))
+      << listed.output;
+  EXPECT_TRUE(contains(line_of("log key 'k'"), "NOT IN FORCE under prod@v2: no rule named 'log'"))
+      << listed.output;
+  const auto page = http_request_once(i.admin, "GET", "/metrics").body;
+  EXPECT_EQ(metric_value(page, "floodgate_runtime_overrides{source=\"" + f.ref + "\"}"), 1.0);
+}
+
+// --- the ACL users docs/operations.md gives (read from it, so they stay true) ---
+
+// Every "ACL SETUSER <user> ..." line of docs/operations.md, split at spaces.
+std::vector<std::vector<std::string>> documented_acl(const std::string& user) {
+  std::ifstream in(FLOODGATE_SOURCE_DIR "/docs/operations.md");
+  std::vector<std::vector<std::string>> out;
+  const std::string start = "ACL SETUSER " + user + " ";
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with(start)) continue;
+    std::vector<std::string> words;
+    for (std::istringstream ws(line); ws >> line;) words.push_back(line);
+    out.push_back(std::move(words));
+  }
+  return out;
+}
+
+TEST(override_redis, the_documented_acl_users_work_and_a_missing_permission_is_named) {
+  redis_server redis;
+  for (const char* user : {"floodgate", "floodgate-ops"}) {
+    const auto lines = documented_acl(user);
+    ASSERT_FALSE(lines.empty()) << "no ACL SETUSER " << user << " line in docs/operations.md";
+    for (const auto& l : lines) ASSERT_EQ(redis.command(l).str, "OK") << user;
+  }
+  const auto at = "@127.0.0.1:" + std::to_string(redis.port());
+  const auto ops = "redis://floodgate-ops:s3cret" + at + "#prod";
+  temp_rules_file rules(fixed_rules);
+  auto r = cli({"rules", "push", rules.path, "--to", ops});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = cli({"override", "set", ops, "api", "vip", "--limit", "50", "--for", "1h"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = cli({"override", "list", ops});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "api key 'vip' limit=50  ")) << r.output;
+  // floodgated as the limiter's user, with the rules' permissions added.
+  const auto i = start_instance("redis://floodgate:s3cret" + at + "#prod",
+                                {"--redis", "redis://floodgate:s3cret" + at + "?timeout=2s"});
+  EXPECT_TRUE(poll_until([&] { return limit_for(i, "vip") == 50; }, give_up_after)) << i.fg->log();
+  EXPECT_TRUE(poll_until([&] { return rules_source(i).at("subscribed").as_bool(); }, give_up_after))
+      << i.fg->log();
+  EXPECT_EQ(rules_source(i).at("redis_error").as_string(), "") << i.fg->log();
+
+  // One permission fewer, outside a script (HMGET: Redis's NOPERM words) or in one (PUBLISH:
+  // Redis names only the script's line, so the line's command is named too): exit 1.
+  ASSERT_EQ(redis.command({"ACL", "SETUSER", "floodgate-ops", "-publish"}).str, "OK");
+  r = cli({"override", "set", ops, "api", "k2", "--limit", "9", "--for", "1h"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "cannot set: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "can't run this command")) << r.output;
+  EXPECT_TRUE(contains(r.output, ": PUBLISH)")) << r.output;
+  ASSERT_EQ(redis.command({"ACL", "SETUSER", "floodgate-ops", "+publish", "-hmget"}).str, "OK");
+  r = cli({"override", "set", ops, "api", "k2", "--limit", "9", "--for", "1h"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "cannot read: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "NOPERM")) << r.output;
 }
 
 }  // namespace

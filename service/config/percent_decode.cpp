@@ -1,0 +1,30 @@
+#include "config/percent_decode.hpp"
+
+namespace floodgate::service {
+
+std::optional<std::string> percent_decode(std::string_view s, plus_sign plus) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+' && plus == plus_sign::space) {
+      out += ' ';
+    } else if (s[i] != '%') {
+      out += s[i];
+    } else {
+      if (i + 2 >= s.size()) return std::nullopt;
+      const int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    }
+  }
+  return out;
+}
+
+}  // namespace floodgate::service

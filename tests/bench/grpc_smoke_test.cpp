@@ -38,6 +38,31 @@ TEST(bench_grpc, a_burst_through_the_envoy_api_admits_exactly_the_limit) {
   std::filesystem::remove_all(dir, ec);
 }
 
+// --h2-streams: calls multiplexed on each thread's connection (grpc_h2_mux), from several
+// processes at one instant, admit exactly the limit too, every call answered.
+TEST(bench_grpc, multiplexed_calls_admit_exactly_the_limit) {
+  redis_server redis;
+  const auto dir = make_temp_dir("bench-grpc-");
+  std::ofstream(dir + "/bench.yaml") << "domain: bench\ndescriptors:\n  - key: bench\n"
+                                        "    rate_limit: {unit: minute, requests_per_unit: 50, "
+                                        "algorithm: sliding_log}\n";
+  floodgated_process service("rules:\n  - {name: unused, algorithm: gcra, limit: 1, window: 1s}\n",
+                             {.extra_args = {"--redis", redis.url(), "--grpc-listen", "127.0.0.1:0",
+                                             "--envoy-config", dir + "/bench.yaml"}});
+  const auto r =
+      run_bench({"--grpc", "127.0.0.1:" + std::to_string(service.grpc_port()), "--rule", "bench",
+                 "--algorithm", "sliding_log", "--limit", "50", "--window", "60s", "--burst", "40",
+                 "--processes", "2", "--threads", "2", "--h2-streams", "8", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto o = json::parse(r.out).as_object();
+  EXPECT_EQ(o.at("decisions").to_number<std::int64_t>(), 160);
+  EXPECT_EQ(o.at("allowed").to_number<std::int64_t>(), 50);
+  EXPECT_EQ(o.at("errors").to_number<std::int64_t>(), 0);
+  EXPECT_EQ(o.at("over_admitted").to_number<std::int64_t>(), 0);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 // The client's own HTTP/2 (grpc_h2_client): an error arrives as trailers only, and its status
 // and percent-encoded message must reach the user as the server wrote them.
 TEST(bench_grpc, a_grpc_error_is_reported_with_its_status_and_message) {

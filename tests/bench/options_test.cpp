@@ -36,6 +36,30 @@ TEST(options, grpc_targets_floodgateds_envoy_api) {
   EXPECT_EQ(o.url, "127.0.0.1:8081");
   EXPECT_EQ(o.domain, "edge");
   EXPECT_EQ(o.rule, "remote_address");
+  EXPECT_EQ(o.h2_streams, 1u);
+  EXPECT_EQ(o.inflight, 1u);
+}
+
+// Calls multiplexed on each thread's connection, as Envoy sends them: the thread's calls in
+// flight; only for --grpc, and up to floodgated's streams per connection.
+TEST(options, h2_streams_multiplex_calls_on_each_grpc_connection) {
+  const auto o = parse({"--grpc", "127.0.0.1:8081", "--threads", "2", "--h2-streams", "8"});
+  EXPECT_EQ(o.h2_streams, 8u);
+  EXPECT_EQ(o.inflight, 8u);
+  auto refused = [](std::initializer_list<const char*> args) -> std::string {
+    try {
+      parse(args);
+    } catch (const usage_error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(refused({"--http", "http://h:1", "--h2-streams", "2"}).find("is for --grpc"),
+            std::string::npos);
+  EXPECT_NE(refused({"--grpc", "h:1", "--h2-streams", "101"}).find("--h2-streams"),
+            std::string::npos);
+  EXPECT_NE(refused({"--grpc", "h:1", "--h2-streams", "2", "--inflight", "2"}).find("drop --inflight"),
+            std::string::npos);
 }
 
 TEST(options, a_full_command_line) {

@@ -404,11 +404,14 @@ class connection final : public grpc_connection,
     timer_.cancel();
     stream_.lowest_layer().close(ignored);
     // Those being decided stay until their decision comes back (decided() counts them).
-    std::erase_if(calls_, [this](auto& entry) {
-      if (entry.second.state == call_state::deciding) return false;
-      forget(entry.second);
-      return true;
-    });
+    for (auto it = calls_.begin(); it != calls_.end();) {
+      if (it->second.state == call_state::deciding) {
+        ++it;
+        continue;
+      }
+      forget(it->second);
+      it = calls_.erase(it);
+    }
     std::lock_guard lock(s_.live_mutex);
     s_.live.erase(this);
   }

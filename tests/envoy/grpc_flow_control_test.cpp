@@ -90,13 +90,12 @@ class raw_h2 {
   // A unary call with an empty request message: HEADERS (HPACK literals, never indexed), then
   // the message's DATA ending the stream.
   void call(std::uint32_t stream, std::string_view path) {
+    const std::pair<std::string_view, std::string_view> headers[] = {
+        {":method", "POST"},       {":scheme", "http"},
+        {":path", path},           {":authority", "localhost"},
+        {"content-type", "application/grpc"}, {"te", "trailers"}};
     std::string block;
-    for (const auto& [n, v] : {std::pair<std::string_view, std::string_view>{":method", "POST"},
-                               {":scheme", "http"},
-                               {":path", path},
-                               {":authority", "localhost"},
-                               {"content-type", "application/grpc"},
-                               {"te", "trailers"}}) {
+    for (const auto& [n, v] : headers) {
       block += '\x10';
       block += static_cast<char>(n.size());
       block += n;

@@ -63,7 +63,7 @@ class client {
   };
 
   // `settings`: the client's SETTINGS (INITIAL_WINDOW_SIZE 0: no answer's message can come).
-  explicit client(std::vector<nghttp2_settings_entry> settings = {}) {
+  explicit client(std::vector<nghttp2_settings_entry> own_settings = {}) {
     nghttp2_session_callbacks* cbs = nullptr;
     nghttp2_session_callbacks_new(&cbs);
     nghttp2_session_callbacks_set_on_header_callback(
@@ -97,7 +97,7 @@ class client {
         });
     nghttp2_session_client_new(&session_, cbs, this);
     nghttp2_session_callbacks_del(cbs);
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, own_settings.data(), own_settings.size());
   }
   ~client() { nghttp2_session_del(session_); }
 

@@ -37,7 +37,7 @@ void quiet_protobuf() {
 
 // The request in protobuf's wire format, read here as libprotobuf's parser reads it (the same
 // accepted and refused bytes: rls_proto_test compares the two on many messages, well formed
-// and mangled), without building its message objects: a tenth of its instructions.
+// and mangled), without building its message objects: a third of its instructions.
 namespace {
 
 // libprotobuf's default recursion limit: nested messages and groups, unknown ones included.

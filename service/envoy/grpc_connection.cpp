@@ -351,14 +351,16 @@ class connection final : public grpc_connection,
   }
 
   // One timer for the handshake's deadline, the write's and the held answer's: armed when none
-  // is pending, and re-armed from what is still due when it fires (no timer operation per
-  // write). An armed expiry is never later than one noted after it: each is a write_timeout
-  // from when it began.
+  // is pending or for an earlier time (rare: a held answer's deadline before the handshake's),
+  // and re-armed from what is still due when it fires (no timer operation per write).
   void arm(steady::time_point at) {
-    if (armed_) return;
+    if (armed_ && at >= armed_at_) return;
     armed_ = true;
-    timer_.expires_at(at);
-    timer_.async_wait([self = this->shared_from_this()](const error_code& ec) {
+    armed_at_ = at;
+    const auto generation = ++timer_generation_;
+    timer_.expires_at(at);  // a wait pending is cancelled: its handler is of an old generation
+    timer_.async_wait([self = this->shared_from_this(), generation](const error_code& ec) {
+      if (generation != self->timer_generation_) return;
       self->armed_ = false;
       if (ec || self->closed_) return;
       self->on_timer(steady::now());
@@ -429,6 +431,8 @@ class connection final : public grpc_connection,
   std::array<std::uint8_t, read_chunk_bytes> in_{};
   std::string out_;
   steady::time_point write_started_;
+  steady::time_point armed_at_;         // when the timer fires, while armed_
+  std::uint64_t timer_generation_ = 0;  // of the latest wait: an earlier one was cancelled
   // The oldest answer the client's window holds back (h2_session::oldest_unsent), watched since
   // stalled_since_; none: not watching.
   std::optional<std::uint64_t> stalled_;

@@ -197,16 +197,20 @@ std::string flow_control_closes(const served& s) {
 // A slack for a loaded machine (every test at once, sanitizers) on top of what is waited for.
 constexpr auto slack = 10s;
 
+// A window of 0 for every stream, and a call on stream 1: whether its answer's headers came.
+bool call_with_a_shut_window(raw_h2& c) {
+  c.start(0);
+  c.call(1, health_check);
+  return c.next_of(1, headers_frame, steady::now() + slack).has_value();
+}
+
 // Its answer's headers come, its message cannot; the connection is closed once the answer has
 // been held for the write timeout (at most twice it), and counted. Before: open for good.
 TEST(grpc_flow_control, a_client_that_never_opens_its_window_is_closed_after_the_write_timeout) {
   constexpr auto write_timeout = 300ms;
   served s(write_timeout);
   raw_h2 c(s.server.port());
-  c.start(0);
-  c.call(1, health_check);
-  const auto headers = c.next_of(1, headers_frame, steady::now() + slack);
-  ASSERT_TRUE(headers) << "the answer's headers are not flow-controlled";
+  ASSERT_TRUE(call_with_a_shut_window(c)) << "the answer's headers are not flow-controlled";
   const auto held_from = steady::now();
   const auto data = c.next_of(1, data_frame, held_from + 2 * write_timeout + slack);
   EXPECT_FALSE(data) << "a message went through a zero window";
@@ -216,6 +220,9 @@ TEST(grpc_flow_control, a_client_that_never_opens_its_window_is_closed_after_the
                                  .count()
                           << " ms after its answer was held";
   EXPECT_GE(steady::now() - held_from, write_timeout * 9 / 10) << "closed before the timeout";
+  // By the watch's own deadline, not a later one's (the handshake's, 5 s: before, the timer
+  // armed for it kept the watch waiting until then).
+  EXPECT_LT(steady::now() - held_from, 4s);
   EXPECT_EQ(flow_control_closes(s), "1");
 }
 
@@ -225,9 +232,7 @@ TEST(grpc_flow_control, a_window_opened_in_time_lets_the_answer_out_and_keeps_th
   constexpr auto write_timeout = 2s;
   served s(write_timeout);
   raw_h2 c(s.server.port());
-  c.start(0);
-  c.call(1, health_check);
-  ASSERT_TRUE(c.next_of(1, headers_frame, steady::now() + slack));
+  ASSERT_TRUE(call_with_a_shut_window(c));
   const auto held_from = steady::now();
   c.window_update(1, 64);
   const auto data = c.next_of(1, data_frame, held_from + slack);

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -11,6 +12,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -147,7 +149,7 @@ class connection final : public grpc_connection,
     const auto now = steady::now();
     auto deadline = rls_service::clock::time_point::max();
     if (timeout) deadline = now + std::chrono::duration_cast<steady::duration>(*timeout);
-    calls_.emplace(stream, call{k, call_state::fresh, 0, nullptr, now, deadline});
+    calls_.emplace(stream, call{k, call_state::fresh, 0, nullptr, now, deadline, false});
     fresh_.push_back(stream);
   }
 
@@ -207,21 +209,22 @@ class connection final : public grpc_connection,
       calls_.erase(it);
       return session_.fail(stream, grpc_status::invalid_argument, "not a RateLimitRequest");
     }
-    const auto start = c.start;
     ++s_.deciding;
+    // The connection lives while it has decisions out (keep_), so the handler holds only a
+    // pointer and the stream: small enough for std::function to keep without allocating.
+    if (deciding_here_++ == 0) keep_ = this->shared_from_this();
     s_.service.async_should_rate_limit(
-        std::move(*req), c.deadline,
-        [self = this->shared_from_this(), stream, start](rls_result r) mutable {
-          auto& shared = self->s_;
+        std::move(*req), c.deadline, [this, stream](rls_result r) {
+          auto& shared = s_;
           // On the memory backend the answer comes on this stack: no hop.
-          if (self->io_.get_executor().running_in_this_thread() && self->in_receive_) {
-            self->decided(stream, start, std::move(r));
+          if (io_.get_executor().running_in_this_thread() && in_receive_) {
+            decided(stream, std::move(r));
+            release_decision();
           } else {
-            // Moved: the connection is released on its own thread, not the backend's.
-            auto& io = self->io_;
-            asio::post(io, [self = std::move(self), stream, start, r = std::move(r)]() mutable {
-              self->decided(stream, start, std::move(r));
-              self->flush();
+            asio::post(io_, [this, stream, r = std::move(r)]() mutable {
+              decided(stream, std::move(r));
+              flush();
+              release_decision();  // last: it may end the connection
             });
           }
           --shared.deciding;  // last: the server's shutdown waits for it before its threads end
@@ -231,6 +234,11 @@ class connection final : public grpc_connection,
   void on_closed(std::int32_t stream) override {
     const auto it = calls_.find(stream);
     if (it == calls_.end()) return;
+    // Being decided: kept, for decided() to count it cancelled.
+    if (it->second.state == call_state::deciding) {
+      it->second.gone = true;
+      return;
+    }
     forget(it->second);
     calls_.erase(it);
   }
@@ -246,6 +254,7 @@ class connection final : public grpc_connection,
     waiting_call* waiting;  // while in the guard and ours
     steady::time_point start;
     steady::time_point deadline;
+    bool gone = false;  // its stream ended while it was decided
   };
 
   // A call that ends here while still in the guard leaves it (unless someone took it first:
@@ -268,16 +277,24 @@ class connection final : public grpc_connection,
   // The decision came back. A call whose stream is gone was given up by its client: nothing is
   // taken back (the request may have gone through: Envoy fails open), so it charges, as
   // upstream's do, and is counted cancelled.
-  void decided(std::int32_t stream, steady::time_point start, rls_result r) {
+  void decided(std::int32_t stream, rls_result r) {
     const auto it = calls_.find(stream);
-    const auto elapsed = steady::now() - start;
-    if (it == calls_.end() || closed_)
-      return s_.metrics.observe_request(elapsed, grpc_code_class::cancelled);
+    if (it == calls_.end()) return;  // not expected: a deciding call stays until here
+    const auto elapsed = steady::now() - it->second.start;
+    const bool gone = it->second.gone;
     calls_.erase(it);
+    if (closed_ || gone)
+      return s_.metrics.observe_request(elapsed, grpc_code_class::cancelled);
     s_.metrics.observe_request(elapsed, class_of(r.outcome));
     if (r.outcome != rls_result::kind::ok)
       return session_.fail(stream, status_of(r.outcome), r.message);
     session_.answer(stream, serialize_rls_response(r.response));
+  }
+
+  // On this thread, once a decision is done with: the last one lets the connection go.
+  void release_decision() {
+    if (--deciding_here_ > 0) return;
+    const auto last = std::move(keep_);  // may end this connection on leaving
   }
 
   void read() {
@@ -304,6 +321,9 @@ class connection final : public grpc_connection,
     if (writing_ || closed_ || !handshaken_) return;
     out_.clear();
     session_.send(out_, write_batch_bytes);
+    // Short of the batch, yet answers left: the client's flow-control window holds them.
+    if (out_.size() < write_batch_bytes && session_.unsent_answers() > 0 && !stalled_)
+      watch_stall(steady::now());
     if (out_.empty()) {
       if (broken_ || !session_.alive() || (draining_ && session_.open_streams() == 0)) shut();
       return;
@@ -320,25 +340,59 @@ class connection final : public grpc_connection,
                       });
   }
 
-  // One timer for the handshake's deadline and the write's: armed when none is pending, and
-  // re-armed from what is still due when it fires (no timer operation per write).
+  // An answer the client's window holds back is watched: when the same one is still held a
+  // write_timeout later, the connection is closed, as for a socket that takes no write (a
+  // client that never opens its window would hold its streams, and the connection, for good).
+  // Noted again when the oldest held answer changes, so one is held at most twice that.
+  void watch_stall(steady::time_point now) {
+    stalled_ = session_.oldest_unsent();
+    stalled_since_ = now;
+    if (stalled_) arm(now + s_.write_timeout);
+  }
+
+  // One timer for the handshake's deadline, the write's and the held answer's: armed when none
+  // is pending or for an earlier time (rare: a held answer's deadline before the handshake's),
+  // and re-armed from what is still due when it fires (no timer operation per write).
   void arm(steady::time_point at) {
-    if (armed_) return;
+    if (armed_ && at >= armed_at_) return;
     armed_ = true;
-    timer_.expires_at(at);
-    timer_.async_wait([self = this->shared_from_this()](const error_code& ec) {
+    armed_at_ = at;
+    const auto generation = ++timer_generation_;
+    timer_.expires_at(at);  // a wait pending is cancelled: its handler is of an old generation
+    timer_.async_wait([self = this->shared_from_this(), generation](const error_code& ec) {
+      if (generation != self->timer_generation_) return;
       self->armed_ = false;
       if (ec || self->closed_) return;
-      const auto now = steady::now();
-      if (!self->session_.established()) {
-        if (!self->handshaken_) self->note_tls_failure("timed out");
-        return self->shut();
-      }
-      if (self->writing_) {
-        if (now - self->write_started_ >= self->s_.write_timeout) return self->shut();
-        self->arm(self->write_started_ + self->s_.write_timeout);
-      }
+      self->on_timer(steady::now());
     });
+  }
+
+  void on_timer(steady::time_point now) {
+    if (!session_.established()) {
+      if (!handshaken_) note_tls_failure("timed out");
+      return shut();
+    }
+    auto next = steady::time_point::max();
+    if (writing_) {
+      if (now - write_started_ >= s_.write_timeout) {
+        s_.metrics.record_write_timeout(rls_metrics::write_stall::socket);
+        return shut();
+      }
+      next = write_started_ + s_.write_timeout;
+    }
+    if (stalled_) {
+      const auto oldest = session_.oldest_unsent();
+      if (oldest == stalled_ && now - stalled_since_ >= s_.write_timeout) {
+        s_.metrics.record_write_timeout(rls_metrics::write_stall::flow_control);
+        return shut();
+      }
+      if (oldest != stalled_) {
+        stalled_ = oldest;
+        stalled_since_ = now;
+      }
+      if (stalled_) next = std::min(next, stalled_since_ + s_.write_timeout);
+    }
+    if (next != steady::time_point::max()) arm(next);
   }
 
   void note_tls_failure(const std::string& error) {
@@ -351,8 +405,15 @@ class connection final : public grpc_connection,
     error_code ignored;
     timer_.cancel();
     stream_.lowest_layer().close(ignored);
-    for (auto& [id, c] : calls_) forget(c);
-    calls_.clear();
+    // Those being decided stay until their decision comes back (decided() counts them).
+    for (auto it = calls_.begin(); it != calls_.end();) {
+      if (it->second.state == call_state::deciding) {
+        ++it;
+        continue;
+      }
+      forget(it->second);
+      it = calls_.erase(it);
+    }
     std::lock_guard lock(s_.live_mutex);
     s_.live.erase(this);
   }
@@ -364,10 +425,18 @@ class connection final : public grpc_connection,
   grpc_shared& s_;
   h2_session session_;
   std::unordered_map<std::int32_t, call> calls_;
+  std::size_t deciding_here_ = 0;           // decisions asked and not back
+  std::shared_ptr<connection> keep_;  // this, while deciding_here_ > 0
   std::vector<std::int32_t> fresh_;  // calls of the current read not yet in the guard
   std::array<std::uint8_t, read_chunk_bytes> in_{};
   std::string out_;
   steady::time_point write_started_;
+  steady::time_point armed_at_;         // when the timer fires, while armed_
+  std::uint64_t timer_generation_ = 0;  // of the latest wait: an earlier one was cancelled
+  // The oldest answer the client's window holds back (h2_session::oldest_unsent), watched since
+  // stalled_since_; none: not watching.
+  std::optional<std::uint64_t> stalled_;
+  steady::time_point stalled_since_;
   bool in_receive_ = false;
   bool handshaken_ = false;
   bool writing_ = false;

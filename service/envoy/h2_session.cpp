@@ -22,6 +22,24 @@ struct h2_session::stream_state {
   std::string out;         // the answer's message, prefixed
   std::size_t out_sent = 0;
   std::string status_text;  // the trailer's grpc-status
+  std::uint64_t answer_place = 0;  // among the session's answers with a message
+  bool unsent = false;             // its message is not all sent (counted in unsent_)
+
+  // For a new stream: as made, but the strings keep their capacity (a large one excepted).
+  void reuse(std::int32_t stream) {
+    constexpr std::size_t keep_bytes = 1024;
+    id = stream;
+    header_bytes = 0;
+    timeout.reset();
+    called = delivered = answered = unsent = false;
+    for (auto* s : {&path, &encoding, &in, &out, &status_text})
+      if (s->capacity() > keep_bytes)
+        std::string().swap(*s);
+      else
+        s->clear();
+    out_sent = 0;
+    answer_place = 0;
+  }
 };
 
 namespace {
@@ -88,6 +106,10 @@ std::string percent_encode(std::string_view s) {
 
 constexpr std::string_view content_type = "application/grpc";
 
+// Ended streams kept for new ones (their state and map node): a connection's calls, one after
+// another or multiplexed as Envoy sends them, reuse them without allocating; more are freed.
+constexpr std::size_t spare_streams = 16;
+
 }  // namespace
 
 struct h2_session::callbacks {
@@ -99,11 +121,23 @@ struct h2_session::callbacks {
   static int begin_headers(nghttp2_session* s, const nghttp2_frame* f, void* user) {
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     auto& me = self(user);
-    auto owned = std::make_unique<stream_state>();
-    auto* st = owned.get();
-    st->id = f->hd.stream_id;
-    me.streams_.emplace(st->id, std::move(owned));
-    nghttp2_session_set_stream_user_data(s, f->hd.stream_id, st);
+    const auto id = f->hd.stream_id;
+    stream_state* st = nullptr;
+    if (me.spare_.empty()) {
+      auto owned = std::make_unique<stream_state>();
+      st = owned.get();
+      st->id = id;
+      me.streams_.emplace(id, std::move(owned));
+    } else {
+      // A stream that ended: its map node and state again, no allocation.
+      auto node = std::move(me.spare_.back());
+      me.spare_.pop_back();
+      node.key() = id;
+      st = node.mapped().get();
+      st->reuse(id);
+      me.streams_.insert(std::move(node));
+    }
+    nghttp2_session_set_stream_user_data(s, id, st);
     return 0;
   }
 
@@ -198,20 +232,26 @@ struct h2_session::callbacks {
     if (!st) return 0;
     nghttp2_session_set_stream_user_data(s, id, nullptr);
     const bool owed = st->called;
-    me.streams_.erase(id);
+    if (st->unsent) --me.unsent_;
+    auto node = me.streams_.extract(id);
+    if (me.spare_.size() < spare_streams) me.spare_.push_back(std::move(node));
     if (owed) me.events_.on_closed(id);
     return 0;
   }
 
   static ssize_t read_answer(nghttp2_session* s, std::int32_t id, std::uint8_t* buf,
                              std::size_t length, std::uint32_t* flags, nghttp2_data_source*,
-                             void*) {
+                             void* user) {
     auto* st = stream_of(s, id);
     if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     const std::size_t n = std::min(length, st->out.size() - st->out_sent);
     std::memcpy(buf, st->out.data() + st->out_sent, n);
     st->out_sent += n;
     if (st->out_sent == st->out.size()) {
+      if (st->unsent) {
+        st->unsent = false;
+        --self(user).unsent_;
+      }
       *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
       const std::array<nghttp2_nv, 1> trailers{header("grpc-status", "0")};
       if (nghttp2_submit_trailer(s, id, trailers.data(), trailers.size()) != 0)
@@ -278,7 +318,19 @@ void h2_session::answer(std::int32_t stream, std::string_view message) {
                                           header("content-type", content_type)};
   nghttp2_data_provider provider{};
   provider.read_callback = &callbacks::read_answer;
-  nghttp2_submit_response(session_, stream, headers.data(), headers.size(), &provider);
+  if (nghttp2_submit_response(session_, stream, headers.data(), headers.size(), &provider) != 0)
+    return;
+  st->answer_place = answers_++;
+  st->unsent = true;
+  ++unsent_;
+}
+
+std::optional<std::uint64_t> h2_session::oldest_unsent() const {
+  std::optional<std::uint64_t> oldest;
+  if (unsent_ == 0) return oldest;
+  for (const auto& [id, st] : streams_)
+    if (st->unsent && (!oldest || st->answer_place < *oldest)) oldest = st->answer_place;
+  return oldest;
 }
 
 void h2_session::fail(std::int32_t stream, grpc_status status, std::string_view message) {

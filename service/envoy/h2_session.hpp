@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 struct nghttp2_session;  // nghttp2.h
 
@@ -81,6 +82,12 @@ class h2_session {
   bool established() const noexcept { return established_; }
   // Streams open (answered ones count until sent).
   std::size_t open_streams() const noexcept { return streams_.size(); }
+  // Answers whose message is not all sent: after a send() that stopped short of its `max`, the
+  // client's flow-control window holds them back (a client that never opens it holds them, and
+  // their streams, for good: grpc_connection.cpp bounds that).
+  std::size_t unsent_answers() const noexcept { return unsent_; }
+  // The oldest of them, by its place among all answers (to tell whether it has moved on).
+  std::optional<std::uint64_t> oldest_unsent() const;
 
   // Answers a call whose message arrived: `message` with grpc-status 0. Ignored for a stream
   // that is gone or answered.
@@ -98,7 +105,11 @@ class h2_session {
   h2_limits limits_;
   ::nghttp2_session* session_ = nullptr;
   bool established_ = false;
-  std::unordered_map<std::int32_t, std::unique_ptr<stream_state>> streams_;  // nghttp2's point here
+  std::uint64_t answers_ = 0;  // answers with a message so far: the next one's place
+  std::size_t unsent_ = 0;     // of them, those not all sent yet
+  using stream_map = std::unordered_map<std::int32_t, std::unique_ptr<stream_state>>;
+  stream_map streams_;  // nghttp2's stream user data points here
+  std::vector<stream_map::node_type> spare_;  // of streams that ended, for new ones
 };
 
 }  // namespace floodgate::service::envoy

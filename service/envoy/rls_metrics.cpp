@@ -21,14 +21,14 @@ void rls_metrics::record(std::string_view domain, std::string_view rule, std::ui
   std::lock_guard lock(mutex_);
   auto it = series_.end();
   if (!by_request.empty()) {
-    it = series_.find(std::pair{std::string(domain), std::string(by_request)});
+    it = series_.find(name_pair{domain, by_request});
     if (it == series_.end() && request_named_ < max_request_named_series &&
         by_request.size() <= max_request_named_bytes && series_.size() < max_series) {
       it = series_.try_emplace({std::string(domain), std::string(by_request)}).first;
       ++request_named_;
     }
   }
-  if (it == series_.end()) it = series_.find(std::pair{std::string(domain), std::string(rule)});
+  if (it == series_.end()) it = series_.find(name_pair{domain, rule});
   if (it == series_.end()) {
     const bool room = series_.size() < max_series;
     it = series_.try_emplace({std::string(domain), room ? std::string(rule) : "_other"}).first;
@@ -68,6 +68,11 @@ void rls_metrics::record_connection_refused(connection_table::verdict cap) {
 void rls_metrics::record_stream_ended(stream_end why) {
   std::lock_guard lock(mutex_);
   ++streams_ended_[static_cast<std::size_t>(why)];
+}
+
+void rls_metrics::record_write_timeout(write_stall why) {
+  std::lock_guard lock(mutex_);
+  ++write_timeouts_[static_cast<std::size_t>(why)];
 }
 
 void rls_metrics::append(std::string& out) const {
@@ -117,6 +122,14 @@ void rls_metrics::append(std::string& out) const {
   static_assert(std::size(reasons) == std::tuple_size_v<decltype(streams_ended_)>);
   for (std::size_t i = 0; i < streams_ended_.size(); ++i)
     streams.sample({{"reason", reasons[i]}}, streams_ended_[i]);
+  prometheus_family writes(out, "floodgate_envoy_write_timeout_total", metric_type::counter,
+                           "gRPC connections closed for not taking their answers within the "
+                           "write timeout: the socket took no write (socket), or the client's "
+                           "HTTP/2 flow-control window held an answer back (flow_control).");
+  constexpr const char* stalls[] = {"socket", "flow_control"};
+  static_assert(std::size(stalls) == std::tuple_size_v<decltype(write_timeouts_)>);
+  for (std::size_t i = 0; i < write_timeouts_.size(); ++i)
+    writes.sample({{"reason", stalls[i]}}, write_timeouts_[i]);
 }
 
 }  // namespace floodgate::service::envoy

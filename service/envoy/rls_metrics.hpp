@@ -60,6 +60,10 @@ class rls_metrics {
   // waiting), evicted to make room for a new one (too many in all), or late.
   enum class stream_end { per_peer, evicted, timeout };
   void record_stream_ended(stream_end why);
+  // A gRPC connection closed for not taking its answers within the write timeout: its socket
+  // did not take a write, or its HTTP/2 flow-control window held an answer back.
+  enum class write_stall { socket, flow_control };
+  void record_write_timeout(write_stall why);
   void append(std::string& out) const;
 
  private:
@@ -70,13 +74,27 @@ class rls_metrics {
       0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0};
 
   mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, counters, std::less<>> series_;
+  // (domain, rule), looked up by views: a call's names are not copied to find their series.
+  using name_pair = std::pair<std::string_view, std::string_view>;
+  struct by_names {
+    using is_transparent = void;
+    static name_pair view(const std::pair<std::string, std::string>& p) noexcept {
+      return {p.first, p.second};
+    }
+    static name_pair view(const name_pair& p) noexcept { return p; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const noexcept {
+      return view(a) < view(b);
+    }
+  };
+  std::map<std::pair<std::string, std::string>, counters, by_names> series_;
   std::size_t request_named_ = 0;
   std::array<std::uint64_t, bounds_seconds.size() + 1> buckets_{};
   double latency_sum_ = 0;
   std::array<std::uint64_t, 6> requests_{};
   std::uint64_t refused_global_ = 0, refused_per_peer_ = 0;
   std::array<std::uint64_t, 3> streams_ended_{};  // by stream_end
+  std::array<std::uint64_t, 2> write_timeouts_{};  // by write_stall
 };
 
 }  // namespace floodgate::service::envoy

@@ -3,11 +3,13 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
-#include <deque>
+#include <forward_list>
 #include <limits>
 #include <mutex>
 #include <set>
+#include <span>
 
 #include "config/override_table.hpp"
 #include "config/runtime_overrides.hpp"
@@ -110,6 +112,7 @@ struct item {
   bool shadow = false;
   bool impossible = false;  // hits above the capacity: over the limit, whatever the state
   std::int64_t sent_cost = 0;
+  std::size_t group = no_item;  // the check_all it goes in (none: no counter to ask)
   floodgate::decision decision;
   bool consumed = false;
   bool backend_failed = false;
@@ -118,7 +121,7 @@ struct item {
 struct call {
   request req;
   std::shared_ptr<const envoy_config> config;
-  std::deque<floodgate::policy> overrides;  // stable addresses
+  std::forward_list<floodgate::policy> overrides;  // stable addresses; none: no allocation
   std::vector<slot> slots;
   std::vector<item> items;
   std::function<void(rls_result)> handler;
@@ -130,6 +133,9 @@ struct call {
   // The run-time overrides when the call looked (keeps their policies alive), and its now.
   std::shared_ptr<const runtime_snapshot> live;
   std::int64_t live_now_ms = 0;
+  // The call while its checks are out: the last answer takes it. (Their handlers then hold a
+  // pointer and a group number: small enough for std::function to keep without allocating.)
+  std::shared_ptr<call> self;
 };
 
 // The run-time entry for `value` under the rate_limit of policy `p`, or nullptr.
@@ -229,30 +235,31 @@ void finish(call& c) {
   handler(std::move(result));
 }
 
-// Records one check_all's answer for the items at `indices`; the last answer finishes.
-void settle(const std::shared_ptr<call>& c, const std::vector<std::size_t>& indices,
-            const floodgate::multi_check_result& r) {
-  bool done = false;
+// Records the answer of check_all `group`; the last answer finishes.
+void settle(call* c, std::size_t group, const floodgate::multi_check_result& r) {
+  std::shared_ptr<call> last;
   {
     std::lock_guard lock(c->mutex);
     const bool ok = r.outcome == outcome::allowed || r.outcome == outcome::over_limit ||
                     r.outcome == outcome::backend_error;
-    for (std::size_t j = 0; j < indices.size(); ++j) {
-      auto& it = c->items[indices[j]];
+    std::size_t j = 0;
+    for (auto& it : c->items) {
+      if (it.group != group) continue;
       if (ok && j < r.decisions.size()) {
         it.decision = r.decisions[j];
       } else {
         // Not expected (requests are validated first): the rule's failure mode decides.
         it.decision = failure_decision(*it.policy);
       }
+      ++j;
       it.backend_failed = r.outcome == outcome::backend_error || !ok;
       it.consumed = r.outcome == outcome::allowed;
     }
     if (r.outcome == outcome::backend_error && !c->backend_error)
       c->backend_error = r.error ? r.error : make_error_code(errc::server_error);
-    done = --c->pending == 0;
+    if (--c->pending == 0) last = std::move(c->self);
   }
-  if (done) finish(*c);
+  if (last) finish(*last);
 }
 
 }  // namespace
@@ -274,18 +281,18 @@ std::string rls_service::validate(const request& req) const {
            std::to_string(caps.max_descriptors) + ")";
   for (std::size_t i = 0; i < req.descriptors.size(); ++i) {
     const auto& d = req.descriptors[i];
-    const std::string which = "descriptor " + std::to_string(i);
-    if (d.entries.empty()) return which + " has no entries";
+    const auto which = [i] { return "descriptor " + std::to_string(i); };  // only to refuse
+    if (d.entries.empty()) return which() + " has no entries";
     // Keys come from Envoy's config (descriptor_key), never from its clients.
     for (std::size_t j = 0; j < d.entries.size(); ++j)
       if (d.entries[j].key.empty())
-        return which + " entry " + std::to_string(j) + " has an empty key";
+        return which() + " entry " + std::to_string(j) + " has an empty key";
     if (d.limit) {
       const auto w = window_of(d.limit->per);
-      if (!w) return which + ": the limit override has no valid unit";
+      if (!w) return which() + ": the limit override has no valid unit";
       if (static_cast<std::int64_t>(d.limit->requests_per_unit) * w->count() >
           floodgate::policy::max_capacity_window_product)
-        return which + ": the limit override's requests_per_unit is too large for its unit";
+        return which() + ": the limit override's requests_per_unit is too large for its unit";
     }
   }
   return {};
@@ -354,9 +361,9 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
       s.what = slot::kind::none;
 
   // Counters: one item per (policy, key); descriptors naming the same one add their hits.
-  char override_prefix[40];
-  std::snprintf(override_prefix, sizeof override_prefix, "envoy.%016llx.o.",
-                static_cast<unsigned long long>(fnv1a(domain)));
+  // The request overrides' policy names, made only when one comes (snprintf per call was a
+  // thirtieth of a call's instructions).
+  char override_prefix[40] = "";
   for (std::size_t i = 0; i < c->slots.size(); ++i) {
     auto& s = c->slots[i];
     if (s.what != slot::kind::limited) continue;
@@ -368,14 +375,17 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
       else if (s.rule->policy)
         p = &*s.rule->policy;  // none: requests_per_unit 0, refuses all
     } else if (d.limit->requests_per_unit > 0) {
+      if (!override_prefix[0])
+        std::snprintf(override_prefix, sizeof override_prefix, "envoy.%016llx.o.",
+                      static_cast<unsigned long long>(fnv1a(domain)));
       const std::string name = override_prefix + std::string(to_string(d.limit->per));
       auto same = std::find_if(c->overrides.begin(), c->overrides.end(), [&](const auto& o) {
         return o.name() == name && o.limit() == d.limit->requests_per_unit;
       });
-      if (same == c->overrides.end())
-        same = c->overrides.emplace(c->overrides.end(), name, algorithm::fixed_window,
-                                    d.limit->requests_per_unit, *window_of(d.limit->per));
-      p = &*same;
+      p = same != c->overrides.end()
+              ? &*same
+              : &c->overrides.emplace_front(name, algorithm::fixed_window,
+                                            d.limit->requests_per_unit, *window_of(d.limit->per));
     }
     std::string key =
         counter_key(s.counter.empty() ? d.entries : s.counter, options_.caps.max_plain_counter_key);
@@ -414,41 +424,56 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
   // The checks to make: the enforced items together (per key on a backend that needs one key
   // per check_all), each shadow item alone. When an enforced item can never pass, the request
   // is refused whole: the others are only looked at (cost 0), to report what they have.
-  std::vector<std::vector<std::size_t>> checks;
   bool enforced_impossible = false;
   for (const auto& it : c->items)
     enforced_impossible = enforced_impossible || (!it.shadow && it.impossible);
   const bool per_key = limiter_->get_backend().check_all_needs_one_key();
   const std::size_t max_items = std::max<std::size_t>(1, limiter_->options().max_items);
+  std::size_t groups = 0;
   for (std::size_t j = 0; j < c->items.size(); ++j) {
     auto& it = c->items[j];
     if (!it.policy) continue;
     const bool peek = it.impossible || (!it.shadow && enforced_impossible);
     it.sent_cost = peek ? 0 : static_cast<std::int64_t>(it.hits);
-    if (it.shadow) {
-      checks.push_back({j});
-      continue;
-    }
-    auto group = std::find_if(checks.begin(), checks.end(), [&](const auto& g) {
-      const auto& first = c->items[g.front()];
-      return !first.shadow && (!per_key || first.key == it.key) && g.size() < max_items;
-    });
-    if (group == checks.end())
-      checks.push_back({j});
-    else
-      group->push_back(j);
+    // The first enforced group this item may join: same key when per_key, and room.
+    if (!it.shadow)
+      for (std::size_t g = 0; g < groups && it.group == no_item; ++g) {
+        const item* first = nullptr;
+        std::size_t size = 0;
+        for (std::size_t k = 0; k < j; ++k)
+          if (c->items[k].group == g) {
+            if (!first) first = &c->items[k];
+            ++size;
+          }
+        if (first && !first->shadow && (!per_key || first->key == it.key) && size < max_items)
+          it.group = g;
+      }
+    if (it.group == no_item) it.group = groups++;
   }
-  if (checks.empty()) return finish(*c);
-  c->pending = checks.size();
-  for (auto& indices : checks) {
-    std::vector<floodgate::check_item> batch;
-    batch.reserve(indices.size());
-    for (auto j : indices) {
-      const auto& it = c->items[j];
-      batch.push_back({it.key, it.policy, it.sent_cost});
+  if (groups == 0) return finish(*c);
+  c->pending = groups;
+  c->self = c;
+  auto* raw = c.get();
+  c.reset();  // the call is its own until the last answer
+  // Each group's items, in item order (settle reads the decisions back in the same order); the
+  // limiter copies them, so a few fit on the stack.
+  std::array<floodgate::check_item, 8> small{};
+  std::vector<floodgate::check_item> large;
+  for (std::size_t g = 0; g < groups; ++g) {
+    std::size_t n = 0;
+    large.clear();
+    for (const auto& it : raw->items) {
+      if (it.group != g) continue;
+      const floodgate::check_item ci{it.key, it.policy, it.sent_cost};
+      if (n < small.size()) small[n] = ci;
+      if (n == small.size()) large.assign(small.begin(), small.end());
+      if (n >= small.size()) large.push_back(ci);
+      ++n;
     }
-    limiter_->async_check_all(
-        batch, [c, indices](floodgate::multi_check_result r) { settle(c, indices, r); });
+    const auto batch = n <= small.size() ? std::span<const floodgate::check_item>(small.data(), n)
+                                         : std::span<const floodgate::check_item>(large);
+    limiter_->async_check_all(batch,
+                              [raw, g](floodgate::multi_check_result r) { settle(raw, g, r); });
   }
 }
 

@@ -16,6 +16,16 @@ bench_options parse(std::initializer_list<const char*> args) {
   return parse_options(static_cast<int>(argv.size()), argv.data());
 }
 
+// Why a command line is refused ("(accepted)" if it is not).
+std::string refusal(std::initializer_list<const char*> args) {
+  try {
+    parse(args);
+  } catch (const usage_error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 TEST(options, durations) {
   EXPECT_EQ(parse_duration("250ms"), 250ms);
   EXPECT_EQ(parse_duration("5s"), 5000ms);
@@ -36,6 +46,23 @@ TEST(options, grpc_targets_floodgateds_envoy_api) {
   EXPECT_EQ(o.url, "127.0.0.1:8081");
   EXPECT_EQ(o.domain, "edge");
   EXPECT_EQ(o.rule, "remote_address");
+  EXPECT_EQ(o.h2_streams, 1u);
+  EXPECT_EQ(o.inflight, 1u);
+}
+
+// Calls multiplexed on each thread's connection, as Envoy sends them: the thread's calls in
+// flight; only for --grpc, and up to floodgated's streams per connection.
+TEST(options, h2_streams_multiplex_calls_on_each_grpc_connection) {
+  const auto o = parse({"--grpc", "127.0.0.1:8081", "--threads", "2", "--h2-streams", "8"});
+  EXPECT_EQ(o.h2_streams, 8u);
+  EXPECT_EQ(o.inflight, 8u);
+  const auto refused = refusal;
+  EXPECT_NE(refused({"--http", "http://h:1", "--h2-streams", "2"}).find("is for --grpc"),
+            std::string::npos);
+  EXPECT_NE(refused({"--grpc", "h:1", "--h2-streams", "101"}).find("--h2-streams"),
+            std::string::npos);
+  EXPECT_NE(refused({"--grpc", "h:1", "--h2-streams", "2", "--inflight", "2"}).find("drop --inflight"),
+            std::string::npos);
 }
 
 TEST(options, a_full_command_line) {
@@ -88,14 +115,7 @@ TEST(options, naive_is_a_fixed_window_on_redis) {
 }
 
 TEST(options, bad_command_lines_say_why) {
-  auto message = [](std::initializer_list<const char*> args) -> std::string {
-    try {
-      parse(args);
-    } catch (const usage_error& e) {
-      return e.what();
-    }
-    return "(accepted)";
-  };
+  const auto message = refusal;
   EXPECT_NE(message({}).find("no target"), std::string::npos);
   EXPECT_NE(message({"--redis", "memory://", "--bogus"}).find("unknown argument '--bogus'"),
             std::string::npos);

@@ -62,7 +62,8 @@ class client {
     std::optional<std::uint32_t> reset;  // RST_STREAM's error code
   };
 
-  client() {
+  // `settings`: the client's SETTINGS (INITIAL_WINDOW_SIZE 0: no answer's message can come).
+  explicit client(std::vector<nghttp2_settings_entry> own_settings = {}) {
     nghttp2_session_callbacks* cbs = nullptr;
     nghttp2_session_callbacks_new(&cbs);
     nghttp2_session_callbacks_set_on_header_callback(
@@ -96,7 +97,7 @@ class client {
         });
     nghttp2_session_client_new(&session_, cbs, this);
     nghttp2_session_callbacks_del(cbs);
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, own_settings.data(), own_settings.size());
   }
   ~client() { nghttp2_session_del(session_); }
 
@@ -138,6 +139,14 @@ class client {
     const bool headers_only = end && bodies_.back().data.empty();
     return nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(),
                                   headers_only ? nullptr : &p, nullptr);
+  }
+
+  // Lets the server send `bytes` more on `stream`.
+  void window_update(std::int32_t stream, std::int32_t bytes) {
+    nghttp2_submit_window_update(session_, NGHTTP2_FLAG_NONE, stream, bytes);
+  }
+  void reset(std::int32_t stream) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, NGHTTP2_CANCEL);
   }
 
   // Moves bytes both ways until neither side has more.
@@ -360,6 +369,73 @@ TEST(h2_session, garbage_or_a_protocol_error_ends_the_connection) {
   server.send(out, 1 << 20);
   EXPECT_NE(out.find('\x07'), std::string::npos) << "a GOAWAY frame (type 7)";
   EXPECT_FALSE(server.alive());
+}
+
+}  // namespace
+}  // namespace floodgate::service::envoy
+
+namespace floodgate::service::envoy {
+namespace {
+
+// A client that keeps its flow-control window shut: the answer's headers go, its message
+// waits, counted unsent (the oldest first) until the window opens or the stream ends.
+TEST(h2_session, answers_the_window_holds_back_are_counted_until_it_opens) {
+  recorder r;
+  h2_session server(r, {});
+  r.reply = [&](std::int32_t id, std::string_view m) { server.answer(id, "re:" + std::string(m)); };
+  client c({{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 0}});
+  const auto first = c.call("/m", grpc_frame("a"));
+  c.exchange(server);
+  EXPECT_EQ(c.responses[first].headers.at(":status"), "200");
+  EXPECT_EQ(c.responses[first].data, "");
+  EXPECT_EQ(server.unsent_answers(), 1u);
+  const auto oldest = server.oldest_unsent();
+  ASSERT_TRUE(oldest);
+  const auto second = c.call("/m", grpc_frame("b"));
+  const auto third = c.call("/m", grpc_frame("c"));
+  c.exchange(server);
+  EXPECT_EQ(server.unsent_answers(), 3u);
+  EXPECT_EQ(server.oldest_unsent(), oldest) << "the first is still the oldest";
+  c.window_update(first, 100);
+  c.exchange(server);
+  EXPECT_EQ(c.responses[first].data, grpc_frame("re:a"));
+  EXPECT_EQ(c.responses[first].headers.at("grpc-status"), "0");
+  EXPECT_EQ(server.unsent_answers(), 2u);
+  EXPECT_GT(server.oldest_unsent(), oldest) << "the second is the oldest now";
+  c.reset(second);  // given up by the client: no longer held
+  c.exchange(server);
+  EXPECT_EQ(server.unsent_answers(), 1u);
+  c.window_update(third, 100);
+  c.exchange(server);
+  EXPECT_EQ(c.responses[third].data, grpc_frame("re:c"));
+  EXPECT_EQ(server.unsent_answers(), 0u);
+  EXPECT_FALSE(server.oldest_unsent());
+  EXPECT_EQ(server.open_streams(), 0u);
+}
+
+// Streams that ended are recycled (state and map node): a new one carries nothing of the one
+// before it (a refused encoding, a timeout, a message in pieces, an answer).
+TEST(h2_session, a_stream_after_ended_ones_starts_clean) {
+  recorder r;
+  h2_session server(r, {});
+  r.reply = [&](std::int32_t id, std::string_view m) { server.answer(id, "re:" + std::string(m)); };
+  client c;
+  for (int round = 0; round < 40; ++round) {
+    const auto gzip = c.call("/g", grpc_frame("x"), true,
+                             {{"grpc-encoding", "gzip"}, {"grpc-timeout", "5S"}});
+    const auto pieces = c.call("/n", grpc_frame(std::string(100, 'y')), true, {}, 7);
+    const auto plain = c.call("/p", grpc_frame("z"));
+    c.exchange(server);
+    EXPECT_EQ(c.responses[gzip].headers.at("grpc-status"), "12");
+    EXPECT_EQ(c.responses[pieces].data, grpc_frame("re:" + std::string(100, 'y')));
+    EXPECT_EQ(c.responses[plain].data, grpc_frame("re:z"));
+    EXPECT_EQ(c.responses[plain].headers.at("grpc-status"), "0");
+    EXPECT_EQ(r.calls[plain].path, "/p");
+    EXPECT_FALSE(r.calls[plain].timeout) << "round " << round;
+    EXPECT_EQ(r.calls[plain].messages, std::vector<std::string>{"z"});
+  }
+  EXPECT_EQ(server.open_streams(), 0u);
+  EXPECT_EQ(server.unsent_answers(), 0u);
 }
 
 }  // namespace

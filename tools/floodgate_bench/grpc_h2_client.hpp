@@ -13,17 +13,9 @@
 #include <string_view>
 
 #include "endpoint.hpp"
-
-struct nghttp2_session;
+#include "grpc_h2_wire.hpp"
 
 namespace floodgate::bench {
-
-struct grpc_reply {
-  std::string transport_error;  // the connection failed (no gRPC status); empty otherwise
-  int grpc_status = -1;         // from the trailers; -1: none came
-  std::string grpc_message;     // percent-decoded
-  std::string message;          // the answer's message, without its 5-byte prefix
-};
 
 class grpc_h2_client {
  public:

@@ -13,6 +13,9 @@
 namespace floodgate::bench {
 namespace {
 
+// floodgated's streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS): more would wait.
+constexpr std::size_t max_h2_streams = 100;
+
 template <class T>
 T parse_integer(std::string_view flag, std::string_view text, T min, T max) {
   T value{};
@@ -100,6 +103,10 @@ bench_options parse_options(int argc, const char* const* argv) {
       {"--inflight",
        [&](std::string_view v) {
          o.inflight = parse_integer<std::size_t>("--inflight", v, 1, 4096);
+       }},
+      {"--h2-streams",
+       [&](std::string_view v) {
+         o.h2_streams = parse_integer<std::size_t>("--h2-streams", v, 1, max_h2_streams);
        }},
       {"--keys",
        [&](std::string_view v) {
@@ -320,8 +327,16 @@ bench_options parse_options(int argc, const char* const* argv) {
       o.target = target_kind::naive;
     }
   }
-  if (o.inflight > 1 && o.target != target_kind::library)
-    throw usage_error("--inflight > 1 needs the library target (--redis without --naive)");
+  if (o.h2_streams > 1) {
+    if (o.target != target_kind::grpc) throw usage_error("--h2-streams is for --grpc HOST:PORT");
+    if (o.inflight > 1)
+      throw usage_error("--h2-streams sets the calls in flight per thread: drop --inflight");
+    o.inflight = o.h2_streams;
+  } else if (o.inflight > 1 && o.target != target_kind::library) {
+    throw usage_error(
+        "--inflight > 1 needs the library target (--redis without --naive); for --grpc, give "
+        "--h2-streams N");
+  }
   if (o.burst && duration_given) throw usage_error("give --duration or --burst, not both");
   if (o.zipf > 0 && o.keys == 1) throw usage_error("--zipf needs --keys > 1");
   if (o.rate && o.burst) throw usage_error("--rate sends on a schedule: give --duration, not --burst");
@@ -396,6 +411,9 @@ Load:
   --processes P          separate OS processes, like app servers (default 1)
   --threads T            threads per process (default 4)
   --inflight N           calls in flight per thread, library target only (default 1)
+  --h2-streams N         --grpc: N calls in flight on each thread's one HTTP/2 connection,
+                         multiplexed as Envoy sends them (default 1; at most 100, floodgated's
+                         streams per connection)
   --keys K               distinct keys (default 1)
   --zipf S               skewed keys: P(key k) ∝ 1/(k+1)^S (default: uniform)
   --duration D           run for D: 500ms, 5s, 2m (default 5s)

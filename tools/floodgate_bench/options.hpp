@@ -50,7 +50,10 @@ struct bench_options {
   // Load shape.
   std::size_t processes = 1;
   std::size_t threads = 4;   // per process
-  std::size_t inflight = 1;  // calls in flight per thread (library target only)
+  std::size_t inflight = 1;  // calls in flight per thread (library target; --grpc: h2_streams)
+  // --h2-streams (--grpc): calls in flight on each thread's one HTTP/2 connection, multiplexed
+  // as Envoy sends them; sets inflight too.
+  std::size_t h2_streams = 1;
   std::size_t keys = 1;
   double zipf = 0;  // 0: uniform; else P(key k) ∝ 1/(k+1)^zipf
   std::chrono::milliseconds duration{5000};

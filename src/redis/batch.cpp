@@ -51,20 +51,7 @@ void append_batch(std::string& out, const script& s, std::span<const request_ptr
   std::size_t runs = 1;
   for (std::size_t i = 1; i < n; ++i) runs += !same_run(*items[i - 1], *items[i]);
   append_array_header(out, 3 + n + 1 + 6 * runs);
-  switch (form) {
-    case script_call::fcall:
-      append_bulk(out, "FCALL");
-      append_bulk(out, s.function);
-      break;
-    case script_call::evalsha:
-      append_bulk(out, "EVALSHA");
-      append_bulk(out, s.sha1);
-      break;
-    case script_call::eval:
-      append_bulk(out, "EVAL");
-      append_bulk(out, s.source);
-      break;
-  }
+  append_script_head(out, s, form);
   append_bulk(out, static_cast<std::int64_t>(n));
   for (const auto& r : items) out.append(key_of(*r));
   out.append(now_of(*items.front()));

@@ -2,18 +2,16 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <boost/asio/steady_timer.hpp>
 #include <set>
 
 #include "floodgate/errors.hpp"
 #include "redis/cluster_protocol.hpp"
 #include "redis/node_pool.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/timer.hpp"
 
 namespace floodgate::redis {
 
-namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using steady = request::clock;
 
@@ -53,15 +51,6 @@ class cluster_client final : public pool_client, public call_router {
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
 
-  backend_stats stats() const noexcept override {
-    auto s = pool_.health().stats();
-    s.redirections = redirections_.load(std::memory_order_relaxed);
-    s.failovers_seen = failovers_seen_.load(std::memory_order_relaxed);
-    s.nodes_retired = nodes_retired_.load(std::memory_order_relaxed);
-    s.nodes_known = nodes_known_.load(std::memory_order_relaxed);
-    return s;
-  }
-
   // --- pool_router (io thread) -------------------------------------------------------------
 
   void start() override {
@@ -79,12 +68,10 @@ class cluster_client final : public pool_client, public call_router {
   // thread too, so call_done() always runs here. A CLUSTER SLOTS of a refresh given back
   // unsent is not a routed call: it fails, and the refresh is asked again.
   void route(request_ptr r, bool fresh) override {
-    if (fresh) {
-      r->route = {};
-      r->route.by = this;
-    } else if (r->route.by != this) {
+    if (fresh)
+      r->route = {.by = this};
+    else if (r->route.by != this)
       return r->complete(errc::not_connected, nullptr);
-    }
     request& c = *r;
     if (c.deadline <= steady::now()) return c.complete(errc::timeout, nullptr);
     node* n = c.route.target;
@@ -119,7 +106,7 @@ class cluster_client final : public pool_client, public call_router {
       const auto code = r->error_code();
       if ((code == "MOVED" || code == "ASK") && c->route.redirects < max_cluster_redirects) {
         if (auto to = parse_redirect(r->str)) {
-          redirections_.fetch_add(1, std::memory_order_relaxed);
+          pool_.health().redirections.fetch_add(1, std::memory_order_relaxed);
           node* from = static_cast<node*>(c->observer);  // the node it was sent to
           const std::string& host =
               to->host.empty() && from ? from->config().endpoint.host : to->host;
@@ -172,7 +159,7 @@ class cluster_client final : public pool_client, public call_router {
       if (n) owns.insert(n);
     // A node that held slots and holds none now: its replica took over (or it was drained).
     for (node* n : masters_)
-      if (owns.count(n) == 0) failovers_seen_.fetch_add(1, std::memory_order_relaxed);
+      if (owns.count(n) == 0) pool_.health().failovers_seen.fetch_add(1, std::memory_order_relaxed);
     masters_ = owns;
     slots_ = next;
     map_complete_ = std::all_of(next.begin(), next.end(), [](node* n) { return n != nullptr; });
@@ -204,7 +191,7 @@ class cluster_client final : public pool_client, public call_router {
     }
     for (node* n : departed) pool_.retire(*n, steady::now());
     pool_.sweep();
-    nodes_retired_.store(pool_.retired_count(), std::memory_order_relaxed);
+    pool_.health().nodes_retired.store(pool_.retired_count(), std::memory_order_relaxed);
   }
 
   // The nodes with a ready connection; failing that, those with a connecting one.
@@ -243,13 +230,9 @@ class cluster_client final : public pool_client, public call_router {
   // At most one CLUSTER SLOTS in flight, and one per refresh_min_interval; always from a
   // timer, never inside a connection's callback.
   void request_refresh() {
-    if (pool_.torn_down() || refresh_in_flight_ || refresh_armed_) return;
-    refresh_armed_ = true;
-    refresh_timer_.expires_at(std::max(steady::now(), last_refresh_ + refresh_min_interval));
-    refresh_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec == asio::error::operation_aborted || pool_.torn_down()) return;
-      refresh_armed_ = false;
-      start_refresh();
+    if (pool_.torn_down() || refresh_in_flight_ || refresh_timer_.armed()) return;
+    refresh_timer_.at(std::max(steady::now(), last_refresh_ + refresh_min_interval), [this] {
+      if (!pool_.torn_down()) start_refresh();
     });
   }
 
@@ -272,9 +255,8 @@ class cluster_client final : public pool_client, public call_router {
   // While some slot has no reachable master, look again now and then (a failover finishes
   // without any call noticing, and readiness probes want to know).
   void tick() {
-    tick_timer_.expires_after(unhealthy_refresh_interval);
-    tick_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec == asio::error::operation_aborted || pool_.torn_down()) return;
+    tick_timer_.after(unhealthy_refresh_interval, [this] {
+      if (pool_.torn_down()) return;
       if (!healthy() || steady::now() - last_refresh_ >= periodic_refresh_interval)
         request_refresh();
       tick();
@@ -284,7 +266,7 @@ class cluster_client final : public pool_client, public call_router {
   // Healthy: every slot's master reachable, its breaker closed (and, pool_client says, no
   // node failing for a reason that will not heal).
   void update_health() {
-    nodes_known_.store(pool_.nodes().size(), std::memory_order_relaxed);
+    pool_.health().nodes_known.store(pool_.nodes().size(), std::memory_order_relaxed);
     bool ok = map_complete_;
     for (node* n : masters_)
       if (n->ready() == 0 || !n->breaker_closed()) ok = false;
@@ -297,15 +279,11 @@ class cluster_client final : public pool_client, public call_router {
   std::array<node*, cluster_slots> slots_{};
   bool map_complete_ = false;
 
-  asio::steady_timer refresh_timer_;
-  asio::steady_timer tick_timer_;
-  bool refresh_armed_ = false;
+  timer refresh_timer_;
+  timer tick_timer_;
   bool refresh_in_flight_ = false;
   steady::time_point last_refresh_{};
   std::size_t refresh_cursor_ = 0;
-
-  std::atomic<std::uint64_t> redirections_{0}, failovers_seen_{0}, nodes_retired_{0},
-      nodes_known_{0};
 };
 
 void slots_call::complete(std::error_code ec, reply* r) noexcept {

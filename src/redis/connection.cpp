@@ -4,12 +4,10 @@
 
 #include "floodgate/errors.hpp"
 #include "redis/batch.hpp"
-#include "redis/endpoint_label.hpp"
 #include "redis/resp_writer.hpp"
+#include "redis/url.hpp"
 
 namespace floodgate::redis {
-
-using boost::system::error_code;
 
 void validate_tls_options(const tls_options& o) {
   if (auto made = make_tls_context(o); !made.context) throw config_error("TLS: " + made.error);
@@ -116,11 +114,8 @@ void connection::take_unsent(std::vector<request_ptr>& out) {
 }
 
 void connection::schedule_reconnect() {
-  const auto generation = ++state_timer_generation_;
-  state_timer_.expires_after(backoff_.next());
-  state_timer_.async_wait([this, generation](const error_code& ec) {
-    if (ec || generation != state_timer_generation_ || state_ != state::backoff) return;
-    connect();
+  state_timer_.after(backoff_.next(), [this] {
+    if (state_ == state::backoff) connect();
   });
 }
 
@@ -152,9 +147,7 @@ void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code e
 
 void connection::stop(std::vector<request_ptr>& out) {
   state_ = state::stopped;
-  ++state_timer_generation_;
   state_timer_.cancel();
-  ++deadline_generation_;
   deadline_timer_.cancel();
   stream_.close();
   for (auto& f : in_flight_) {
@@ -436,16 +429,7 @@ void connection::retry(request_ptr call) {
 constexpr auto deadline_granularity = std::chrono::milliseconds(1);
 
 void connection::arm_deadline(request::clock::time_point t) {
-  if (deadline_armed_ && deadline_armed_for_ <= t) return;
-  deadline_armed_ = true;
-  deadline_armed_for_ = t;
-  const auto generation = ++deadline_generation_;
-  deadline_timer_.expires_at(t);
-  deadline_timer_.async_wait([this, generation](const error_code&) {
-    if (generation != deadline_generation_) return;
-    deadline_armed_ = false;
-    on_deadline();
-  });
+  deadline_timer_.at_earliest(t, [this] { on_deadline(); });
 }
 
 void connection::on_deadline() {

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
 #include <string>
@@ -19,6 +18,7 @@
 #include "redis/backoff.hpp"
 #include "redis/request.hpp"
 #include "redis/stream.hpp"
+#include "redis/timer.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
@@ -29,8 +29,8 @@ using request_ptr = std::unique_ptr<request>;
 struct connection_config {
   redis_endpoint endpoint;
   redis_options options;
-  script_set scripts;       // what the calls run (the backend's choice: scripts.hpp)
-  tls_context_result tls;   // endpoint.tls only; an error fails every connect
+  script_set scripts;      // what the calls run (the backend's choice: scripts.hpp)
+  tls_context_result tls;  // endpoint.tls only; an error fails every connect
 };
 
 class connection;
@@ -108,8 +108,8 @@ class connection final : private stream_owner {
         : what(w), call(std::move(c)), loaded(l), written(t) {}
 
     kind what;
-    request_ptr call;                // kind::call
-    const script* loaded = nullptr;  // kind::load: SCRIPT LOAD of it; null: FUNCTION LOAD
+    request_ptr call;                         // kind::call
+    const script* loaded = nullptr;           // kind::load: SCRIPT LOAD of it; null: FUNCTION LOAD
     script_call form = script_call::evalsha;  // kind::call and kind::batch: as sent
     request::clock::time_point written{};
     std::vector<request_ptr> batch;  // kind::batch: its items, in order
@@ -183,13 +183,9 @@ class connection final : private stream_owner {
   std::size_t in_flight_calls_ = 0;     // requests in in_flight_ (a batch counts its items)
   std::size_t writes_in_flight_ = 0;    // flush() writes not fully answered
 
-  boost::asio::steady_timer state_timer_;     // backoff
-  std::uint64_t state_timer_generation_ = 0;  // so a stale expiry is ignored
-  boost::asio::steady_timer deadline_timer_;  // the earliest request deadline
-  std::uint64_t deadline_generation_ = 0;
-  bool deadline_armed_ = false;
+  timer state_timer_;               // backoff
+  timer deadline_timer_;            // the earliest request deadline
   bool deadline_deferred_ = false;  // expired calls in flight, replies waiting to be read
-  request::clock::time_point deadline_armed_for_{};
 
   request::clock::duration round_trip_{0};  // smoothed time from write to reply
   backoff backoff_;

@@ -1,4 +1,5 @@
-// floodgate/inspect.hpp: questions to the nodes behind a URL, over node_asker's connections.
+// floodgate/inspect.hpp: questions to the nodes behind a URL (url_asker.hpp).
+#include <algorithm>
 #include <charconv>
 #include <memory>
 #include <optional>
@@ -6,10 +7,9 @@
 #include <vector>
 
 #include "floodgate/inspect.hpp"
-#include "redis/cluster_protocol.hpp"
 #include "redis/key.hpp"
-#include "redis/node_asker.hpp"
-#include "redis/topology.hpp"
+#include "redis/url.hpp"
+#include "redis/url_asker.hpp"
 
 namespace floodgate {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 using redis::endpoint_label;
 using redis::redis_endpoint;
 using redis::reply;
-using command = redis::node_asker::command;
+using command = redis::url_asker::command;
 
 std::string describe(const reply& r) {
   switch (r.kind) {
@@ -40,81 +40,6 @@ std::string describe(const reply& r) {
   return "(reply)";
 }
 
-// Where a key lives, and how to ask there.
-class key_reader {
- public:
-  key_reader(redis::node_asker& a, std::chrono::milliseconds timeout,
-             std::vector<redis_endpoint> seeds, bool cluster)
-      : asker_(a), timeout_(timeout), seeds_(std::move(seeds)), cluster_(cluster) {}
-
-  // `c`'s reply from the node holding the key; nullopt with `error` set (the node named, the
-  // server's words quoted) when there is none. Cluster: a seed that does not answer gives way
-  // to the next (until one has); MOVED moves there for good, ASK asks there once.
-  std::optional<reply> run(const command& c, std::string& error) {
-    std::string failures;
-    for (int redirects = 0;;) {
-      // A copy: ask_node_ is reset and seeds_ may grow below.
-      const redis_endpoint ep = ask_node_ ? *ask_node_ : seeds_[node_];
-      std::vector<command> commands;
-      if (ask_node_) commands.push_back({"ASKING"});
-      commands.push_back(c);
-      std::string why;
-      auto replies = asker_.ask(ep, redis::node_asker::peer::node, commands, timeout_, why);
-      ask_node_.reset();
-      if (replies.empty()) {
-        failures += (failures.empty() ? "" : "; ") + why;
-        if (cluster_ && !found_ && node_ + 1 < seeds_.size()) {
-          ++node_;  // another seed
-          continue;
-        }
-        error = failures;
-        return std::nullopt;
-      }
-      auto& r = replies.back();
-      if (replies.size() == 2 && replies.front().is_error()) {
-        error = endpoint_label(ep) + ": ASKING: " + replies.front().str;
-        return std::nullopt;
-      }
-      const auto moved = cluster_ && r.is_error() ? redis::parse_redirect(r.str) : std::nullopt;
-      if (!moved) {
-        if (r.is_error()) {
-          error = endpoint_label(ep) + ": " + c.front() + ": " + r.str;
-          return std::nullopt;
-        }
-        found_ = true;
-        node_name_ = endpoint_label(ep);
-        return std::move(r);
-      }
-      if (++redirects > redis::max_cluster_redirects) {
-        error = endpoint_label(ep) + ": still redirected after " +
-                std::to_string(redis::max_cluster_redirects) + " hops: " + r.str;
-        return std::nullopt;
-      }
-      auto target = seeds_.front();  // credentials and TLS as every node's
-      target.host = moved->host.empty() ? ep.host : moved->host;
-      target.port = moved->port;
-      found_ = true;  // a node answered: the cluster is reachable, follow it
-      if (moved->what == redis::redirect::kind::ask) {
-        ask_node_ = target;
-      } else {
-        seeds_.push_back(target);
-        node_ = seeds_.size() - 1;
-      }
-    }
-  }
-  const std::string& node_name() const noexcept { return node_name_; }
-
- private:
-  redis::node_asker& asker_;
-  const std::chrono::milliseconds timeout_;
-  std::vector<redis_endpoint> seeds_;  // the URL's nodes, then those MOVED named
-  bool cluster_;
-  std::size_t node_ = 0;  // asked next
-  std::optional<redis_endpoint> ask_node_;
-  bool found_ = false;  // a node has answered: no more seed-hopping on failures
-  std::string node_name_;
-};
-
 bool is_memory_url(std::string_view url) noexcept {
   return redis::iequals_prefix(url, "memory:") || url == "memory";
 }
@@ -122,69 +47,41 @@ bool is_memory_url(std::string_view url) noexcept {
 }  // namespace
 
 struct redis_inspector::impl {
-  std::chrono::milliseconds timeout;
-  bool names_redis = false;
+  impl(std::string_view url, std::chrono::milliseconds timeout)
+      : names_redis(redis::is_redis_url(url)),
+        asker(url, timeout),
+        why_not(is_memory_url(url) ? "memory:// keeps state inside the process, not in Redis"
+                                   : asker.why_not()) {}
+
+  bool names_redis;
+  redis::url_asker asker;
   std::string why_not;
-  redis_options options;  // the URL's: key_prefix, TLS files, the sentinels' credentials
-  redis::topology target;
-  std::unique_ptr<redis::node_asker> asker;  // when why_not is empty
-  std::vector<redis_endpoint> nodes;         // what nodes() named last
-
-  // The primary the sentinels name now; the last one named stays in `nodes` when none does.
-  std::string follow_primary() {
-    std::string error;
-    auto primary = redis::primary_from_sentinels(*asker, target.sentinel, timeout, error);
-    if (!primary) return error;
-    if (nodes.empty() || nodes.front() != *primary) {
-      // A primary that is one no more: its connection goes.
-      if (!nodes.empty()) asker->close(nodes.front(), redis::node_asker::peer::node);
-      nodes.assign(1, std::move(*primary));
-    }
-    return {};
-  }
-
-  const redis_endpoint* find(std::string_view label) const {
-    for (const auto& n : nodes)
-      if (endpoint_label(n) == label) return &n;
-    return nullptr;
-  }
 
   // `c`'s reply from `label`; nullopt with `error` set (the server's words for an error reply).
-  std::optional<reply> ask(std::string_view label, command c, std::string& error) {
+  std::optional<reply> ask(std::string_view label, const command& c, std::string& error) {
     if (!why_not.empty()) {
       error = why_not;
       return std::nullopt;
     }
-    const auto* ep = find(label);
-    if (!ep) {
+    const auto& nodes = asker.nodes();
+    const auto ep = std::find_if(nodes.begin(), nodes.end(), [&](const redis_endpoint& n) {
+      return endpoint_label(n) == label;
+    });
+    if (ep == nodes.end()) {
       error = std::string(label) + ": not a node of this URL (nodes() names them)";
       return std::nullopt;
     }
-    auto replies = asker->ask(*ep, redis::node_asker::peer::node, {std::move(c)}, timeout, error);
-    if (replies.empty()) return std::nullopt;
-    if (replies.front().is_error()) {
-      error = replies.front().str;
+    auto r = asker.ask(*ep, c, error);
+    if (r && r->is_error()) {
+      error = r->str;
       return std::nullopt;
     }
-    return std::move(replies.front());
+    return r;
   }
 };
 
 redis_inspector::redis_inspector(std::string_view url, std::chrono::milliseconds timeout)
-    : impl_(std::make_unique<impl>()) {
-  auto& s = *impl_;
-  s.timeout = timeout;
-  if (is_memory_url(url)) {
-    s.why_not = "memory:// keeps state inside the process, not in Redis";
-    return;
-  }
-  s.names_redis = redis::is_redis_url(url);
-  if (!redis::parse_topology(url, s.options, s.target, s.why_not)) return;
-  const bool tls = s.target.tls();
-  s.asker = std::make_unique<redis::node_asker>(
-      s.options, tls ? redis::make_tls_context(s.options.tls) : redis::tls_context_result{});
-  if (s.target.what != redis::topology::kind::sentinel) s.nodes = s.target.nodes;
-}
+    : impl_(std::make_unique<impl>(url, timeout)) {}
 
 redis_inspector::~redis_inspector() = default;
 
@@ -208,18 +105,13 @@ raw_state redis_inspector::read_state(const policy& p, std::string_view key) {
     out.error = s.why_not;
     return out;
   }
-  out.redis_key = redis::state_key({s.options.key_prefix, s.options.max_plain_key_size}, p, key);
-  std::vector<redis_endpoint> nodes = s.target.nodes;
-  if (s.target.what == redis::topology::kind::sentinel) {
-    out.error = s.follow_primary();
-    if (!out.error.empty()) return out;
-    nodes = s.nodes;
-  }
-  key_reader k(*s.asker, s.timeout, std::move(nodes),
-               s.target.what == redis::topology::kind::cluster);
-  auto cmd = [&](command c) {
+  const auto& options = s.asker.options();
+  out.redis_key = redis::state_key({options.key_prefix, options.max_plain_key_size}, p, key);
+  if (!s.asker.find_nodes(out.error)) return out;
+  redis::url_asker::key_reader k(s.asker);
+  auto cmd = [&](const command& c) {
     auto r = k.run(c, out.error);
-    if (r && !k.node_name().empty()) out.node = k.node_name();
+    if (r) out.node = k.node_name();
     return r;
   };
   const auto type = cmd({"TYPE", out.redis_key});
@@ -249,8 +141,8 @@ node_list redis_inspector::nodes() {
   auto& s = *impl_;
   node_list out;
   if (!s.why_not.empty()) return out;
-  if (s.target.what == redis::topology::kind::sentinel) out.error = s.follow_primary();
-  for (const auto& n : s.nodes) out.nodes.push_back(endpoint_label(n));
+  s.asker.find_nodes(out.error);
+  for (const auto& n : s.asker.nodes()) out.nodes.push_back(endpoint_label(n));
   return out;
 }
 
@@ -286,7 +178,7 @@ node_time redis_inspector::time(std::string_view node) {
 }
 
 void redis_inspector::stop() {
-  if (impl_->asker) impl_->asker->stop();
+  impl_->asker.stop();
 }
 
 raw_state read_raw_state(std::string_view url, const policy& p, std::string_view key,

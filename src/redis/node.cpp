@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "floodgate/errors.hpp"
-#include "redis/endpoint_label.hpp"
 #include "redis/node_pool.hpp"
+#include "redis/url.hpp"
 
 namespace floodgate::redis {
 

@@ -7,7 +7,7 @@
 
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
-#include "redis/stream_link.hpp"
+#include "redis/stream.hpp"
 
 namespace floodgate::redis {
 

@@ -22,7 +22,6 @@
 
 #include "floodgate/options.hpp"
 #include "redis/connection.hpp"
-#include "redis/endpoint_label.hpp"
 #include "redis/reply.hpp"
 #include "redis/sentinel_client.hpp"
 #include "redis/url.hpp"

@@ -4,7 +4,7 @@
 #include <boost/asio/post.hpp>
 
 #include "floodgate/errors.hpp"
-#include "redis/endpoint_label.hpp"
+#include "redis/url.hpp"
 
 namespace floodgate::redis {
 

@@ -109,7 +109,6 @@ class node_pool final {
   // taken), answered errc::timeout at its deadline if that comes first.
   void hold(request_ptr r, clock::time_point until) { room_.hold(std::move(r), until); }
   std::vector<request_ptr> take_held() { return room_.take_all(); }
-  std::size_t held() const noexcept { return room_.size(); }
 
   // Takes `n` out of the pool: its address is free for a new node, its problem and open
   // breaker leave the health, calls held for it are routed afresh. Stopped now if it holds no

@@ -36,6 +36,10 @@ backend_stats pool_health::stats() const noexcept {
   s.script_reloads = script_reloads.load(std::memory_order_relaxed);
   s.breaker_opens = breaker_opens.load(std::memory_order_relaxed);
   s.breakers_open = breakers_open.load(std::memory_order_relaxed);
+  s.redirections = redirections.load(std::memory_order_relaxed);
+  s.failovers_seen = failovers_seen.load(std::memory_order_relaxed);
+  s.nodes_retired = nodes_retired.load(std::memory_order_relaxed);
+  s.nodes_known = nodes_known.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -1,6 +1,7 @@
 // What a client's nodes (node.hpp) report, gathered for the whole client: why they fail, in
 // the server's words (backend::last_error), whether some failure will not heal by itself
-// (readiness), and the counters every topology shares (backend_stats).
+// (readiness), and the counters of backend_stats: each topology's router counts what it has
+// (redirections, failovers, nodes), the rest stay 0.
 //
 //   pool_health h;
 //   h.set_problem(&n, "127.0.0.1:6379: call: NOPERM ...", true);   // io thread
@@ -33,10 +34,10 @@ class pool_health {
   bool breakers_closed() const noexcept {
     return breakers_open.load(std::memory_order_relaxed) == 0;
   }
-  // script_reloads, breaker_opens and breakers_open filled in.
   backend_stats stats() const noexcept;
 
   std::atomic<std::uint64_t> script_reloads{0}, breaker_opens{0}, breakers_open{0};
+  std::atomic<std::uint64_t> redirections{0}, failovers_seen{0}, nodes_retired{0}, nodes_known{0};
 
  private:
   struct problem {

@@ -21,8 +21,8 @@ namespace {
 script_set all_scripts() {
   return {{&script_for(algorithm::sliding_log), &script_for(algorithm::sliding_window),
            &script_for(algorithm::fixed_window), &script_for(algorithm::token_bucket),
-           &script_for(algorithm::gcra), &multi_script(), &batch_script(),
-           &multi_block_script(), &refund_script(), &acquire_script(), &release_script()},
+           &script_for(algorithm::gcra), &multi_script(), &batch_script(), &multi_block_script(),
+           &refund_script(), &acquire_script(), &release_script()},
           &batch_script(),
           &script_library()};
 }
@@ -215,9 +215,10 @@ void begin_script_call(request& r, const script& s, script_call form, std::size_
 }
 
 // Calls off the decision path (refunds, leases): the connection writes their header as FCALL
-// while the library is loaded.
-void begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t args) {
+// while the library is loaded. Returns the command, for the arguments to follow.
+std::string& begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t args) {
   begin_script_call(r, s, script_call::evalsha, keys, args);
+  return r.command;
 }
 
 // limit, window, burst: the numbers the scripts keep the state in (core::params::of: a token
@@ -243,10 +244,6 @@ void append_now(std::string& out, const redis_options& o) {
   else
     append_bulk(out, std::string_view{});
 }
-
-}  // namespace
-
-namespace {
 
 void check_prefix(const redis_options& o) {
   if (o.key_prefix.find_first_of("{}") != std::string::npos)
@@ -279,35 +276,33 @@ redis_backend::redis_backend(std::string_view full_url, const redis_options& opt
   }
 }
 
-redis_backend::redis_backend(redis_endpoint endpoint, const redis_options& options)
-    : options_(options) {
-  check_prefix(options_);
-  client_ = make_client(endpoint, options_, all_scripts());
-}
-
-// The slot of the item's state key: of its hash tag, which is the caller key as stored.
-int redis_backend::slot_of(const check_item& item) const {
-  return slot_of(item.key);
-}
-
+// The slot of a state key: of its hash tag, which is the caller key as stored.
 int redis_backend::slot_of(std::string_view caller_key) const {
+  if (!cluster_) return -1;
   if (stored_as_hash(caller_key, options_.max_plain_key_size))
     return key_slot("#" + sha256_hex(caller_key));
   return static_cast<int>(crc16(caller_key) % cluster_slots);
 }
 
-void redis_backend::async_check(std::span<const check_item> items, backend_handler handler) {
-  if (items.empty()) return handler({make_error_code(errc::no_items), {}});
-  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
-  int slot = -1;
-  if (cluster_) {
-    slot = slot_of(items.front());
-    for (const auto& item : items.subspan(1))
-      if (slot_of(item) != slot) return handler({make_error_code(errc::cross_slot), {}});
-  }
-  auto call = std::make_unique<check_call>(items.size(), std::move(handler));
+key_format redis_backend::keys() const noexcept {
+  return {options_.key_prefix, options_.max_plain_key_size};
+}
+
+template <class Call, class... Args>
+std::unique_ptr<Call> redis_backend::start_call(int slot, Args&&... args) const {
+  auto call = std::make_unique<Call>(std::forward<Args>(args)...);
   call->deadline = request::clock::now() + options_.timeout;
   call->slot = slot;
+  return call;
+}
+
+void redis_backend::async_check(std::span<const check_item> items, backend_handler handler) {
+  if (items.empty()) return handler({make_error_code(errc::no_items), {}});
+  const auto keys = this->keys();
+  const int slot = slot_of(items.front().key);
+  for (const auto& item : items.subspan(1))
+    if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
+  auto call = start_call<check_call>(slot, items.size(), std::move(handler));
   // As connections send it while the library is loaded: encoded once, sent as it is.
   const auto form = options_.use_functions ? script_call::fcall : script_call::evalsha;
   std::size_t size = 128;
@@ -387,17 +382,13 @@ class refund_call final : public request {
 
 void redis_backend::async_refund(const check_item& item, std::string_view idempotency_key,
                                  backend_handler handler) {
-  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
   const policy& p = *item.policy;
-  auto call = std::make_unique<refund_call>(item.cost, std::move(handler));
-  call->deadline = request::clock::now() + options_.timeout;
-  if (cluster_) call->slot = slot_of(item);
+  auto call = start_call<refund_call>(slot_of(item.key), item.cost, std::move(handler));
   const bool keyed = !idempotency_key.empty();
-  begin_evalsha(*call, refund_script(), keyed ? 2 : 1, keyed ? 7 : 6);
-  std::string& out = call->command;
-  append_key(out, keys, p, item.key);
+  std::string& out = begin_evalsha(*call, refund_script(), keyed ? 2 : 1, keyed ? 7 : 6);
+  append_key(out, keys(), p, item.key);
   if (keyed)
-    append_bulk(out, state_key(keys, p, item.key) + ":rf:" + std::string(idempotency_key));
+    append_bulk(out, state_key(keys(), p, item.key) + ":rf:" + std::string(idempotency_key));
   append_bulk(out, to_string(p.algo()));
   append_params(out, p);
   append_bulk(out, item.cost);
@@ -408,13 +399,9 @@ void redis_backend::async_refund(const check_item& item, std::string_view idempo
 
 void redis_backend::async_acquire(std::string_view key, const concurrency_policy& p,
                                   std::string_view id, backend_handler handler) {
-  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
-  auto call = std::make_unique<check_call>(1, std::move(handler));
-  call->deadline = request::clock::now() + options_.timeout;
-  if (cluster_) call->slot = slot_of(key);
-  begin_evalsha(*call, acquire_script(), 1, 4);
-  std::string& out = call->command;
-  append_bulk(out, lease_key(keys, p, key));
+  auto call = start_call<check_call>(slot_of(key), 1, std::move(handler));
+  std::string& out = begin_evalsha(*call, acquire_script(), 1, 4);
+  append_bulk(out, lease_key(keys(), p, key));
   append_bulk(out, p.limit());
   append_bulk(out, static_cast<std::int64_t>(p.lease().count()));
   append_bulk(out, id);
@@ -425,13 +412,9 @@ void redis_backend::async_acquire(std::string_view key, const concurrency_policy
 void redis_backend::async_release(std::string_view key, const concurrency_policy& p,
                                   std::string_view id, std::chrono::milliseconds ttl,
                                   std::function<void(lease_result)> handler) {
-  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
-  auto call = std::make_unique<lease_call>(std::move(handler));
-  call->deadline = request::clock::now() + options_.timeout;
-  if (cluster_) call->slot = slot_of(key);
-  begin_evalsha(*call, release_script(), 1, 3);
-  std::string& out = call->command;
-  append_bulk(out, lease_key(keys, p, key));
+  auto call = start_call<lease_call>(slot_of(key), std::move(handler));
+  std::string& out = begin_evalsha(*call, release_script(), 1, 3);
+  append_bulk(out, lease_key(keys(), p, key));
   append_bulk(out, id);
   append_bulk(out, static_cast<std::int64_t>(ttl.count()));
   append_now(out, options_);
@@ -439,28 +422,21 @@ void redis_backend::async_release(std::string_view key, const concurrency_policy
 }
 
 void redis_backend::async_reset(std::string_view key, const policy& p, reset_handler handler) {
-  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
-  auto call = std::make_unique<reset_call>(std::move(handler));
-  call->deadline = request::clock::now() + options_.timeout;
-  if (cluster_) call->slot = slot_of({key, &p, 0});
+  auto call = start_call<reset_call>(slot_of(key), std::move(handler));
   // The penalty too, with or without one now: a block left by an earlier policy must not
   // outlive a reset.
   append_array_header(call->command, 3);
   append_bulk(call->command, "DEL");
-  append_key(call->command, keys, p, key);
-  append_block(call->command, keys, p, key);
+  append_key(call->command, keys(), p, key);
+  append_block(call->command, keys(), p, key);
   client_->submit(std::move(call));
 }
 
 void redis_backend::async_reserve(std::string_view key, const policy& p, std::int64_t wanted,
                                   std::function<void(reserve_reply)> handler) {
-  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
-  auto call = std::make_unique<reserve_call>(std::move(handler));
-  call->deadline = request::clock::now() + options_.timeout;
-  if (cluster_) call->slot = slot_of(key);
-  begin_evalsha(*call, reserve_script(), 1, 6);
-  std::string& out = call->command;
-  append_key(out, keys, p, key);
+  auto call = start_call<reserve_call>(slot_of(key), std::move(handler));
+  std::string& out = begin_evalsha(*call, reserve_script(), 1, 6);
+  append_key(out, keys(), p, key);
   append_bulk(out, to_string(p.algo()));
   append_params(out, p);
   append_bulk(out, wanted);
@@ -471,14 +447,10 @@ void redis_backend::async_reserve(std::string_view key, const policy& p, std::in
 void redis_backend::async_give_back(std::string_view key, const policy& p, std::int64_t window,
                                     std::int64_t units, std::string_view id,
                                     backend_handler handler) {
-  const key_format keys{options_.key_prefix, options_.max_plain_key_size};
-  auto call = std::make_unique<give_back_call>(std::move(handler));
-  call->deadline = request::clock::now() + options_.timeout;
-  if (cluster_) call->slot = slot_of(key);
-  begin_evalsha(*call, give_back_script(), 2, 5);
-  std::string& out = call->command;
-  append_key(out, keys, p, key);
-  append_bulk(out, state_key(keys, p, key) + ":gb:" + std::string(id));  // the key's hash slot
+  auto call = start_call<give_back_call>(slot_of(key), std::move(handler));
+  std::string& out = begin_evalsha(*call, give_back_script(), 2, 5);
+  append_key(out, keys(), p, key);
+  append_bulk(out, state_key(keys(), p, key) + ":gb:" + std::string(id));  // the key's hash slot
   append_bulk(out, to_string(p.algo()));
   append_bulk(out, static_cast<std::int64_t>(p.window().count()));
   append_bulk(out, window);
@@ -489,10 +461,8 @@ void redis_backend::async_give_back(std::string_view key, const policy& p, std::
 
 void redis_backend::async_heartbeat(std::string_view instance, std::chrono::milliseconds ttl,
                                     std::function<void(std::error_code, std::int64_t)> handler) {
-  auto call = std::make_unique<heartbeat_call>(std::move(handler));
-  call->deadline = request::clock::now() + options_.timeout;
   const std::string key = options_.key_prefix + "{instances}";
-  if (cluster_) call->slot = key_slot(key);
+  auto call = start_call<heartbeat_call>(cluster_ ? key_slot(key) : -1, std::move(handler));
   append_command(call->command, {"EVAL", std::string(heartbeat_script), "1", key,
                                  std::string(instance), std::to_string(ttl.count())});
   client_->submit(std::move(call));

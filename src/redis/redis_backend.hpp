@@ -26,8 +26,8 @@
 #include "floodgate/backend.hpp"
 #include "floodgate/options.hpp"
 #include "floodgate/semaphore.hpp"
+#include "redis/key.hpp"
 #include "redis/transport.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
 
@@ -37,7 +37,6 @@ class redis_backend final : public backend, public lease_backend {
   // for the server: connecting happens in the background, and calls made before it is done
   // wait for it within their deadline.
   redis_backend(std::string_view url, const redis_options& options = {});
-  redis_backend(redis_endpoint endpoint, const redis_options& options);
 
   void async_check(std::span<const check_item> items, backend_handler handler) override;
   void async_reset(std::string_view key, const policy& p, reset_handler handler) override;
@@ -68,8 +67,12 @@ class redis_backend final : public backend, public lease_backend {
   const redis_options& options() const noexcept { return options_; }
 
  private:
-  int slot_of(const check_item& item) const;
+  // On a Cluster, the slot of a caller key's state (the calls carry it); elsewhere -1.
   int slot_of(std::string_view caller_key) const;
+  key_format keys() const noexcept;
+  // A `Call` made of `args`, due within the timeout, for `slot`.
+  template <class Call, class... Args>
+  std::unique_ptr<Call> start_call(int slot, Args&&... args) const;
 
   redis_options options_;
   bool cluster_ = false;

@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "floodgate/redis_call.hpp"
-#include "redis/node_asker.hpp"
 #include "redis/resp_writer.hpp"
-#include "redis/stream_link.hpp"
-#include "redis/topology.hpp"
+#include "redis/stream.hpp"
+#include "redis/url_asker.hpp"
 
 namespace floodgate {
 
@@ -20,14 +19,17 @@ using redis::redis_endpoint;
 using redis::reply;
 
 struct redis_subscription::impl {
-  std::chrono::milliseconds timeout{1000};
+  impl(std::string_view url, std::string c, std::chrono::milliseconds t)
+      : timeout(t), channel(std::move(c)), asker(url, t) {
+    if (asker.why_not().empty() && asker.target().tls())
+      tls = redis::make_tls_context(asker.options().tls);
+  }
+
+  std::chrono::milliseconds timeout;
   std::string channel;
-  std::string why_not;
-  redis_options options;
-  redis::topology target;
+  redis::url_asker asker;  // the node: the URL's, a Cluster's seeds in turn, the primary now
   redis::tls_context_result tls;
-  std::unique_ptr<redis::node_asker> asker;  // Sentinel: the primary's address
-  boost::asio::io_context io;                // run only inside wait() and the destructor
+  boost::asio::io_context io;  // run only inside wait() and the destructor
   std::atomic<bool> stopped{false};
   bool confirmed = false;  // SUBSCRIBE's reply came
   std::size_t seed = 0;    // Cluster: the seed tried next
@@ -51,11 +53,8 @@ struct redis_subscription::impl {
 
   // Where to subscribe now, or nullopt with `error`.
   std::optional<redis_endpoint> endpoint(std::string& error) {
-    if (target.what == redis::topology::kind::sentinel)
-      return redis::primary_from_sentinels(*asker, target.sentinel, timeout, error);
-    if (target.what == redis::topology::kind::cluster)
-      return target.nodes[seed++ % target.nodes.size()];
-    return target.nodes.front();
+    if (!asker.find_nodes(error)) return std::nullopt;
+    return asker.nodes()[seed++ % asker.nodes().size()];
   }
 
   // Runs the io until `done`, a close, stop() or `deadline`.
@@ -70,7 +69,7 @@ struct redis_subscription::impl {
     std::string error;
     const auto ep = endpoint(error);
     if (!ep) return error;
-    redis::stream_config c = redis::sentinel_stream_config(*ep, options, tls);
+    redis::stream_config c = redis::sentinel_stream_config(*ep, asker.options(), tls);
     c.greeting.user = ep->user;  // a node's own credentials and db, as node_asker's
     c.greeting.password = ep->password;
     c.greeting.db = ep->db;
@@ -109,23 +108,15 @@ struct redis_subscription::impl {
 
 redis_subscription::redis_subscription(std::string_view url, std::string channel,
                                        std::chrono::milliseconds timeout)
-    : impl_(std::make_unique<impl>()) {
-  auto& s = *impl_;
-  s.timeout = timeout;
-  s.channel = std::move(channel);
-  if (!redis::parse_topology(url, s.options, s.target, s.why_not)) return;
-  if (s.target.tls()) s.tls = redis::make_tls_context(s.options.tls);
-  if (s.target.what == redis::topology::kind::sentinel)
-    s.asker = std::make_unique<redis::node_asker>(s.options, s.tls);
-}
+    : impl_(std::make_unique<impl>(url, std::move(channel), timeout)) {}
 
 redis_subscription::~redis_subscription() = default;
 
 redis_subscription::messages redis_subscription::wait(std::chrono::milliseconds for_at_most) {
   auto& s = *impl_;
   messages out;
-  if (!s.why_not.empty()) {
-    out.error = s.why_not;
+  if (!s.asker.why_not().empty()) {
+    out.error = s.asker.why_not();
     return out;
   }
   if (s.stopped.load()) return out;
@@ -154,7 +145,7 @@ bool redis_subscription::subscribed() const noexcept {
 void redis_subscription::stop() {
   impl_->stopped.store(true);
   impl_->io.stop();
-  if (impl_->asker) impl_->asker->stop();
+  impl_->asker.stop();
 }
 
 }  // namespace floodgate

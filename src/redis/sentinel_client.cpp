@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -11,18 +10,18 @@
 
 #include "floodgate/errors.hpp"
 #include "redis/backoff.hpp"
-#include "redis/endpoint_label.hpp"
 #include "redis/node_pool.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
-#include "redis/stream_link.hpp"
+#include "redis/stream.hpp"
+#include "redis/timer.hpp"
+#include "redis/url.hpp"
 
 namespace floodgate::redis {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using steady = request::clock;
-using boost::system::error_code;
 
 namespace {
 
@@ -91,15 +90,6 @@ class sentinel_client final : public pool_client, public call_router {
     return pool_.health().last_error();
   }
 
-  // The pool's counters run over every primary so far (a counter must not start again after a
-  // switch); the breaker gauge is the current primary's (a retired one left the health).
-  backend_stats stats() const noexcept override {
-    backend_stats s = pool_.health().stats();
-    s.redirections = resent_.load(std::memory_order_relaxed);
-    s.failovers_seen = switches_.load(std::memory_order_relaxed);
-    return s;
-  }
-
   // --- pool_router (io thread) -------------------------------------------------------------
 
   void start() override {
@@ -111,8 +101,6 @@ class sentinel_client final : public pool_client, public call_router {
     for (auto& p : peers_) {
       p->ask.close();
       p->sub.close();
-      ++p->ask_generation;
-      ++p->sub_generation;
       p->ask_timer.cancel();
       p->sub_timer.cancel();
     }
@@ -123,12 +111,10 @@ class sentinel_client final : public pool_client, public call_router {
 
   // To the current primary; with none known, not_connected at once (and the sentinels asked).
   void route(request_ptr r, bool fresh) override {
-    if (fresh) {
-      r->route = {};
-      r->route.by = this;
-    } else if (r->route.epoch != epoch_) {
-      resent_.fetch_add(1, std::memory_order_relaxed);  // on to a primary named since
-    }
+    if (fresh)
+      r->route = {.by = this};
+    else if (r->route.epoch != epoch_)
+      pool_.health().redirections.fetch_add(1, std::memory_order_relaxed);  // to a newer primary
     if (primary_ == nullptr) {
       request_round();
       return r->complete(errc::not_connected, nullptr);
@@ -179,9 +165,8 @@ class sentinel_client final : public pool_client, public call_router {
                       owner.pool_.options().reconnect_backoff_max) {}
 
     stream_link ask, sub;
-    asio::steady_timer ask_timer, sub_timer;
-    std::uint64_t ask_generation = 0, sub_generation = 0;  // so a stale expiry is ignored
-    bool asking = false;                                   // a question in flight on `ask`
+    timer ask_timer, sub_timer;
+    bool asking = false;        // a question in flight on `ask`
     bool address_only = false;  // refused SENTINEL MASTER (ACL): asked get-master-addr-by-name
     bool epoch_read = false;    // this question's SENTINEL MASTER reply is in: the address next
     std::optional<std::uint64_t> epoch;  // what it said
@@ -211,22 +196,17 @@ class sentinel_client final : public pool_client, public call_router {
   // Asks after a suspicion (READONLY, a lost connection, a timeout) start at most every
   // resolve_min_interval.
   void request_round() {
-    if (round_pending_ || pool_.torn_down()) return;
+    if (round_timer_.armed() || pool_.torn_down()) return;
     const auto at = last_round_at_ + resolve_min_interval;
     if (steady::now() >= at) return ask_all();
-    round_pending_ = true;
-    round_timer_.expires_at(at);
-    round_timer_.async_wait([this](const error_code& ec) {
-      if (ec || !round_pending_) return;
-      ask_all();
-    });
+    round_timer_.at(at, [this] { ask_all(); });
   }
 
   // SENTINEL get-master-addr-by-name of every sentinel at once, each on its persistent
   // connection (opened if needed) and answered within connect_timeout or that connection is
   // closed; the first answer naming another primary switches to it.
   void ask_all() {
-    round_pending_ = false;
+    round_timer_.cancel();
     last_round_at_ = steady::now();
     ++round_;
     pool_.sweep();  // a retired primary that holds no calls now stops connecting
@@ -237,27 +217,18 @@ class sentinel_client final : public pool_client, public call_router {
       p->epoch_read = p->address_only;
       p->asking = true;
       p->ask_round = round_;
-      const auto generation = ++p->ask_generation;
-      p->ask_timer.expires_after(options().connect_timeout);
-      p->ask_timer.async_wait([this, q = p.get(), generation](const error_code& ec) {
-        if (ec || generation != q->ask_generation) return;
+      p->ask_timer.after(options().connect_timeout, [this, q = p.get()] {
         q->ask.close();  // its late answer must not be taken for the next question's
         note_error(endpoint_label(q->ask.endpoint()) + ": no answer within connect_timeout");
         answered(*q);
         settle();
       });
     }
-    const auto generation = ++recheck_generation_;
-    recheck_timer_.expires_after(recheck_interval);
-    recheck_timer_.async_wait([this, generation](const error_code& ec) {
-      if (ec || generation != recheck_generation_) return;
-      request_round();
-    });
+    recheck_timer_.after(recheck_interval, [this] { request_round(); });
   }
 
   void answered(peer& p) {
     p.asking = false;
-    ++p.ask_generation;
     p.ask_timer.cancel();
   }
 
@@ -341,10 +312,7 @@ class sentinel_client final : public pool_client, public call_router {
     p.sub.open();
     p.sub.send(subscribe_command_);
     // A sentinel that accepts and never confirms is tried again later.
-    const auto generation = ++p.sub_generation;
-    p.sub_timer.expires_after(options().connect_timeout);
-    p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
-      if (ec || generation != q->sub_generation) return;
+    p.sub_timer.after(options().connect_timeout, [this, q = &p] {
       q->sub.close();
       on_sub_closed(*q, endpoint_label(q->sub.endpoint()) +
                             ": SUBSCRIBE not confirmed within connect_timeout");
@@ -354,13 +322,7 @@ class sentinel_client final : public pool_client, public call_router {
   void on_sub_closed(peer& p, const std::string& why) {
     note_error(why);
     p.subscribed = false;
-    const auto wait = p.resubscribe.next();
-    const auto generation = ++p.sub_generation;
-    p.sub_timer.expires_after(wait);
-    p.sub_timer.async_wait([this, q = &p, generation](const error_code& ec) {
-      if (ec || generation != q->sub_generation) return;
-      subscribe(*q);
-    });
+    p.sub_timer.after(p.resubscribe.next(), [this, q = &p] { subscribe(*q); });
   }
 
   // ["subscribe", channel, n], or ["message", channel, text] where text is
@@ -376,7 +338,6 @@ class sentinel_client final : public pool_client, public call_router {
       if (r.elements[1].str != "+switch-master") return;
       p.subscribed = true;
       p.resubscribe.reset();
-      ++p.sub_generation;
       p.sub_timer.cancel();
       return request_round();  // a switch may have been missed while not subscribed
     }
@@ -407,7 +368,7 @@ class sentinel_client final : public pool_client, public call_router {
     node* next = pool_.node_for(address);  // connects in background
     if (primary_ != nullptr) {
       pool_.retire(*primary_, steady::now() + 2 * options().timeout);
-      switches_.fetch_add(1, std::memory_order_relaxed);
+      pool_.health().failovers_seen.fetch_add(1, std::memory_order_relaxed);
     }
     primary_ = next;
     primary_address_ = address;
@@ -428,7 +389,7 @@ class sentinel_client final : public pool_client, public call_router {
   const sentinel_config config_;
   std::string ask_command_, address_command_, subscribe_command_;
   std::vector<std::unique_ptr<peer>> peers_;
-  asio::steady_timer round_timer_, recheck_timer_;
+  timer round_timer_, recheck_timer_;
 
   // io thread
   node* primary_ = nullptr;  // the pool's node for it; null until a sentinel names one
@@ -436,9 +397,8 @@ class sentinel_client final : public pool_client, public call_router {
   std::uint64_t epoch_ = 0;  // primaries named so far
   // The epoch_ of the last primary that answered READONLY (~0: none yet).
   std::uint64_t refused_epoch_ = ~std::uint64_t{0};
-  bool round_pending_ = false;
   steady::time_point last_round_at_{};
-  std::uint64_t round_ = 0, switch_round_ = 0, recheck_generation_ = 0;
+  std::uint64_t round_ = 0, switch_round_ = 0;
   primary_choice choice_;
   std::map<const peer*, sentinel_answer> first_answers_;  // start-up: each sentinel's latest
 
@@ -449,8 +409,6 @@ class sentinel_client final : public pool_client, public call_router {
   std::atomic<bool> have_primary_{false};
   std::atomic<bool> round_posted_{false};  // submit()'s request_round() is on its way
   std::string sentinel_error_;             // guarded by mutex_
-
-  std::atomic<std::uint64_t> resent_{0}, switches_{0};
 };
 
 }  // namespace

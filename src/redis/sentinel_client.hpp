@@ -5,7 +5,7 @@
 //
 // The credentials and db are the primary's (the sentinels get sentinel_user/sentinel_password).
 // On one io thread (its node pool's, node_pool.hpp), the client keeps two connections to every
-// sentinel (stream_link.hpp): one subscribed to +switch-master and +promoted-slave, so a
+// sentinel (stream_link, stream.hpp): one subscribed to +switch-master and +promoted-slave, so a
 // failover is learned when a sentinel announces it, and one for questions (SENTINEL MASTER for
 // the config epoch, then get-master-addr-by-name), asked of every sentinel at once, each answer
 // due within connect_timeout (or that connection is closed): at start, on (re)subscribing, at

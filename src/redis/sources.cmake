@@ -1,7 +1,6 @@
-# The Redis backend and the inspection API (floodgate/inspect.hpp), included from
-# src/CMakeLists.txt. stream.cpp, connection.cpp, node.cpp, node_pool.cpp, client.cpp,
-# cluster_client.cpp, stream_link.cpp, sentinel_client.cpp, node_asker.cpp and inspector.cpp
-# are the only sources that include Asio: keep it that way, each costs ~20 s to compile.
+# The Redis backend, the inspection API (floodgate/inspect.hpp) and floodgate/redis_call.hpp,
+# included from src/CMakeLists.txt. The sources given FLOODGATE_ASIO_TU_OPTIONS below are the
+# only ones that include Asio: keep it that way, each costs ~20 s to compile.
 target_sources(floodgate PRIVATE
   redis/sha256.cpp
   redis/resp_reader.cpp
@@ -11,7 +10,6 @@ target_sources(floodgate PRIVATE
   redis/topology.cpp
   redis/key.cpp
   redis/batch.cpp
-  redis/endpoint_label.cpp
   redis/backoff.cpp
   redis/stream.cpp
   redis/connection.cpp
@@ -23,19 +21,21 @@ target_sources(floodgate PRIVATE
   redis/cluster_protocol.cpp
   redis/sentinel_answer.cpp
   redis/cluster_client.cpp
-  redis/stream_link.cpp
   redis/sentinel_client.cpp
   redis/node_asker.cpp
+  redis/url_asker.cpp
   redis/inspector.cpp
   redis/inspect_text.cpp
+  redis/redis_caller.cpp
+  redis/redis_subscription.cpp
   redis/redis_backend.cpp)
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining), and,
 # under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
 set_source_files_properties(redis/stream.cpp redis/connection.cpp redis/node.cpp
   redis/node_pool.cpp redis/client.cpp
-  redis/cluster_client.cpp redis/stream_link.cpp redis/sentinel_client.cpp redis/node_asker.cpp
-  redis/inspector.cpp
+  redis/cluster_client.cpp redis/sentinel_client.cpp redis/node_asker.cpp
+  redis/url_asker.cpp redis/redis_subscription.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")
 # hiredis (the reply parser) and OpenSSL (rediss://) are link dependencies of the static

@@ -92,7 +92,8 @@ std::string check_version(const reply& r) {
     int major = 0;
     std::from_chars(v.data(), v.data() + v.size(), major);
     if (major >= 7) return {};
-    return "Redis " + v + " is too old: floodgate needs Redis >= 7.0 (its scripts start with #!lua)";
+    return "Redis " + v +
+           " is too old: floodgate needs Redis >= 7.0 (its scripts start with #!lua)";
   }
   return {};
 }
@@ -109,16 +110,16 @@ struct stream::session {
   std::unique_ptr<ssl::stream<tcp::socket&>> tls;
   resp_reader reader;
   std::array<char, 16 * 1024> read_buffer;
-  std::string pending;  // encoded commands not yet written
-  std::string writing;  // the write in progress
+  std::string pending;   // encoded commands not yet written
+  std::string writing;   // the write in progress
   bool greeted = false;  // the greeting is written (or being): pending may follow it
   // The greeting's replies still due, in order: what each command was, for its error; the
   // empty name is HELLO's (check_version).
   std::vector<std::string> due;
-  std::size_t answered = 0;  // of `due`
+  std::size_t answered = 0;                      // of `due`
   std::size_t function_load = no_function_load;  // FUNCTION LOAD's place in `due`
   bool ready = false;
-  bool functions = false;       // the library is loaded (by us or by anyone before)
+  bool functions = false;         // the library is loaded (by us or by anyone before)
   std::string functions_refused;  // else the server's words for why not
   static constexpr std::size_t no_function_load = static_cast<std::size_t>(-1);
 };
@@ -127,10 +128,6 @@ stream::stream(asio::io_context& io, stream_owner& owner) : io_(io), owner_(owne
 
 stream::~stream() {
   close();
-}
-
-bool stream::is_ready() const noexcept {
-  return session_ && session_->ready;
 }
 
 bool stream::functions_loaded() const noexcept {
@@ -332,8 +329,7 @@ void stream::read(const session_ptr& s) {
   auto done = [this, s](const error_code& ec, std::size_t n) {
     if (s != session_) return;
     if (ec)
-      return fail(s,
-                  ec == asio::error::eof ? "closed by " + config_.peer : "read: " + ec.message(),
+      return fail(s, ec == asio::error::eof ? "closed by " + config_.peer : "read: " + ec.message(),
                   errc::not_connected);
     s->reader.feed(std::string_view(s->read_buffer.data(), n));
     reply r;
@@ -363,6 +359,31 @@ void stream::fail(const session_ptr& s, const std::string& why, std::error_code 
   if (s != session_) return;
   close();
   owner_.stream_closed(why, ec);
+}
+
+stream_link::stream_link(boost::asio::io_context& io, stream_config config, handlers h)
+    : config_(std::move(config)), handlers_(std::move(h)), stream_(io, *this) {}
+
+stream_link::~stream_link() {
+  close();
+}
+
+void stream_link::open() {
+  stream_.open(config_);
+}
+
+void stream_link::send(std::string_view command) {
+  if (!stream_.is_open()) return;
+  stream_.out().append(command);
+  stream_.flush();
+}
+
+void stream_link::close() {
+  stream_.close();
+}
+
+void stream_link::stream_closed(const std::string& why, std::error_code) {
+  handlers_.on_closed(endpoint_label(config_.endpoint) + ": " + why);
 }
 
 }  // namespace floodgate::redis

@@ -1,7 +1,7 @@
 // One connection to a Redis server or a sentinel, the way every socket of the Redis layer makes
 // it: resolve the host (unless it is an address), connect, TLS with SNI and verification for
-// rediss://, then the greeting (AUTH, SELECT, HELLO's version check, FUNCTION LOAD, SCRIPT LOADs), all
-// within connect_timeout; then whatever the owner writes, and every reply read into the RESP
+// rediss://, then the greeting (AUTH, SELECT, HELLO's version check, FUNCTION LOAD, SCRIPT LOADs),
+// all within connect_timeout; then whatever the owner writes, and every reply read into the RESP
 // reader and handed to the owner in order.
 //
 //   stream s{io, owner};
@@ -23,6 +23,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,10 +49,10 @@ tls_context_result make_tls_context(const tls_options& options);
 // What the stream sends first, in one write with anything already queued; each reply must not
 // be an error, or the stream fails with the server's words ("AUTH refused: WRONGPASS ...").
 struct stream_greeting {
-  std::string user;                      // AUTH user password; empty: AUTH password
-  std::optional<std::string> password;   // none: no AUTH
-  std::int64_t db = 0;                   // SELECT it when not 0
-  bool check_version = false;            // HELLO, refusing a Redis older than 7.0
+  std::string user;                     // AUTH user password; empty: AUTH password
+  std::optional<std::string> password;  // none: no AUTH
+  std::int64_t db = 0;                  // SELECT it when not 0
+  bool check_version = false;           // HELLO, refusing a Redis older than 7.0
   // SCRIPT LOAD each (the text outlives the stream): when there is no library, or once the
   // server refused it (then in a second write, after FUNCTION LOAD's reply). Calls of a loaded
   // library go as FCALL and never need them; a call sent as EVALSHA later (the library
@@ -63,14 +64,14 @@ struct stream_greeting {
 };
 
 struct stream_config {
-  redis_endpoint endpoint;  // host and port; tls. Its credentials and db are not used:
-                            // the greeting says whom to be.
-  tls_options tls;          // server_name and verify_peer (the files are in tls_context)
+  redis_endpoint endpoint;         // host and port; tls. Its credentials and db are not used:
+                                   // the greeting says whom to be.
+  tls_options tls;                 // server_name and verify_peer (the files are in tls_context)
   tls_context_result tls_context;  // for endpoint.tls; no context fails every open
   stream_greeting greeting;
   std::chrono::milliseconds connect_timeout{1000};  // connect, TLS and greeting, together
   std::size_t max_reply_size = 1 << 20;             // resp_reader's cap
-  std::string peer = "the server";  // the other end, in "closed by the server"
+  std::string peer = "the server";                  // the other end, in "closed by the server"
 };
 
 // How a sentinel at `ep` is reached: TLS as the endpoint says, AUTH with options'
@@ -111,8 +112,6 @@ class stream {
   // Closes the connection, silently.
   void close();
   bool is_open() const noexcept { return session_ != nullptr; }
-  // Open, and the greeting answered.
-  bool is_ready() const noexcept;
   // Once ready: whether the greeting's library is loaded on the server (FUNCTION LOAD answered
   // its name, or that a library of that name exists); if not, the server's reply.
   bool functions_loaded() const noexcept;
@@ -147,6 +146,51 @@ class stream {
   stream_owner& owner_;
   stream_config config_;
   session_ptr session_;
+};
+
+// A stream whose replies and closing go to callbacks, for the sockets that are not
+// a client's pipelined connections: the Sentinel client's two per sentinel (questions, and the
+// subscription) and the inspection API's questions (node_asker.hpp). It never reconnects by
+// itself and keeps no deadlines beyond connecting's: the owner decides (an ask has a deadline,
+// a subscription retries with backoff.hpp's policy).
+//
+//   stream_link s{io, sentinel_stream_config(ep, options, tls), {on_reply, on_closed}};
+//   s.open();                                    // AUTH is sent first when configured
+//   s.send(command);                             // queued until connected
+//   s.close();                                   // no handler runs after it
+//
+// Internal and Asio-based; everything runs on the owner's io thread: no locks.
+class stream_link final : private stream_owner {
+ public:
+  struct handlers {
+    std::function<void(reply&)> on_reply;               // a reply, the greeting's excepted
+    std::function<void(const std::string&)> on_closed;  // why, with the endpoint; closed already
+  };
+
+  stream_link(boost::asio::io_context& io, stream_config config, handlers h);
+  ~stream_link();
+  stream_link(const stream_link&) = delete;
+  stream_link& operator=(const stream_link&) = delete;
+
+  // Starts connecting with config(), closing any connection it had first.
+  void open();
+  // Appends an encoded command; written once connected (open() must have been called).
+  void send(std::string_view command);
+  // Closes the connection, silently.
+  void close();
+  bool is_open() const noexcept { return stream_.is_open(); }
+  const redis_endpoint& endpoint() const noexcept { return config_.endpoint; }
+  // Read at each open().
+  stream_config& config() noexcept { return config_; }
+
+ private:
+  void stream_ready() override {}
+  void stream_reply(reply& r) override { handlers_.on_reply(r); }
+  void stream_closed(const std::string& why, std::error_code ec) override;
+
+  stream_config config_;
+  handlers handlers_;
+  stream stream_;
 };
 
 // Names the peer of a TLS stream about to shake hands with `name` (the endpoint's host, or

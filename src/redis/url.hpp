@@ -8,6 +8,9 @@
 // with the password alone (AUTH password); both may be percent-encoded. The port defaults to
 // 6379 and the database to 0. IPv6 hosts go in brackets: redis://[::1]:6379.
 // Throws config_error naming the problem (with any password masked) for anything else.
+//
+// Errors, logs and metrics name an endpoint by endpoint_label(): "host:port", or "[v6]:port"
+// for an IPv6 address, so the port never reads as part of the address.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,10 @@ struct redis_endpoint {
 };
 
 redis_endpoint parse_redis_url(std::string_view url);
+
+// "127.0.0.1:6379", "[::1]:6379", "redis-1:7000".
+std::string endpoint_label(std::string_view host, std::uint16_t port);
+std::string endpoint_label(const redis_endpoint& ep);
 
 // Whether `s` starts with `prefix` (lower case), ignoring case: URL schemes.
 bool iequals_prefix(std::string_view s, std::string_view prefix) noexcept;

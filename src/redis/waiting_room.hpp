@@ -1,8 +1,9 @@
 // Calls the node pool (node_pool.hpp, its one room) holds back rather than sends: until a time
 // (a Cluster's TRYAGAIN backoff, a redirection sent on the next turn) or until the topology
-// changes (a Sentinel call waiting for the new primary). One timer, at the earliest moment one of them is due or at its deadline;
-// each is handed back to its owner then, and whatever is left can be taken at once (a new
-// primary, teardown). Header-only: used by the Asio-based clients alone, so it adds no Asio TU.
+// changes (a Sentinel call waiting for the new primary). One timer, at the earliest moment one of
+// them is due or at its deadline; each is handed back to its owner then, and whatever is left can
+// be taken at once (a new primary, teardown). Header-only: used by the Asio-based clients alone, so
+// it adds no Asio TU.
 //
 //   waiting_room room{io, [&](std::vector<request_ptr>& due) { route(due); },
 //                         [&](std::vector<request_ptr>& late) { fail(late, timeout); }};
@@ -15,13 +16,12 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <cstdint>
 #include <functional>
 #include <utility>
 #include <vector>
 
 #include "redis/request.hpp"
+#include "redis/timer.hpp"
 
 namespace floodgate::redis {
 
@@ -56,11 +56,8 @@ class waiting_room {
   // Stops the timer for good (teardown: take_all() the calls).
   void stop() {
     stopped_ = true;
-    ++generation_;
     timer_.cancel();
   }
-
-  std::size_t size() const noexcept { return held_.size(); }
 
   // f(request&) for each call held.
   template <class F>
@@ -75,16 +72,7 @@ class waiting_room {
   };
 
   void arm(clock::time_point wake) {
-    if (stopped_ || (armed_ && armed_for_ <= wake)) return;
-    armed_ = true;
-    armed_for_ = wake;
-    const auto generation = ++generation_;
-    timer_.expires_at(wake);
-    timer_.async_wait([this, generation](const boost::system::error_code&) {
-      if (generation != generation_) return;
-      armed_ = false;
-      wake_up();
-    });
+    if (!stopped_) timer_.at_earliest(wake, [this] { wake_up(); });
   }
 
   void wake_up() {
@@ -109,12 +97,10 @@ class waiting_room {
     if (!due.empty()) due_(due);
   }
 
-  boost::asio::steady_timer timer_;
+  timer timer_;
   handler due_, expired_;
   std::vector<held_call> held_;
-  bool armed_ = false, stopped_ = false;
-  clock::time_point armed_for_{};
-  std::uint64_t generation_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace floodgate::redis

@@ -2,15 +2,18 @@
 // redis-server, a Redis Cluster (3 masters + 3 replicas) and a Sentinel set-up (a primary, a
 // replica, three sentinels). Each case asserts what a caller and an operator see: the
 // decision's outcome and its rule's failure mode, backend::last_error() in the server's own
-// words (or naming the node), healthy() (what /readyz says), the stats, and for a NOPERM user
-// floodgated's /readyz 503 and its "backend failing" log line.
+// words (or naming the node), healthy() (what /readyz says), the stats, and for a wrong
+// password, a NOPERM user and a stalled node what floodgated tells its operator, by one check
+// (expect_reported): /readyz 503, floodgate_backend_ready 0 and a "backend failing" log line.
 //
 // Before the shared node pool (src/redis/node.hpp) and breaker (src/redis/breaker.hpp), the
 // Cluster client had no last_error() and ignored NOPERM for readiness, and neither a single
 // server nor Sentinel had a circuit breaker.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -187,6 +190,54 @@ void expect_failure_modes(limiter& l, const std::string& key, std::error_code co
 
 const policy p{"p", algorithm::gcra, 1000, 1s};
 
+// One rule for floodgated, with room for every call a case makes: a denial would be repeated
+// in process (local denials) and never reach the node.
+const std::string rules = "rules:\n  - {name: api, algorithm: gcra, limit: 100000, window: 1s}\n";
+const std::string check_body = R"({"rule":"api","key":"k"})";
+
+// floodgated on `url` (`query`: redis_options for it, e.g. "timeout=50ms").
+floodgated_process::options on_redis(std::string url, const std::string& query = "") {
+  if (!query.empty()) url += (url.find('?') == std::string::npos ? "?" : "&") + query;
+  floodgated_process::options o;
+  o.extra_args = {"--redis", url};
+  return o;
+}
+
+// Whether a "backend failing" line of the log holds `text`.
+bool failing_line_says(const std::string& log, const std::string& text) {
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("msg=\"backend failing\"") != std::string::npos &&
+        line.find(text) != std::string::npos)
+      return true;
+  return false;
+}
+
+// What floodgated tells its operator while its backend fails, the same for every fault on every
+// topology: /readyz 503, floodgate_backend_ready 0 on /metrics, and a "backend failing" log line
+// holding `text` (the server's words, or the node's address). `poke` runs before each look (a
+// call: some faults show only to calls); looks are paced, 20 ms apart. Each must be seen within
+// `limit` (the log is written at most a second after the backend's error changes).
+void expect_reported(
+    floodgated_process& fg, const std::string& text, std::chrono::milliseconds limit,
+    const std::function<void()>& poke = [] {}) {
+  bool unready = false, metric = false, logged = false;
+  wait_for(
+      [&] {
+        poke();
+        unready = unready || http_request_once(fg.port(), "GET", "/readyz").status == 503;
+        metric = metric || http_request_once(fg.port(), "GET", "/metrics")
+                                   .body.find("\nfloodgate_backend_ready 0\n") != std::string::npos;
+        logged = logged || failing_line_says(fg.log(), text);
+        std::this_thread::sleep_for(20ms);
+        return unready && metric && logged;
+      },
+      limit);
+  EXPECT_TRUE(unready) << "/readyz stayed 200";
+  EXPECT_TRUE(metric) << "floodgate_backend_ready stayed 1";
+  EXPECT_TRUE(logged) << "no \"backend failing\" line with '" << text << "': " << fg.log();
+}
+
 // Every node refuses the password at the handshake: calls fail at once with not_connected,
 // last_error() quotes WRONGPASS, not ready.
 TEST_P(health, a_wrong_password_is_told_in_the_servers_words) {
@@ -196,11 +247,16 @@ TEST_P(health, a_wrong_password_is_told_in_the_servers_words) {
       << name_of(GetParam()) << " said: " << l.get_backend().last_error();
   EXPECT_FALSE(l.get_backend().healthy());
   expect_failure_modes(l, "k", errc::not_connected);
+
+  floodgated_process fg(rules, on_redis(redis_->url(user + ":wrong@")));
+  expect_reported(fg, "WRONGPASS", 10s);
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body).status, 503);
 }
 
 // A user that may connect but not run the scripts (neither FCALL nor EVALSHA: each FCALL
-// refused goes again as EVALSHA): every call fails with NOPERM, which will not heal by itself, so the backend is not ready (floodgated: /readyz 503 and a log line in
-// the server's words) until the ACL is fixed.
+// refused goes again as EVALSHA): every call fails with NOPERM, which will not heal by itself, so
+// the backend is not ready (floodgated: /readyz 503 and a log line in the server's words) until the
+// ACL is fixed.
 TEST_P(health, a_noperm_user_is_not_ready_until_the_acl_is_fixed) {
   const auto user = make_user("np", {"-evalsha", "-fcall"});
   limiter l{redis_->url(user + ":pw@"), options()};
@@ -210,23 +266,17 @@ TEST_P(health, a_noperm_user_is_not_ready_until_the_acl_is_fixed) {
   EXPECT_NE(l.get_backend().last_error().find("NOPERM"), std::string::npos)
       << name_of(GetParam()) << " said: " << l.get_backend().last_error();
 
-  floodgated_process::options fo;
-  fo.extra_args = {"--redis", redis_->url(user + ":pw@")};
-  floodgated_process fg("rules:\n  - {name: api, algorithm: gcra, limit: 10, window: 1s}\n", fo);
+  floodgated_process fg(rules, on_redis(redis_->url(user + ":pw@")));
   const auto ready = [&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; };
   ASSERT_TRUE(wait_for(ready, 10s)) << "it connects: " << fg.log();
-  const auto body = R"({"rule":"api","key":"k"})";
-  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", body).status, 503);
-  EXPECT_TRUE(
-      wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 503; }, 5s));
-  EXPECT_TRUE(fg.wait_for_log("NOPERM", 5s)) << fg.log();
-  EXPECT_NE(fg.log().find("msg=\"backend failing\""), std::string::npos) << fg.log();
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body).status, 503);
+  expect_reported(fg, "NOPERM", 5s);
 
   redis_->on_every_node({"ACL", "SETUSER", user, "+evalsha"});
   EXPECT_EQ(l.check("k", p).outcome, outcome::allowed) << l.get_backend().last_error();
   EXPECT_TRUE(l.get_backend().healthy());
   EXPECT_EQ(l.get_backend().last_error(), "");
-  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", body).status, 200);
+  EXPECT_EQ(http_request_once(fg.port(), "POST", "/v1/check", check_body).status, 200);
   EXPECT_TRUE(wait_for(ready, 5s));
   EXPECT_TRUE(fg.wait_for_log("backend answering again", 5s)) << fg.log();
 }
@@ -282,6 +332,23 @@ TEST_P(health, a_stalled_node_opens_its_breaker) {
   EXPECT_TRUE(wait_for([&] { return l.get_backend().healthy(); }, 5s));
   EXPECT_EQ(l.get_backend().stats().breakers_open, 0u);
   EXPECT_EQ(l.get_backend().last_error(), "");
+
+  // floodgated, the same stall (cut short once reported): its checks open the breaker.
+  floodgated_process fg(rules, on_redis(redis_->url(""), "timeout=50ms&connect_timeout=5s"));
+  const auto ready = [&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; };
+  ASSERT_TRUE(wait_for(ready, 10s)) << fg.log();
+  const auto check = [&] { http_request_once(fg.port(), "POST", "/v1/check", check_body); };
+  redis_server& node_k = redis_->node_for("k");
+  ASSERT_EQ(node_k.command({"CLIENT", "PAUSE", "5000", "WRITE"}).str, "OK");
+  expect_reported(fg, std::to_string(node_k.port()), 4500ms, check);
+  node_k.command({"CLIENT", "UNPAUSE"});
+  EXPECT_TRUE(wait_for(
+      [&] {
+        check();
+        return ready();
+      },
+      5s));
+  EXPECT_TRUE(fg.wait_for_log("backend answering again", 5s)) << fg.log();
 }
 
 // The node serving the key restarts (and comes back empty: no scripts, no keys). Calls fail

@@ -1,8 +1,8 @@
-// How errors and metrics name an endpoint (src/redis/endpoint_label.hpp): an IPv6 address in
+// How errors and metrics name an endpoint (src/redis/url.hpp's endpoint_label): an IPv6 address in
 // brackets, so its port cannot be read as part of it.
-#include "redis/endpoint_label.hpp"
-
 #include <gtest/gtest.h>
+
+#include "redis/url.hpp"
 
 namespace floodgate::redis {
 namespace {

@@ -59,8 +59,18 @@ void reservations::take_unspent(const std::string& name, entry& e, std::int64_t 
         {name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id, {}});
 }
 
+bool reservations::windowed(const policy& p) {
+  return p.algo() == algorithm::fixed_window || p.algo() == algorithm::sliding_window;
+}
+
 void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
   for (unspent& u : units) {
+    if (!windowed(u.rule)) {
+      // token_bucket, gcra, sliding_log: a grant cannot be given back (docs/algorithms.md):
+      // once the state moved on it no longer says which units are the grant's.
+      if (done) done();
+      continue;
+    }
     const std::string id = id_prefix_ + std::to_string(u.grant_id) + u.suffix;
     backend_->async_give_back(
         u.key, u.rule, u.window, u.units, id, [given = given_back_, done](backend_reply r) {
@@ -104,8 +114,15 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   auto it = s.entries.find(name);
   if (it == s.entries.end()) {
     if (s.entries.size() >= max_per_shard_) {
-      std::erase_if(s.entries,
-                    [now](const auto& kv) { return !kv.second.taking && now >= kv.second.until; });
+      // Entries past their grant's end go; what they hold of a window still current goes back
+      // (sent under the lock, as below: a give-back's handler takes no lock of ours).
+      std::vector<unspent> back;
+      std::erase_if(s.entries, [&](auto& kv) {
+        if (kv.second.taking || now < kv.second.until) return false;
+        take_unspent(kv.first, kv.second, now, back);
+        return true;
+      });
+      give_back(back, {});
       if (s.entries.size() >= max_per_shard_) return out;  // bounded: ask the backend
     }
     it = s.entries.emplace(name, entry{p}).first;
@@ -138,7 +155,7 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   // No more than this process spends before the window ends (at its rate over the last grant):
   // units left at the end are lost to every process, and sliding_window weighs them on the
   // next window too. Window ends repeat every W from the last grant's (estimated early).
-  if (e.window_end > 0) {
+  if (e.window_end > 0 && windowed(p)) {
     const std::int64_t w = p.window().count();
     std::int64_t end = e.window_end;
     if (now >= end) end += w * ((now - end) / w + 1);

@@ -18,10 +18,10 @@ grant reserve(any_state& s, std::int64_t now, const params& p, std::int64_t want
     out.window = floor_div(now, p.window);
     out.spend_within = window_start(now, p.window) + p.window - now;
   } else {
-    out.spend_within = spend_span(std::holds_alternative<sliding_log_state>(s)
-                                      ? algorithm::sliding_log
-                                      : algorithm::token_bucket,
-                                  p);
+    out.spend_within =
+        spend_span(std::holds_alternative<sliding_log_state>(s) ? algorithm::sliding_log
+                                                                : algorithm::token_bucket,
+                   p);
   }
   const std::int64_t units = std::min(wanted, decide(s, now, p, 0).remaining);
   if (units <= 0 || !decide(s, now, p, units).allowed) return out;

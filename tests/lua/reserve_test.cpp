@@ -88,11 +88,11 @@ TEST_P(reserve, lua_matches_cpp) {
         // The windows name the window the grant counts in and its end; the others their spend
         // span (a tenth of the refill time or of the window).
         const bool windowed = a == algorithm::fixed_window || a == algorithm::sliding_window;
-        const std::int64_t span = a == algorithm::sliding_log
-                                      ? p.window / 10
-                                      : p.burst * p.window / (10 * p.limit);
+        const std::int64_t span =
+            a == algorithm::sliding_log ? p.window / 10 : p.burst * p.window / (10 * p.limit);
         ASSERT_EQ(g.window, windowed ? now / p.window : 0) << what.str();
-        ASSERT_EQ(g.spend_within, windowed ? p.window - now % p.window : std::max<std::int64_t>(1, span))
+        ASSERT_EQ(g.spend_within,
+                  windowed ? p.window - now % p.window : std::max<std::int64_t>(1, span))
             << what.str();
         if (grant > 0) {
           ASSERT_TRUE(m.decide(now, p, grant).allowed) << what.str();

@@ -327,7 +327,8 @@ TEST(reservations, swept_entries_give_back_what_they_hold) {
   const auto held = l.stats().reserved_units - l.stats().reserved_decisions;
   ASSERT_GT(held, 0u) << "k holds units";
   clock.advance(2000);  // its grant ended; its window did not
-  for (int i = 0; i < 200; ++i) ASSERT_EQ(l.check("other" + std::to_string(i), p).outcome, outcome::allowed);
+  for (int i = 0; i < 200; ++i)
+    ASSERT_EQ(l.check("other" + std::to_string(i), p).outcome, outcome::allowed);
   limiter peek(b, on(clock));
   EXPECT_EQ(peek.check("k", p, 0).decision.remaining, 1000 - 10) << held << " units held";
   EXPECT_GE(l.stats().reserved_units_given_back, held);
@@ -360,8 +361,7 @@ TEST(reservations, policy_refuses_what_it_cannot_keep) {
   EXPECT_EQ((policy{"p", algorithm::token_bucket, 10, 1s}.with_reserve(5, 1s).reserve()), 5);
   EXPECT_EQ((policy{"p", algorithm::sliding_log, 10, 1s}.with_reserve(5, 1s).reserve()), 5);
   EXPECT_EQ((policy{"p", algorithm::sliding_log, 10, 100ms}.with_reserve(5, 50ms).reserve()), 5);
-  EXPECT_THROW((policy{"p", algorithm::sliding_log, 10, 99ms}.with_reserve(5, 50ms)),
-               config_error);
+  EXPECT_THROW((policy{"p", algorithm::sliding_log, 10, 99ms}.with_reserve(5, 50ms)), config_error);
   EXPECT_EQ((policy{"p", algorithm::gcra, 1000, 1s, 100}.with_reserve(5, 1s).reserve()), 5);
   EXPECT_THROW((policy{"p", algorithm::gcra, 1000, 1s, 99}.with_reserve(5, 1s)), config_error);
   EXPECT_THROW((policy{"p", algorithm::token_bucket, 1000, 1s, 99}.with_reserve(5, 1s)),

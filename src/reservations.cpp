@@ -56,7 +56,7 @@ void reservations::take_unspent(const std::string& name, entry& e, std::int64_t 
                                 std::vector<unspent>& out) {
   if (e.left > 0 && now < e.window_end)
     out.push_back(
-        {name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id, {}});
+        {name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id, {}, e.counters});
 }
 
 bool reservations::windowed(const policy& p) {
@@ -73,12 +73,42 @@ void reservations::give_back(std::vector<unspent>& units, const std::function<vo
     }
     const std::string id = id_prefix_ + std::to_string(u.grant_id) + u.suffix;
     backend_->async_give_back(
-        u.key, u.rule, u.window, u.units, id, [given = given_back_, done](backend_reply r) {
-          if (!r.error && !r.replayed)
+        u.key, u.rule, u.window, u.units, id,
+        [given = given_back_, rule = u.counters, done](backend_reply r) {
+          if (!r.error && !r.replayed) {
             given->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
+            if (rule)
+              rule->given_back.fetch_add(static_cast<std::uint64_t>(r.refunded),
+                                         std::memory_order_relaxed);
+          }
           if (done) done();
         });
   }
+}
+
+reservations::counters_ptr reservations::counters_for(const policy& p) {
+  std::lock_guard lock(rules_mutex_);
+  auto it = rules_.find(p.name());
+  if (it != rules_.end()) return it->second;
+  // Bounded: rules are configuration, but a library user may name policies at will.
+  const std::string name = rules_.size() < max_rules ? p.name() : std::string(other_rules);
+  auto& c = rules_[name];
+  if (!c) c = std::make_shared<rule_counters>();
+  return c;
+}
+
+std::vector<rule_reservation_stats> reservations::by_rule() const {
+  std::vector<rule_reservation_stats> out;
+  {
+    std::lock_guard lock(rules_mutex_);
+    for (const auto& [name, c] : rules_)
+      out.push_back({name, c->taken.load(std::memory_order_relaxed),
+                     c->units.load(std::memory_order_relaxed),
+                     c->spent.load(std::memory_order_relaxed),
+                     c->given_back.load(std::memory_order_relaxed)});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rule < b.rule; });
+  return out;
 }
 
 std::string reservations::name_of(std::string_view key, const policy& p) {
@@ -125,7 +155,7 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
       give_back(back, {});
       if (s.entries.size() >= max_per_shard_) return out;  // bounded: ask the backend
     }
-    it = s.entries.emplace(name, entry{p}).first;
+    it = s.entries.emplace(name, entry{p, counters_for(p)}).first;
   }
   entry& e = it->second;
   if (!(e.rule == p)) {
@@ -134,11 +164,12 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     std::vector<unspent> back;
     take_unspent(it->first, e, now, back);
     give_back(back, {});
-    e = entry{p};
+    e = entry{p, counters_for(p)};
   }
   if (now < e.until && e.left >= cost) {
     e.left -= cost;
     out.answer = admitted(e, p, now);
+    e.counters->spent.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
     spent_.fetch_add(1, std::memory_order_relaxed);
     out.step = plan::spent;
@@ -220,9 +251,11 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     if (it != s.entries.end() && !(it->second.rule == p))
       take_unspent(name, it->second, now, back);  // reloaded meanwhile
     if (it == s.entries.end() || !(it->second.rule == p))
-      it = s.entries.insert_or_assign(name, entry{p}).first;  // forgotten meanwhile (a reset)
+      it = s.entries.insert_or_assign(name, entry{p, counters_for(p)}).first;  // (a reset)
     entry& e = it->second;
     e.taking = false;
+    e.counters->taken.fetch_add(1, std::memory_order_relaxed);
+    e.counters->units.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);
     // Units left from an earlier reservation are given back, not added: the new grant may have
     // been decided in the next window, and they belong to the one before (a give-back names
     // that window, so it returns nothing once it has ended).
@@ -240,6 +273,7 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     if (r.granted >= cost && now < e.until) {
       e.left -= cost;
       out = admitted(e, p, now);
+      if (cost > 0) e.counters->spent.fetch_add(1, std::memory_order_relaxed);
     } else {
       // Less than the request is left (the backend would deny it too), or the grant came too
       // late to spend: denied, with the key's own answer.
@@ -284,7 +318,9 @@ bool reservations::check_all(std::span<const check_item> items,
     entry& e = it->second;
     e.left -= item.cost;
     decisions[i] = admitted(e, p, now).decision;
-    set_aside.push_back({std::move(name), p, e.grant_id, e.window, e.window_end, item.cost});
+    e.counters->spent.fetch_add(1, std::memory_order_relaxed);
+    set_aside.push_back(
+        {std::move(name), p, e.grant_id, e.window, e.window_end, item.cost, e.counters});
   }
   if (!all_held) {
     release(set_aside);
@@ -297,8 +333,10 @@ bool reservations::check_all(std::span<const check_item> items,
       if (next.step == plan::spent) {  // units arrived meanwhile: not this call's to spend
         shard& s = shard_of(name_of(item.key, p));
         std::lock_guard lock(s.mutex);
-        if (auto it = s.entries.find(name_of(item.key, p)); it != s.entries.end())
+        if (auto it = s.entries.find(name_of(item.key, p)); it != s.entries.end()) {
           it->second.left += item.cost;
+          it->second.counters->spent.fetch_sub(1, std::memory_order_relaxed);
+        }
         spent_.fetch_sub(1, std::memory_order_relaxed);
       } else if (next.step == plan::take) {
         take(item.key, p, 0, next, [](check_result) {});
@@ -352,6 +390,7 @@ void reservations::release(std::vector<held>& units) {
   const std::int64_t now = steady_ms_();
   std::vector<unspent> back;
   for (held& h : units) {
+    h.counters->spent.fetch_sub(1, std::memory_order_relaxed);  // not spent after all
     shard& s = shard_of(h.name);
     std::lock_guard lock(s.mutex);
     auto it = s.entries.find(h.name);
@@ -360,7 +399,7 @@ void reservations::release(std::vector<held>& units) {
     } else if (now < h.window_end) {
       // Its grant was replaced (and gave back what it still held): these go back on their own.
       back.push_back({h.name.substr(h.rule.name().size() + 1), h.rule, h.window, h.cost, h.grant_id,
-                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1)});
+                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1), h.counters});
     }
   }
   units.clear();

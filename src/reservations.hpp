@@ -30,6 +30,7 @@
 
 #include "floodgate/backend.hpp"
 #include "floodgate/decision.hpp"
+#include "floodgate/limiter.hpp"
 #include "floodgate/policy.hpp"
 
 namespace floodgate::detail {
@@ -88,10 +89,23 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::uint64_t units() const noexcept { return units_.load(std::memory_order_relaxed); }
   std::uint64_t spent() const noexcept { return spent_.load(std::memory_order_relaxed); }
   std::uint64_t given_back() const noexcept { return given_back_->load(std::memory_order_relaxed); }
+  // The same per rule (policy name), sorted by name; at most max_rules names, the rest counted
+  // under other_rules.
+  std::vector<rule_reservation_stats> by_rule() const;
+  static constexpr std::size_t max_rules = 1024;
+  static constexpr std::string_view other_rules = "(other)";
 
  private:
+  // One rule's counters; entries and give-backs hold them, so counting needs no lookup.
+  struct rule_counters {
+    std::atomic<std::uint64_t> taken{0}, units{0}, spent{0}, given_back{0};
+  };
+  using counters_ptr = std::shared_ptr<rule_counters>;
+  counters_ptr counters_for(const policy& p);
+
   struct entry {
     policy rule;                  // a reload that changes the policy starts afresh
+    counters_ptr counters;        // the rule's (never null)
     std::int64_t left = 0;        // units reserved and not spent
     std::int64_t until = 0;       // steady ms: spend before this
     std::int64_t window_end = 0;  // steady ms: the end of the grant's window, or earlier
@@ -111,6 +125,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t window = 0, units = 0;
     std::uint64_t grant_id = 0;
     std::string suffix;  // of the id: units set back after their grant gave back the rest
+    counters_ptr counters;
   };
   struct shard {
     std::mutex mutex;
@@ -135,6 +150,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
     policy rule;
     std::uint64_t grant_id = 0;
     std::int64_t window = 0, window_end = 0, cost = 0;
+    counters_ptr counters;
   };
   // Puts them back into their grant, or gives them back if the grant was replaced meanwhile.
   void release(std::vector<held>& units);
@@ -160,6 +176,8 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::string id_prefix_;  // random per process: give-back ids are unique across processes
   std::atomic<std::uint64_t> grant_ids_{0}, release_ids_{0};
   std::atomic<std::uint64_t> taken_{0}, units_{0}, spent_{0};
+  mutable std::mutex rules_mutex_;
+  std::unordered_map<std::string, counters_ptr> rules_;  // at most max_rules, then other_
   // Shared with give-backs' handlers: the last ones are answered after this is gone.
   std::shared_ptr<std::atomic<std::uint64_t>> given_back_ =
       std::make_shared<std::atomic<std::uint64_t>>(0);

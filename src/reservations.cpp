@@ -406,6 +406,25 @@ void reservations::release(std::vector<held>& units) {
   if (!back.empty()) give_back(back, {});
 }
 
+std::size_t reservations::keep_only(std::span<const policy> rules) {
+  const std::int64_t now = steady_ms_();
+  std::vector<unspent> back;
+  std::size_t dropped = 0;
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    std::erase_if(s.entries, [&](auto& kv) {
+      entry& e = kv.second;
+      if (std::find(rules.begin(), rules.end(), e.rule) != rules.end()) return false;
+      take_unspent(kv.first, e, now, back);
+      ++dropped;
+      e.left = 0;
+      return !e.taking;  // (one being taken: its grant finds its entry and is spent or lost)
+    });
+  }
+  give_back(back, {});
+  return dropped;
+}
+
 void reservations::forget(std::string_view key, const policy& p) {
   const std::string name = name_of(key, p);
   shard& s = shard_of(name);

@@ -85,6 +85,10 @@ class reservations : public std::enable_shared_from_this<reservations> {
   // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
   void forget(std::string_view key, const policy& p);
 
+  // Gives back and drops what is held under policies not in `rules` (a reload removed or
+  // changed them: no later check of theirs would give it back). Returns the grants dropped.
+  std::size_t keep_only(std::span<const policy> rules);
+
   std::uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
   std::uint64_t units() const noexcept { return units_.load(std::memory_order_relaxed); }
   std::uint64_t spent() const noexcept { return spent_.load(std::memory_order_relaxed); }

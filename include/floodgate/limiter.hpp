@@ -117,6 +117,11 @@ class limiter {
   backend& get_backend() noexcept { return *backend_; }
   const limiter_options& options() const noexcept { return options_; }
   limiter_stats stats() const noexcept;
+  // After a reload: gives back what this process reserved under policies not in `rules`
+  // (removed or changed: no later check of theirs gives it back; docs/algorithms.md,
+  // "Reservations"), without waiting for the answers. Returns the grants dropped.
+  std::size_t keep_reservations_of(std::span<const policy> rules);
+
   // The reservation counters of stats() per rule (policy name) that reserved, sorted by name;
   // at most 1024 names, the rest counted together under "(other)".
   std::vector<rule_reservation_stats> reservation_stats() const;

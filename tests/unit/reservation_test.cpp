@@ -334,6 +334,28 @@ TEST(reservations, swept_entries_give_back_what_they_hold) {
   EXPECT_GE(l.stats().reserved_units_given_back, held);
 }
 
+// A reload that removes a rule: no later check of it would give back what it holds, so the
+// limiter is told which rules remain (keep_reservations_of) and gives back the others' units.
+TEST(reservations, a_removed_rule_gives_back_what_it_holds) {
+  test_clock clock;
+  auto b = shared_memory(clock);
+  limiter l(b, on(clock));
+  const auto kept = policy{"kept", algorithm::fixed_window, 1000, 1h}.with_reserve(100, 1h);
+  const auto gone = policy{"gone", algorithm::fixed_window, 1000, 1h}.with_reserve(100, 1h);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(l.check("k", kept).outcome, outcome::allowed);
+    ASSERT_EQ(l.check("k", gone).outcome, outcome::allowed);
+  }
+  const auto held = l.stats().reserved_units - l.stats().reserved_decisions;
+  ASSERT_GT(held, 0u);
+  EXPECT_EQ(l.keep_reservations_of(std::span<const policy>(&kept, 1)), 1u);
+  limiter peek(b, on(clock));
+  EXPECT_EQ(peek.check("k", gone, 0).decision.remaining, 1000 - 10) << "its units came back";
+  EXPECT_LT(peek.check("k", kept, 0).decision.remaining, 1000 - 10) << "still held";
+  EXPECT_EQ(l.check("k", kept).outcome, outcome::allowed);
+  EXPECT_GE(l.stats().reserved_decisions, 11u);
+}
+
 // docs/library.md shows the policy and the check of this test.
 TEST(reservations, a_hot_key_is_answered_from_reserved_units) {
   floodgate::limiter limiter{"memory://"};

@@ -55,8 +55,8 @@ reservations::~reservations() {
 void reservations::take_unspent(const std::string& name, entry& e, std::int64_t now,
                                 std::vector<unspent>& out) {
   if (e.left > 0 && now < e.window_end)
-    out.push_back(
-        {name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id, {}, e.counters});
+    out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id,
+                   {}, e.counters});
 }
 
 bool reservations::windowed(const policy& p) {

@@ -123,7 +123,8 @@ class limiter {
   std::size_t keep_reservations_of(std::span<const policy> rules);
 
   // The reservation counters of stats() per rule (policy name) that reserved, sorted by name;
-  // at most 1024 names, the rest counted together under "(other)".
+  // at most 1024 names, the rest counted together under "(other)". A check_all of several
+  // items counts one reserved decision for each rule it spent (stats(): one for the call).
   std::vector<rule_reservation_stats> reservation_stats() const;
 
  private:

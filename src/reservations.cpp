@@ -52,7 +52,7 @@ reservations::~reservations() {
                        [&] { return w->left == 0; });
 }
 
-void reservations::take_unspent(const std::string& name, entry& e, std::int64_t now,
+void reservations::take_unspent(const std::string& name, const entry& e, std::int64_t now,
                                 std::vector<unspent>& out) {
   if (e.left > 0 && now < e.window_end)
     out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id,
@@ -412,14 +412,18 @@ std::size_t reservations::keep_only(std::span<const policy> rules) {
   std::size_t dropped = 0;
   for (shard& s : shards_) {
     std::lock_guard lock(s.mutex);
-    std::erase_if(s.entries, [&](auto& kv) {
-      entry& e = kv.second;
-      if (std::find(rules.begin(), rules.end(), e.rule) != rules.end()) return false;
-      take_unspent(kv.first, e, now, back);
+    for (auto it = s.entries.begin(); it != s.entries.end();) {
+      entry& e = it->second;
+      if (std::find(rules.begin(), rules.end(), e.rule) != rules.end()) {
+        ++it;
+        continue;
+      }
+      take_unspent(it->first, it->second, now, back);  // a removed rule's
       ++dropped;
       e.left = 0;
-      return !e.taking;  // (one being taken: its grant finds its entry and is spent or lost)
-    });
+      // (One being taken stays: its grant finds its entry and is spent or lost.)
+      it = e.taking ? std::next(it) : s.entries.erase(it);
+    }
   }
   give_back(back, {});
   return dropped;

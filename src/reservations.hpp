@@ -166,7 +166,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
   // With the shard locked: what `e` holds and may give back (none once its window ended, by
   // this process's early estimate). The caller then replaces e's units or drops e.
-  static void take_unspent(const std::string& name, entry& e, std::int64_t now,
+  static void take_unspent(const std::string& name, const entry& e, std::int64_t now,
                            std::vector<unspent>& out);
   // Sends them; `done` (may be empty) runs once per answer.
   void give_back(std::vector<unspent>& units, const std::function<void()>& done);

@@ -160,7 +160,9 @@ TEST_P(reservations_bound, admissions_stay_within_the_derived_bound) {
 INSTANTIATE_TEST_SUITE_P(reservations, reservations_bound,
                          ::testing::Values(algorithm::sliding_log, algorithm::token_bucket,
                                            algorithm::gcra),
-                         [](const auto& param_info) { return std::string(to_string(param_info.param)); });
+                         [](const auto& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
 
 // A grant is sized to what this process spends before its window ends: a key checked once a ms
 // does not reserve a second's worth 300 ms before the end, to leave most of it stranded there

@@ -22,6 +22,24 @@
 
 namespace floodgate::test {
 
+// Checks one key from the fleet at random instants over 40 s, flooded (a check every 4 ms on
+// average) and quiet (every 40 ms) by turns of 1.5 s, so floods start mid-window; calls
+// `admitted(now)` for each admission, in time order.
+template <class F>
+void flooded_and_quiet(std::vector<std::unique_ptr<limiter>>& fleet, const policy& p,
+                       test_clock& clock, std::uint64_t seed, F admitted) {
+  std::mt19937_64 rng(seed);
+  const std::int64_t start = clock.now();
+  while (clock.now() < start + 40'000) {
+    const int gap = (clock.now() - start) / 1500 % 2 == 0 ? 4 : 40;
+    clock.advance(static_cast<std::int64_t>(rng() % (2 * gap)));
+    const std::int64_t now = clock.now();
+    const auto r = fleet[rng() % fleet.size()]->check("k", p);
+    EXPECT_NE(r.outcome, outcome::backend_error);
+    if (r.outcome == outcome::allowed) admitted(now);
+  }
+}
+
 struct bound_judgement {
   std::int64_t admitted = 0;
   std::int64_t from_reservations = 0;
@@ -46,22 +64,15 @@ inline bound_judgement judge_reservation_bound(
   const std::int64_t extra = a == algorithm::sliding_log ? 0 : (l * d + w - 1) / w;
   reference_key bounded(a == algorithm::sliding_log ? p : policy{"hot", a, l, 1s, l + extra});
   reference_key plain(policy{"hot", a, l, 1s});
-  std::mt19937_64 rng(static_cast<std::uint64_t>(a) * 7 + 13);
   bound_judgement out;
-  const std::int64_t start = clock.now();
-  while (clock.now() < start + 40'000) {
-    const int gap = (clock.now() - start) / 1500 % 2 == 0 ? 4 : 40;
-    clock.advance(static_cast<std::int64_t>(rng() % (2 * gap)));
-    const std::int64_t now = clock.now();
-    const auto r = fleet[rng() % fleet.size()]->check("k", p);
-    EXPECT_NE(r.outcome, outcome::backend_error);
-    if (r.outcome != outcome::allowed) continue;
-    ++out.admitted;
-    out.beyond_bound += !bounded.decide(now, 1).allowed;
-    out.beyond_definition += !plain.decide(now, 1).allowed;
-    bounded.record(now, 1);
-    plain.record(now, 1);
-  }
+  flooded_and_quiet(fleet, p, clock, static_cast<std::uint64_t>(a) * 7 + 13,
+                    [&](std::int64_t now) {
+                      ++out.admitted;
+                      out.beyond_bound += !bounded.decide(now, 1).allowed;
+                      out.beyond_definition += !plain.decide(now, 1).allowed;
+                      bounded.record(now, 1);
+                      plain.record(now, 1);
+                    });
   for (const auto& f : fleet)
     out.from_reservations += static_cast<std::int64_t>(f->stats().reserved_decisions);
   std::cout << "[ stats    ] " << to_string(a) << ": " << out.admitted << " admitted, "

@@ -6,7 +6,8 @@
 -- KEYS[1] = state key; ARGV = {algorithm, limit, window_ms, burst, wanted, now_ms}.
 -- Answers seven integers: granted; the window the grant was recorded in (floor(now / W)) and
 -- the ms until it ends, by when the grant must be spent (fixed_window and sliding_window; the
--- other algorithms answer 0 and 0: no bound of theirs is derived, nothing may be spent); then
+-- others answer 0 and their spend span: floor(B × W / (10 × L)) for token_bucket and gcra,
+-- floor(W / 10) for sliding_log, at least 1, which records the grant as admitted then); then
 -- the limit, remaining, reset_after and retry_after of the key after the grant (retry_after:
 -- until one more unit is left, 0 while some are, -1: never). As src/core/reserve.cpp.
 if #KEYS ~= 1 or #ARGV ~= 6 then
@@ -27,9 +28,20 @@ local _, _, failed = decide(key, now, l, w, b, 0, out, 0)
 if failed then return failed end
 local grant = wanted
 if out[1] < grant then grant = out[1] end
+local windowed = ARGV[1] == 'fixed_window' or ARGV[1] == 'sliding_window'
+local window, spend_within = 0, 0
+if windowed then
+  window = floor_div(now, w)
+  spend_within = window * w + w - now
+else
+  spend_within = ARGV[1] == 'sliding_log' and floor_div(w, 10) or floor_div(b * w, 10 * l)
+  if spend_within < 1 then spend_within = 1 end
+end
 if grant > 0 then
   local value, ttl
-  value, ttl, failed = decide(key, now, l, w, b, grant, out, 0)
+  -- sliding_log counts the grant from the end of its spend span (the others take no `late`).
+  value, ttl, failed = decide(key, now, l, w, b, grant, out, 0,
+                              ARGV[1] == 'sliding_log' and spend_within or nil)
   if failed then return failed end
   if out[1] < 0 then
     grant = 0  -- (not reached: remaining is admitted by definition)
@@ -48,9 +60,4 @@ if out[1] == 0 then
   if failed then return failed end
 end
 expand(out, 0, b)
-local window, spend_within = 0, 0
-if ARGV[1] == 'fixed_window' or ARGV[1] == 'sliding_window' then
-  window = floor_div(now, w)
-  spend_within = window * w + w - now
-end
 return {grant, window, spend_within, out[2], out[3], out[4], out[5]}

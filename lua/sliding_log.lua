@@ -12,7 +12,10 @@ local function log_entry(member)
   return sub(member, 1, sep - 1) + 0, sub(member, sep + 1) + 0
 end
 
-local function sliding_log(key, now, l, w, b, cost, out, at)
+-- `late` (reserve.lua only): record an admission as made `late` ms after now, so it counts until
+-- then plus W (a reservation spent until then: src/core/reserve.hpp).
+local function sliding_log(key, now, l, w, b, cost, out, at, late)
+  local rec = now + (late or 0)
   local horizon = now - w  -- entries t <= now - window have aged out
   local count, base, newest = 0, 0, now
   local tail, tail_time, tail_total, tail_cost, head
@@ -32,7 +35,7 @@ local function sliding_log(key, now, l, w, b, cost, out, at)
   end
   local allowed = cost == 0 or (cost <= l and count + cost <= l)  -- a peek is never denied
   local count2 = count + (allowed and cost or 0)
-  if allowed and cost > 0 and now > newest then newest = now end
+  if allowed and cost > 0 and rec > newest then newest = rec end
   local retry = 0
   if cost > l then
     retry = -1
@@ -57,7 +60,7 @@ local function sliding_log(key, now, l, w, b, cost, out, at)
   return function()
     if tail then redis.call('ZREMRANGEBYSCORE', key, '-inf', str(horizon)) end
     if head == nil then  -- nothing live: the log starts again from total 0
-      redis.call('ZADD', key, str(now), str(cost) .. ':' .. str(cost))
+      redis.call('ZADD', key, str(rec), str(cost) .. ':' .. str(cost))
     else
       if tail_total + cost > max_total then
         -- Once in 2^52 units: number the live entries from 0 again.
@@ -70,14 +73,14 @@ local function sliding_log(key, now, l, w, b, cost, out, at)
         tail_total = tail_total - base
         tail = str(tail_total) .. ':' .. str(tail_cost)
       end
-      if tail_time >= now then
+      if tail_time >= rec then
         -- Admissions of one ms share one entry (after a backwards clock step, the newest's):
         -- each time is in the set once, so members never need ordering among equal scores.
         redis.call('ZREM', key, tail)
         redis.call('ZADD', key, str(tail_time),
                    str(tail_total + cost) .. ':' .. str(tail_cost + cost))
       else
-        redis.call('ZADD', key, str(now), str(tail_total + cost) .. ':' .. str(cost))
+        redis.call('ZADD', key, str(rec), str(tail_total + cost) .. ':' .. str(cost))
       end
     end
     redis.call('PEXPIRE', key, str(reset))

@@ -202,6 +202,14 @@ limiter::limiter(std::string_view url, const backend_options& backend, limiter_o
 
 std::int64_t limiter::steady_now() const { return steady_ms(options_.clock); }
 
+std::size_t limiter::keep_reservations_of(std::span<const policy> rules) {
+  return reservations_->keep_only(rules);
+}
+
+std::vector<rule_reservation_stats> limiter::reservation_stats() const {
+  return reservations_->by_rule();
+}
+
 limiter_stats limiter::stats() const noexcept {
   limiter_stats s;
   if (deny_cache_) {

@@ -3,6 +3,7 @@
 #include <array>
 #include <string>
 
+#include "core/reserve.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate {
@@ -103,10 +104,16 @@ policy policy::with_reserve(std::int64_t n, std::chrono::milliseconds d) const {
   if (d.count() < 1 || d > window_)
     fail(name_, "reserve_for must be in 1ms..window (" + std::to_string(window_.count()) +
                     "ms), got " + std::to_string(d.count()) + "ms");
-  if (algorithm_ != algorithm::fixed_window && algorithm_ != algorithm::sliding_window)
-    fail(name_, "reserve applies only to fixed_window and sliding_window so far, not " +
-                    std::string(to_string(algorithm_)) +
-                    " (docs/algorithms.md, \"Reservations\")");
+  if (algorithm_ != algorithm::fixed_window && algorithm_ != algorithm::sliding_window &&
+      core::spend_span(algorithm_, core::params::of(out)) < min_reserve_span.count())
+    fail(name_, std::string("reserve needs ") +
+                    (algorithm_ == algorithm::sliding_log
+                         ? "a window of at least " +
+                               std::to_string(min_reserve_span.count() * core::span_share)
+                         : "a refill time burst x window / limit of at least " +
+                               std::to_string(min_reserve_span.count() * core::span_share)) +
+                    " ms: a grant is spent within a tenth of it, and must outlive its round "
+                    "trip (docs/algorithms.md, \"Reservations\")");
   if (failure_mode_ == failure_mode::local)
     fail(name_, "reserve does not combine with failure_mode local yet");
   if (block_for_.count() > 0) fail(name_, "reserve does not combine with block_for yet");

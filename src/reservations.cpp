@@ -52,23 +52,63 @@ reservations::~reservations() {
                        [&] { return w->left == 0; });
 }
 
-void reservations::take_unspent(const std::string& name, entry& e, std::int64_t now,
+void reservations::take_unspent(const std::string& name, const entry& e, std::int64_t now,
                                 std::vector<unspent>& out) {
   if (e.left > 0 && now < e.window_end)
-    out.push_back(
-        {name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id, {}});
+    out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id,
+                   {}, e.counters});
+}
+
+bool reservations::windowed(const policy& p) {
+  return p.algo() == algorithm::fixed_window || p.algo() == algorithm::sliding_window;
 }
 
 void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
   for (unspent& u : units) {
+    if (!windowed(u.rule)) {
+      // token_bucket, gcra, sliding_log: a grant cannot be given back (docs/algorithms.md):
+      // once the state moved on it no longer says which units are the grant's.
+      if (done) done();
+      continue;
+    }
     const std::string id = id_prefix_ + std::to_string(u.grant_id) + u.suffix;
     backend_->async_give_back(
-        u.key, u.rule, u.window, u.units, id, [given = given_back_, done](backend_reply r) {
-          if (!r.error && !r.replayed)
+        u.key, u.rule, u.window, u.units, id,
+        [given = given_back_, rule = u.counters, done](backend_reply r) {
+          if (!r.error && !r.replayed) {
             given->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
+            if (rule)
+              rule->given_back.fetch_add(static_cast<std::uint64_t>(r.refunded),
+                                         std::memory_order_relaxed);
+          }
           if (done) done();
         });
   }
+}
+
+reservations::counters_ptr reservations::counters_for(const policy& p) {
+  std::lock_guard lock(rules_mutex_);
+  auto it = rules_.find(p.name());
+  if (it != rules_.end()) return it->second;
+  // Bounded: rules are configuration, but a library user may name policies at will.
+  const std::string name = rules_.size() < max_rules ? p.name() : std::string(other_rules);
+  auto& c = rules_[name];
+  if (!c) c = std::make_shared<rule_counters>();
+  return c;
+}
+
+std::vector<rule_reservation_stats> reservations::by_rule() const {
+  std::vector<rule_reservation_stats> out;
+  {
+    std::lock_guard lock(rules_mutex_);
+    for (const auto& [name, c] : rules_)
+      out.push_back({name, c->taken.load(std::memory_order_relaxed),
+                     c->units.load(std::memory_order_relaxed),
+                     c->spent.load(std::memory_order_relaxed),
+                     c->given_back.load(std::memory_order_relaxed)});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rule < b.rule; });
+  return out;
 }
 
 std::string reservations::name_of(std::string_view key, const policy& p) {
@@ -104,11 +144,18 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   auto it = s.entries.find(name);
   if (it == s.entries.end()) {
     if (s.entries.size() >= max_per_shard_) {
-      std::erase_if(s.entries,
-                    [now](const auto& kv) { return !kv.second.taking && now >= kv.second.until; });
+      // Entries past their grant's end go; what they hold of a window still current goes back
+      // (sent under the lock, as below: a give-back's handler takes no lock of ours).
+      std::vector<unspent> back;
+      std::erase_if(s.entries, [&](auto& kv) {
+        if (kv.second.taking || now < kv.second.until) return false;
+        take_unspent(kv.first, kv.second, now, back);
+        return true;
+      });
+      give_back(back, {});
       if (s.entries.size() >= max_per_shard_) return out;  // bounded: ask the backend
     }
-    it = s.entries.emplace(name, entry{p}).first;
+    it = s.entries.emplace(name, entry{p, counters_for(p)}).first;
   }
   entry& e = it->second;
   if (!(e.rule == p)) {
@@ -117,11 +164,12 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     std::vector<unspent> back;
     take_unspent(it->first, e, now, back);
     give_back(back, {});
-    e = entry{p};
+    e = entry{p, counters_for(p)};
   }
   if (now < e.until && e.left >= cost) {
     e.left -= cost;
     out.answer = admitted(e, p, now);
+    e.counters->spent.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
     spent_.fetch_add(1, std::memory_order_relaxed);
     out.step = plan::spent;
@@ -138,7 +186,7 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   // No more than this process spends before the window ends (at its rate over the last grant):
   // units left at the end are lost to every process, and sliding_window weighs them on the
   // next window too. Window ends repeat every W from the last grant's (estimated early).
-  if (e.window_end > 0) {
+  if (e.window_end > 0 && windowed(p)) {
     const std::int64_t w = p.window().count();
     std::int64_t end = e.window_end;
     if (now >= end) end += w * ((now - end) / w + 1);
@@ -203,9 +251,11 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     if (it != s.entries.end() && !(it->second.rule == p))
       take_unspent(name, it->second, now, back);  // reloaded meanwhile
     if (it == s.entries.end() || !(it->second.rule == p))
-      it = s.entries.insert_or_assign(name, entry{p}).first;  // forgotten meanwhile (a reset)
+      it = s.entries.insert_or_assign(name, entry{p, counters_for(p)}).first;  // (a reset)
     entry& e = it->second;
     e.taking = false;
+    e.counters->taken.fetch_add(1, std::memory_order_relaxed);
+    e.counters->units.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);
     // Units left from an earlier reservation are given back, not added: the new grant may have
     // been decided in the next window, and they belong to the one before (a give-back names
     // that window, so it returns nothing once it has ended).
@@ -223,6 +273,7 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     if (r.granted >= cost && now < e.until) {
       e.left -= cost;
       out = admitted(e, p, now);
+      if (cost > 0) e.counters->spent.fetch_add(1, std::memory_order_relaxed);
     } else {
       // Less than the request is left (the backend would deny it too), or the grant came too
       // late to spend: denied, with the key's own answer.
@@ -267,7 +318,9 @@ bool reservations::check_all(std::span<const check_item> items,
     entry& e = it->second;
     e.left -= item.cost;
     decisions[i] = admitted(e, p, now).decision;
-    set_aside.push_back({std::move(name), p, e.grant_id, e.window, e.window_end, item.cost});
+    e.counters->spent.fetch_add(1, std::memory_order_relaxed);
+    set_aside.push_back(
+        {std::move(name), p, e.grant_id, e.window, e.window_end, item.cost, e.counters});
   }
   if (!all_held) {
     release(set_aside);
@@ -280,8 +333,10 @@ bool reservations::check_all(std::span<const check_item> items,
       if (next.step == plan::spent) {  // units arrived meanwhile: not this call's to spend
         shard& s = shard_of(name_of(item.key, p));
         std::lock_guard lock(s.mutex);
-        if (auto it = s.entries.find(name_of(item.key, p)); it != s.entries.end())
+        if (auto it = s.entries.find(name_of(item.key, p)); it != s.entries.end()) {
           it->second.left += item.cost;
+          it->second.counters->spent.fetch_sub(1, std::memory_order_relaxed);
+        }
         spent_.fetch_sub(1, std::memory_order_relaxed);
       } else if (next.step == plan::take) {
         take(item.key, p, 0, next, [](check_result) {});
@@ -335,6 +390,7 @@ void reservations::release(std::vector<held>& units) {
   const std::int64_t now = steady_ms_();
   std::vector<unspent> back;
   for (held& h : units) {
+    h.counters->spent.fetch_sub(1, std::memory_order_relaxed);  // not spent after all
     shard& s = shard_of(h.name);
     std::lock_guard lock(s.mutex);
     auto it = s.entries.find(h.name);
@@ -343,11 +399,34 @@ void reservations::release(std::vector<held>& units) {
     } else if (now < h.window_end) {
       // Its grant was replaced (and gave back what it still held): these go back on their own.
       back.push_back({h.name.substr(h.rule.name().size() + 1), h.rule, h.window, h.cost, h.grant_id,
-                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1)});
+                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1), h.counters});
     }
   }
   units.clear();
   if (!back.empty()) give_back(back, {});
+}
+
+std::size_t reservations::keep_only(std::span<const policy> rules) {
+  const std::int64_t now = steady_ms_();
+  std::vector<unspent> back;
+  std::size_t dropped = 0;
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (auto it = s.entries.begin(); it != s.entries.end();) {
+      entry& e = it->second;
+      if (std::find(rules.begin(), rules.end(), e.rule) != rules.end()) {
+        ++it;
+        continue;
+      }
+      take_unspent(it->first, it->second, now, back);  // a removed rule's
+      ++dropped;
+      e.left = 0;
+      // (One being taken stays: its grant finds its entry and is spent or lost.)
+      it = e.taking ? std::next(it) : s.entries.erase(it);
+    }
+  }
+  give_back(back, {});
+  return dropped;
 }
 
 void reservations::forget(std::string_view key, const policy& p) {

@@ -30,6 +30,7 @@
 
 #include "floodgate/backend.hpp"
 #include "floodgate/decision.hpp"
+#include "floodgate/limiter.hpp"
 #include "floodgate/policy.hpp"
 
 namespace floodgate::detail {
@@ -84,14 +85,31 @@ class reservations : public std::enable_shared_from_this<reservations> {
   // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
   void forget(std::string_view key, const policy& p);
 
+  // Gives back and drops what is held under policies not in `rules` (a reload removed or
+  // changed them: no later check of theirs would give it back). Returns the grants dropped.
+  std::size_t keep_only(std::span<const policy> rules);
+
   std::uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
   std::uint64_t units() const noexcept { return units_.load(std::memory_order_relaxed); }
   std::uint64_t spent() const noexcept { return spent_.load(std::memory_order_relaxed); }
   std::uint64_t given_back() const noexcept { return given_back_->load(std::memory_order_relaxed); }
+  // The same per rule (policy name), sorted by name; at most max_rules names, the rest counted
+  // under other_rules.
+  std::vector<rule_reservation_stats> by_rule() const;
+  static constexpr std::size_t max_rules = 1024;
+  static constexpr std::string_view other_rules = "(other)";
 
  private:
+  // One rule's counters; entries and give-backs hold them, so counting needs no lookup.
+  struct rule_counters {
+    std::atomic<std::uint64_t> taken{0}, units{0}, spent{0}, given_back{0};
+  };
+  using counters_ptr = std::shared_ptr<rule_counters>;
+  counters_ptr counters_for(const policy& p);
+
   struct entry {
     policy rule;                  // a reload that changes the policy starts afresh
+    counters_ptr counters;        // the rule's (never null)
     std::int64_t left = 0;        // units reserved and not spent
     std::int64_t until = 0;       // steady ms: spend before this
     std::int64_t window_end = 0;  // steady ms: the end of the grant's window, or earlier
@@ -111,6 +129,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t window = 0, units = 0;
     std::uint64_t grant_id = 0;
     std::string suffix;  // of the id: units set back after their grant gave back the rest
+    counters_ptr counters;
   };
   struct shard {
     std::mutex mutex;
@@ -135,16 +154,19 @@ class reservations : public std::enable_shared_from_this<reservations> {
     policy rule;
     std::uint64_t grant_id = 0;
     std::int64_t window = 0, window_end = 0, cost = 0;
+    counters_ptr counters;
   };
   // Puts them back into their grant, or gives them back if the grant was replaced meanwhile.
   void release(std::vector<held>& units);
 
   static std::string name_of(std::string_view key, const policy& p);
+  // fixed_window and sliding_window: grants count in a window, and can be given back.
+  static bool windowed(const policy& p);
   shard& shard_of(const std::string& name);
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
   // With the shard locked: what `e` holds and may give back (none once its window ended, by
   // this process's early estimate). The caller then replaces e's units or drops e.
-  static void take_unspent(const std::string& name, entry& e, std::int64_t now,
+  static void take_unspent(const std::string& name, const entry& e, std::int64_t now,
                            std::vector<unspent>& out);
   // Sends them; `done` (may be empty) runs once per answer.
   void give_back(std::vector<unspent>& units, const std::function<void()>& done);
@@ -158,6 +180,8 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::string id_prefix_;  // random per process: give-back ids are unique across processes
   std::atomic<std::uint64_t> grant_ids_{0}, release_ids_{0};
   std::atomic<std::uint64_t> taken_{0}, units_{0}, spent_{0};
+  mutable std::mutex rules_mutex_;
+  std::unordered_map<std::string, counters_ptr> rules_;  // at most max_rules, then other_
   // Shared with give-backs' handlers: the last ones are answered after this is gone.
   std::shared_ptr<std::atomic<std::uint64_t>> given_back_ =
       std::make_shared<std::atomic<std::uint64_t>>(0);

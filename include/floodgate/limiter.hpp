@@ -20,8 +20,10 @@
 #include <initializer_list>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "floodgate/backend.hpp"
 #include "floodgate/decision.hpp"
@@ -57,6 +59,15 @@ struct limiter_stats {
   std::uint64_t reserved_units = 0;        // units they granted
   std::uint64_t reserved_decisions = 0;    // checks admitted from reserved units, no backend call
   std::uint64_t reserved_units_given_back = 0;  // unspent units returned to their window
+};
+
+// limiter_stats' reservation counters for one rule (policy name): limiter::reservation_stats().
+struct rule_reservation_stats {
+  std::string rule;
+  std::uint64_t reservations = 0;
+  std::uint64_t reserved_units = 0;
+  std::uint64_t reserved_decisions = 0;
+  std::uint64_t reserved_units_given_back = 0;
 };
 
 class limiter {
@@ -106,6 +117,15 @@ class limiter {
   backend& get_backend() noexcept { return *backend_; }
   const limiter_options& options() const noexcept { return options_; }
   limiter_stats stats() const noexcept;
+  // After a reload: gives back what this process reserved under policies not in `rules`
+  // (removed or changed: no later check of theirs gives it back; docs/algorithms.md,
+  // "Reservations"), without waiting for the answers. Returns the grants dropped.
+  std::size_t keep_reservations_of(std::span<const policy> rules);
+
+  // The reservation counters of stats() per rule (policy name) that reserved, sorted by name;
+  // at most 1024 names, the rest counted together under "(other)". A check_all of several
+  // items counts one reserved decision for each rule it spent (stats(): one for the call).
+  std::vector<rule_reservation_stats> reservation_stats() const;
 
  private:
   std::error_code validate(const check_item& item) const noexcept;

@@ -87,13 +87,17 @@ class policy {
 
   // Reservations (docs/algorithms.md, "Reservations"): a limiter takes up to reserve() units of
   // a key's quota in one backend call, recorded there as admitted, and admits from them in its
-  // own process for at most reserve_for() and never past the window they were taken in. 0: off.
+  // own process for at most reserve_for() and never past the window they were taken in
+  // (token_bucket, gcra: a tenth of the bucket's refill time B x W / L; sliding_log: a tenth of
+  // the window). 0: off.
   std::int64_t reserve() const noexcept { return reserve_; }
   std::chrono::milliseconds reserve_for() const noexcept { return reserve_for_; }
   // This policy with reservations of at most `n` units spent for at most `d` (n = 0 turns them
-  // off). Throws config_error unless 0 <= n <= limit, 1 ms <= d <= window, the algorithm is
-  // fixed_window (the others' bounds are not built yet) and the failure mode is not local.
+  // off). Throws config_error unless 0 <= n <= limit, 1 ms <= d <= window, the failure mode is
+  // not local, there is no block_for, and for token_bucket, gcra and sliding_log a grant's spend
+  // span is at least min_reserve_span (refill time or window at least 100 ms).
   policy with_reserve(std::int64_t n, std::chrono::milliseconds d) const;
+  static constexpr std::chrono::milliseconds min_reserve_span{10};
   // 10^15 ms: a block's end (now + block_for) stays an exact integer in Lua's doubles.
   static constexpr std::chrono::milliseconds max_block_for{1'000'000'000'000'000};
 

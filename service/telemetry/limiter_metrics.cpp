@@ -53,6 +53,22 @@ void append_limiter_metrics(std::string& out, limiter& l) {
   family("floodgate_reserved_units_given_back_total", counter,
          "Reserved units not spent and returned to their window (a grant ended early).",
          local.reserved_units_given_back);
+  // The same per rule (bounded by the rules: the library counts at most 1024 names).
+  const auto rules = l.reservation_stats();
+  auto by_rule = [&](const char* name, const char* help, auto field) {
+    prometheus_family f(out, name, counter, help);
+    for (const auto& r : rules) f.sample({{"rule", r.rule}}, r.*field);
+  };
+  by_rule("floodgate_rule_reservations_total", "Reservations taken, per rule with reserve.",
+          &rule_reservation_stats::reservations);
+  by_rule("floodgate_rule_reserved_units_total", "Units those reservations granted, per rule.",
+          &rule_reservation_stats::reserved_units);
+  by_rule("floodgate_rule_reserved_decisions_total",
+          "Checks admitted from reserved units without a backend call, per rule.",
+          &rule_reservation_stats::reserved_decisions);
+  by_rule("floodgate_rule_reserved_units_given_back_total",
+          "Reserved units not spent and returned to their window, per rule.",
+          &rule_reservation_stats::reserved_units_given_back);
   family("floodgate_instances", gauge,
          "Instances sharing the backend, as local mode divides limits (heartbeats or "
          "--instances).",

@@ -15,13 +15,23 @@ namespace floodgate::core {
 
 struct grant {
   std::int64_t units = 0;  // granted, 0..wanted, already committed to the state
-  // The window the units were recorded in, floor(now / W), and the ms until it ends: a unit
-  // spent later would count in the next window, where the algorithm weighs it less
-  // (sliding_window) or not at all (fixed_window). The other algorithms have no window to
-  // count a grant in (their bounds are not derived): 0 and 0, nothing may be spent.
+  // fixed_window, sliding_window: the window the units were recorded in, floor(now / W), and
+  // the ms until it ends: a unit spent later would count in the next window, where the
+  // algorithm weighs it less (sliding_window) or not at all (fixed_window).
+  // token_bucket, gcra, sliding_log: window 0, and spend_within = spend_span(): the longer a
+  // unit waits, the more the bucket refills behind it (their over-admission bound grows with
+  // it), and sliding_log records the grant as admitted at now + spend_span.
   std::int64_t window = 0;
   std::int64_t spend_within = 0;
 };
+
+// How long a grant of token_bucket, gcra or sliding_log may be spent (docs/algorithms.md,
+// "Reservations"): a tenth of a full bucket's refill time, floor(B × W / (10 × L)) — the
+// bound, L × span / W units over the bucket's curve, is then at most a tenth of B — and for
+// sliding_log a tenth of its window, floor(W / 10) (what a grant holds its units longer); at
+// least 1. Both depend on the rate only, not on how (L, W) is reduced (params::of).
+constexpr std::int64_t span_share = 10;
+std::int64_t spend_span(algorithm a, const params& p);
 
 // `wanted` >= 0. decision::remaining is the most any one request is admitted (the capacity
 // left now), so the grant is admitted by construction.

@@ -46,17 +46,23 @@ decision decide(const sliding_log_state& s, std::int64_t now, const params& p, s
 }
 
 void commit(sliding_log_state& s, std::int64_t now, const params& p, std::int64_t cost) {
+  commit_at(s, now, p, cost, now);
+}
+
+void commit_at(sliding_log_state& s, std::int64_t now, const params& p, std::int64_t cost,
+               std::int64_t at) {
   const std::size_t first = first_live(s, now, p.window);
   s.base = total_before(s, first);
   s.entries.erase(s.entries.begin(), s.entries.begin() + static_cast<std::ptrdiff_t>(first));
   if (s.entries.empty()) {
     s.base = 0;
-    s.entries.push_back({now, cost});
-  } else if (s.entries.back().time >= now) {
-    // One entry per millisecond; after a backwards clock step, the newest entry's.
+    s.entries.push_back({at, cost});
+  } else if (s.entries.back().time >= at) {
+    // One entry per millisecond; after a backwards clock step (or a reservation's later time),
+    // the newest entry's.
     s.entries.back().total += cost;
   } else {
-    s.entries.push_back({now, s.entries.back().total + cost});
+    s.entries.push_back({at, s.entries.back().total + cost});
   }
 }
 

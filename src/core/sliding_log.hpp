@@ -21,6 +21,10 @@ struct sliding_log_state {
 
 decision decide(const sliding_log_state& s, std::int64_t now, const params& p, std::int64_t cost);
 void commit(sliding_log_state& s, std::int64_t now, const params& p, std::int64_t cost);
+// As commit, but the cost counts from `at` >= now, until at + W (a reservation spent until
+// `at`: core/reserve.hpp). Entries that aged out by `now` are dropped, no more.
+void commit_at(sliding_log_state& s, std::int64_t now, const params& p, std::int64_t cost,
+               std::int64_t at);
 std::int64_t expiry(const sliding_log_state& s, std::int64_t now, const params& p);
 
 }  // namespace floodgate::core

@@ -15,6 +15,7 @@
 #include "integration_support.hpp"
 #include "pacer.hpp"
 #include "pipe_io.hpp"
+#include "reservation_judge.hpp"
 
 namespace floodgate::test {
 namespace {
@@ -87,8 +88,36 @@ TEST_P(processes_spending_one_key, admit_exactly_its_limit) {
   EXPECT_LT(calls, limit / 3) << sum.from_reservations << " admitted from reservations";
 }
 
+// (On one frozen instant the buckets do not refill and sliding_log's entries do not age: each
+// admits exactly its limit, however late a grant is spent.)
 INSTANTIATE_TEST_SUITE_P(reservations, processes_spending_one_key,
-                         ::testing::Values(algorithm::fixed_window, algorithm::sliding_window),
+                         ::testing::Values(algorithm::fixed_window, algorithm::sliding_window,
+                                           algorithm::sliding_log, algorithm::token_bucket,
+                                           algorithm::gcra),
+                         [](const auto& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
+
+// token_bucket, gcra and sliding_log on real Redis: three limiters, each with its own
+// connection, on one test clock; every admission within the derived bound
+// (tests/support/reservation_judge.hpp).
+class reservations_bound : public ::testing::TestWithParam<algorithm> {};
+
+TEST_P(reservations_bound, admissions_stay_within_the_derived_bound) {
+  redis_server redis;
+  const auto prefix = unique_prefix("reserve-bound");
+  test_clock clock;
+  const auto j = judge_reservation_bound(GetParam(), clock, [&] {
+    auto b = make_backend(redis.url(), redis_options_for(prefix, clock.fn(), 5s));
+    EXPECT_TRUE(wait_healthy(*b));
+    return b;
+  });
+  EXPECT_EQ(j.beyond_bound, 0) << j.admitted << " admitted";
+}
+
+INSTANTIATE_TEST_SUITE_P(reservations_redis, reservations_bound,
+                         ::testing::Values(algorithm::sliding_log, algorithm::token_bucket,
+                                           algorithm::gcra),
                          [](const auto& param_info) {
                            return std::string(to_string(param_info.param));
                          });
@@ -199,11 +228,16 @@ TEST(reservations_give_back, the_same_id_from_racing_processes_counts_once) {
 
 // A process killed while it holds reserved units: they are lost to the others for the rest of
 // the window (the bound does not depend on the give-back: the others admit the limit less
-// what it reserved, never more), and come back with the next window.
-TEST(reservations_give_back, a_process_killed_holding_units_keeps_the_bound) {
+// what it reserved, never more), and come back with the next window — for the buckets once
+// they refilled (a window's time at B = L), for sliding_log when its grant's entry ages out
+// (the window after the end of its spend span).
+class killed_holding_units : public ::testing::TestWithParam<algorithm> {};
+
+TEST_P(killed_holding_units, the_bound_holds_and_the_units_come_back) {
   redis_server redis;
   const auto prefix = unique_prefix("give-back-kill");
-  const auto p = policy{"hot", algorithm::fixed_window, limit, 1h}.with_reserve(500, 1h);
+  const algorithm a = GetParam();
+  const auto p = policy{"hot", a, limit, 1h}.with_reserve(500, 1h);
   int report[2];
   ASSERT_EQ(::pipe(report), 0);
   const pid_t pid = ::fork();
@@ -237,7 +271,7 @@ TEST(reservations_give_back, a_process_killed_holding_units_keeps_the_bound) {
   // What the backend counts for it: its reservations, and any check it sent one by one.
   const long long counted = reserved + (admitted - from_reserved);
   // The others, checking one by one until denied: the limit less what the dead one reserved.
-  const auto plain = policy{"hot", algorithm::fixed_window, limit, 1h};
+  const auto plain = policy{"hot", a, limit, 1h};
   auto count_admitted = [&](std::int64_t at) {
     limiter l{redis.url(), redis_options_for(prefix, fixed_clock(at))};
     pacer pace{5000};
@@ -251,8 +285,16 @@ TEST(reservations_give_back, a_process_killed_holding_units_keeps_the_bound) {
     return n;
   };
   EXPECT_EQ(count_admitted(clock_start_ms), limit - counted);
-  EXPECT_EQ(count_admitted(clock_start_ms + 3'600'000), limit) << "the next window is whole";
+  const std::int64_t later = 3'600'000 + (a == algorithm::sliding_log ? 360'000 : 0);
+  EXPECT_EQ(count_admitted(clock_start_ms + later), limit) << "the units came back";
 }
+
+INSTANTIATE_TEST_SUITE_P(reservations_give_back, killed_holding_units,
+                         ::testing::Values(algorithm::fixed_window, algorithm::sliding_log,
+                                           algorithm::token_bucket, algorithm::gcra),
+                         [](const auto& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
 
 // check_all of several reserving items on real Redis: processes checking a per-user and a
 // global policy together admit exactly the global limit, most batches from reserved units.

@@ -85,13 +85,27 @@ TEST_P(reserve, lua_matches_cpp) {
         const core::grant g = core::reserve(copy, now, p, wanted);
         const std::int64_t grant = g.units;
         ASSERT_EQ(grant, std::min(wanted, left)) << what.str() << " wanted " << wanted;
-        // The windows name the window the grant counts in and its end; the others nothing.
+        // The windows name the window the grant counts in and its end; the others their spend
+        // span (a tenth of the refill time or of the window).
         const bool windowed = a == algorithm::fixed_window || a == algorithm::sliding_window;
+        const std::int64_t span =
+            a == algorithm::sliding_log ? p.window / 10 : p.burst * p.window / (10 * p.limit);
         ASSERT_EQ(g.window, windowed ? now / p.window : 0) << what.str();
-        ASSERT_EQ(g.spend_within, windowed ? p.window - now % p.window : 0) << what.str();
+        ASSERT_EQ(g.spend_within,
+                  windowed ? p.window - now % p.window : std::max<std::int64_t>(1, span))
+            << what.str();
         if (grant > 0) {
           ASSERT_TRUE(m.decide(now, p, grant).allowed) << what.str();
-          m.commit(now, p, grant);
+          if (a == algorithm::sliding_log) {
+            // Admitted now, counted from the end of the spend span (until then plus W).
+            core::commit_at(std::get<core::sliding_log_state>(m.state), now, p, grant,
+                            now + g.spend_within);
+            m.written = true;
+            m.written_at = now;
+            m.expiry = redis_expiry(m.state, now, p);
+          } else {
+            m.commit(now, p, grant);
+          }
         }
         ASSERT_EQ(m.decide(now, p, 0), core::decide(copy, now, p, 0))
             << what.str() << ": core::reserve left another state than one check of " << grant;

@@ -110,8 +110,8 @@ TEST(config, reserve_sets_reservations_and_bad_ones_name_their_line) {
       {r + ", reserve: 11}\n", "rules.yaml:2: rule 'r': reserve must be in 0..limit (10), got 11"},
       {r + ", reserve: 5, reserve_for: 2s}\n", "rules.yaml:2: rule 'r': reserve_for must be in"},
       {r + ", reserve_for: 1s}\n", "reserve_for applies only with reserve"},
-      {"  - {name: r, algorithm: gcra, limit: 10, window: 1s, reserve: 5}\n",
-       "reserve applies only to fixed_window and sliding_window so far, not gcra"},
+      {"  - {name: r, algorithm: gcra, limit: 1000, window: 1s, burst: 50, reserve: 5}\n",
+       "reserve needs a refill time burst x window / limit of at least 100 ms"},
       {"  - {name: r, algorithm: concurrency, limit: 2, lease: 1s, reserve: 1}\n",
        "reserve does not apply"},
   };

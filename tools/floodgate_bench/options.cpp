@@ -442,7 +442,7 @@ Policy (for --http and --grpc, describe the service's rule: the accuracy check u
   --cost C               cost of each request (default 1)
   --reserve N            each process reserves up to N units of a key's quota in one backend
                          call and admits from them with none (policy::with_reserve;
-                         fixed_window and sliding_window; library target)
+                         every algorithm; library target)
   --reserve-for D        how long a grant may be spent (default 1s, or the window if shorter)
 Concurrency (--algorithm concurrency, library target, closed loop): each thread acquires
 a lease on a key (floodgate::semaphore), holds it, releases it, and goes on; a refused

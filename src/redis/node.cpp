@@ -69,8 +69,8 @@ void node::not_sent(bool probe) noexcept {
 }
 
 void node::call_finished(const request& r, std::error_code ec) noexcept {
-  if (&r != own_probe_) return finished(ec, r.probe);
-  own_probe_ = nullptr;
+  if (!r.breaker_ping) return finished(ec, r.probe);
+  pinging_ = false;  // answered or not, the next PING may go
   if (stopped_) return;
   // The node's own PING speaks for the breaker only: a lasting problem (NOPERM on the
   // scripts) is for a real call to clear.
@@ -104,12 +104,12 @@ void node::arm_probe() {
 }
 
 void node::send_probe() {
-  if (stopped_ || breaker_.closed() || own_probe_ != nullptr) return;
+  if (stopped_ || breaker_.closed() || pinging_) return;
   auto ping = std::make_unique<breaker_probe>(request::clock::now() + config_.options.timeout);
-  const request* sent = ping.get();
+  ping->breaker_ping = true;
   // Not sent (still open, a caller's probe on its way, no connection): try again later.
   if (!pool_.send(std::move(ping), *this)) return arm_probe();
-  own_probe_ = sent;
+  pinging_ = true;
   pool_.flush();
 }
 
@@ -156,6 +156,16 @@ void node::readiness_changed(connection&, bool ready) {
 }
 
 void node::redispatch(std::vector<request_ptr> requests) {
+  // The node's own PING (its connection went before sending it) is for this node only: dropped,
+  // and sent again when the breaker's time is up.
+  std::erase_if(requests, [this](request_ptr& r) {
+    if (!r->breaker_ping) return false;
+    not_sent(r->probe);
+    r->complete(errc::not_connected, nullptr);
+    pinging_ = false;
+    arm_probe();
+    return true;
+  });
   pool_.redispatch(std::move(requests));
 }
 

@@ -89,7 +89,7 @@ class node final : public connection_owner, public call_observer {
   // instance whose /readyz is 503 gets no traffic from a load balancer, so a breaker that
   // only a caller's call could close would keep it out for ever.
   boost::asio::steady_timer probe_timer_;
-  const request* own_probe_ = nullptr;  // the PING in flight, if any (identity only)
+  bool pinging_ = false;  // that PING is on its way
   void arm_probe();
   void send_probe();
   void clear_problem();

@@ -102,6 +102,8 @@ class request {
   // outcome by finish(). `probe`: it is that node's half-open breaker's probe.
   call_observer* observer = nullptr;
   bool probe = false;
+  // The node's own PING while its breaker is open (node.cpp): its outcome is the breaker's only.
+  bool breaker_ping = false;
 
   // Where the topology has sent the call so far, kept by its router (route.by) across sends:
   // the call itself goes again, never a copy of it.

@@ -10,6 +10,7 @@
 
 #include "config/config_file.hpp"
 #include "config/override_table.hpp"
+#include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 
 namespace floodgate::service::envoy {
@@ -31,7 +32,7 @@ constexpr std::string_view yaml_false[] = {"n",     "N",     "no",  "No",  "NO",
                                            "False", "FALSE", "off", "Off", "OFF"};
 constexpr std::string_view rate_limit_fields[] = {
     "unit",      "requests_per_unit", "unlimited", "name", "replaces", "unit_multiplier",
-    "algorithm", "failure_mode",      "overrides"};
+    "algorithm", "failure_mode",      "overrides", "reserve", "reserve_for"};
 constexpr std::string_view override_fields[] = {"value", "prefix", "requests_per_unit", "unit",
                                                 "unit_multiplier"};
 
@@ -223,7 +224,7 @@ class parser {
     const auto rpu_it = fields.find("requests_per_unit");
     if (r.unlimited) {
       for (std::string_view no : {"unit", "requests_per_unit", "unit_multiplier", "algorithm",
-                                  "failure_mode", "overrides"})
+                                  "failure_mode", "overrides", "reserve", "reserve_for"})
         if (auto it = fields.find(no); it != fields.end())
           fail(it->second.second,
                what + ": 'unlimited: true' contradicts '" + std::string(no) + "'");
@@ -280,9 +281,33 @@ class parser {
              what + ": failure_mode must be open or closed (got '" + text + "')");
       on_failure = *m;
     }
+    // floodgate's own (docs/algorithms.md, "Reservations"), as in the rules file: reserve_for
+    // defaults to 1 s, or the window if shorter.
+    std::int64_t reserve = 0;
+    const auto reserve_it = fields.find("reserve");
+    if (reserve_it != fields.end()) {
+      const auto text = scalar(reserve_it->second, "reserve");
+      if (text.empty() || text.size() > 10 ||
+          !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+          (reserve = std::stoll(text)) < 1 || reserve > 0xffffffffLL)
+        fail(reserve_it->second.second,
+             what + ": reserve must be an integer from 1 to 4294967295 (got '" + text + "')");
+    }
+    auto reserve_for = std::min(r.window(), std::chrono::milliseconds{1000});
+    if (auto it = fields.find("reserve_for"); it != fields.end()) {
+      if (reserve == 0) fail(it->second.second, what + ": reserve_for applies only with reserve");
+      const auto text = scalar(it->second, "reserve_for");
+      const auto d = parse_duration(text);
+      if (!d)
+        fail(it->second.second,
+             what + ": reserve_for must be a duration such as 500ms or 1s (got '" + text + "')");
+      reserve_for = *d;
+    }
     if (r.requests_per_unit == 0) {  // over the limit whatever the count: no counter
       if (auto it = fields.find("overrides"); it != fields.end())
         fail(it->second.second, what + ": overrides need requests_per_unit of at least 1");
+      if (reserve_it != fields.end())
+        fail(reserve_it->second.second, what + ": reserve needs requests_per_unit of at least 1");
       return r;
     }
     char name[32];
@@ -295,6 +320,15 @@ class parser {
       std::string msg = e.what();
       if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
       fail(rpu_it->second.second, what + ": " + msg);
+    }
+    if (reserve > 0) {
+      try {
+        r.policy = r.policy->with_reserve(reserve, reserve_for);
+      } catch (const config_error& e) {
+        std::string msg = e.what();
+        if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
+        fail(reserve_it->second.second, what + ": " + msg);
+      }
     }
     if (auto it = fields.find("overrides"); it != fields.end())
       r.overrides = std::make_shared<const override_table>(parse_overrides(r, it->second, what));

@@ -111,7 +111,7 @@ TEST(upstream_config, newer_fields_load_and_what_floodgate_cannot_honour_is_refu
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unlimied: true}\n"),
             "edge.yaml:4: descriptor 'a': rate_limit: unknown field 'unlimied' (expected unit, "
             "requests_per_unit, unlimited, name, replaces, unit_multiplier, algorithm, "
-            "failure_mode, overrides)");
+            "failure_mode, overrides, reserve, reserve_for)");
   EXPECT_EQ(error_of("domain: d\ndescriptors:\n  - key: a\n    value: x\n"
                      "    share_threshold: true\n"),
             "edge.yaml:5: descriptor 'a_x': share_threshold needs a wildcard value (one with '*')");

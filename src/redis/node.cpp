@@ -79,6 +79,9 @@ void node::call_finished(const request& r, std::error_code ec) noexcept {
       no_answer ? breaker_.no_answer(r.probe, request::clock::now()) : breaker_.answered(r.probe);
   if (no_answer) arm_probe();
   if (change == breaker::change::closed) {
+    // The node answers: what it had to tell (the breaker itself, timeouts) is over, as when a
+    // connection becomes ready again; a lasting one stays.
+    if (has_problem_ && !problem_lasting_) clear_problem();
     health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
     pool_.router().breaker_changed(*this, change);
   }

@@ -46,6 +46,14 @@ std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
+// A policy's own complaint without its "NAME: " (an envoy.<hash> name means nothing to whoever
+// wrote the config).
+std::string policy_error(const config_error& e) {
+  std::string msg = e.what();
+  if (auto colon = msg.find(": "); colon != std::string::npos) msg.erase(0, colon + 2);
+  return msg;
+}
+
 std::shared_ptr<const level_index> index_of(const std::vector<descriptor_node>& nodes) {
   auto index = std::make_shared<level_index>();
   for (std::uint32_t i = 0; i < nodes.size(); ++i) {
@@ -239,27 +247,9 @@ class parser {
                unit_text + "')");
     r.per = *u;
     if (rpu_it == fields.end()) fail(f.second, what + ": missing field 'requests_per_unit'");
-    const auto rpu_text = scalar(rpu_it->second, "requests_per_unit");
-    std::uint64_t rpu = 0;
-    if (rpu_text.empty() || rpu_text.size() > 10 ||
-        !std::all_of(rpu_text.begin(), rpu_text.end(),
-                     [](char c) { return c >= '0' && c <= '9'; }) ||
-        (rpu = std::stoull(rpu_text)) > 0xffffffffULL)
-      fail(rpu_it->second.second,
-           what + ": requests_per_unit must be an integer from 0 to 4294967295 (got '" + rpu_text +
-               "')");
-    r.requests_per_unit = static_cast<std::uint32_t>(rpu);
-    if (auto it = fields.find("unit_multiplier"); it != fields.end()) {
-      const auto text = scalar(it->second, "unit_multiplier");
-      std::uint64_t n = 0;
-      if (text.empty() || text.size() > 10 ||
-          !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-          (n = std::stoull(text)) < 1 || n > 0xffffffffULL)
-        fail(it->second.second,
-             what + ": unit_multiplier must be an integer from 1 to 4294967295 (got '" + text +
-                 "')");
-      r.unit_multiplier = static_cast<std::uint32_t>(n);
-    }
+    r.requests_per_unit = uint32_field(rpu_it->second, "requests_per_unit", what, 0);
+    if (auto it = fields.find("unit_multiplier"); it != fields.end())
+      r.unit_multiplier = uint32_field(it->second, "unit_multiplier", what, 1);
 
     auto algo = algorithm::fixed_window;
     if (auto it = fields.find("algorithm"); it != fields.end()) {
@@ -283,16 +273,9 @@ class parser {
     }
     // floodgate's own (docs/algorithms.md, "Reservations"), as in the rules file: reserve_for
     // defaults to 1 s, or the window if shorter.
-    std::int64_t reserve = 0;
     const auto reserve_it = fields.find("reserve");
-    if (reserve_it != fields.end()) {
-      const auto text = scalar(reserve_it->second, "reserve");
-      if (text.empty() || text.size() > 10 ||
-          !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-          (reserve = std::stoll(text)) < 1 || reserve > 0xffffffffLL)
-        fail(reserve_it->second.second,
-             what + ": reserve must be an integer from 1 to 4294967295 (got '" + text + "')");
-    }
+    const std::int64_t reserve =
+        reserve_it == fields.end() ? 0 : uint32_field(reserve_it->second, "reserve", what, 1);
     auto reserve_for = std::min(r.window(), std::chrono::milliseconds{1000});
     if (auto it = fields.find("reserve_for"); it != fields.end()) {
       if (reserve == 0) fail(it->second.second, what + ": reserve_for applies only with reserve");
@@ -317,17 +300,13 @@ class parser {
       r.policy.emplace(name, algo, static_cast<std::int64_t>(r.requests_per_unit), r.window(),
                        std::nullopt, on_failure);
     } catch (const config_error& e) {
-      std::string msg = e.what();
-      if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
-      fail(rpu_it->second.second, what + ": " + msg);
+      fail(rpu_it->second.second, what + ": " + policy_error(e));
     }
     if (reserve > 0) {
       try {
         r.policy = r.policy->with_reserve(reserve, reserve_for);
       } catch (const config_error& e) {
-        std::string msg = e.what();
-        if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
-        fail(reserve_it->second.second, what + ": " + msg);
+        fail(reserve_it->second.second, what + ": " + policy_error(e));
       }
     }
     if (auto it = fields.find("overrides"); it != fields.end())
@@ -413,9 +392,7 @@ class parser {
       try {
         (void)apply_fields(base, spec.fields);
       } catch (const config_error& e) {
-        std::string msg = e.what();
-        if (auto colon = msg.find(": "); colon != std::string::npos) msg = msg.substr(colon + 2);
-        fail(line(node), owhat + ": " + msg);
+        fail(line(node), owhat + ": " + policy_error(e));
       }
       specs.push_back(std::move(spec));
     }

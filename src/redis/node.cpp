@@ -69,22 +69,8 @@ void node::not_sent(bool probe) noexcept {
 }
 
 void node::call_finished(const request& r, std::error_code ec) noexcept {
-  if (!r.breaker_ping) return finished(ec, r.probe);
-  pinging_ = false;  // answered or not, the next PING may go
-  if (stopped_) return;
-  // The node's own PING speaks for the breaker only: a lasting problem (NOPERM on the
-  // scripts) is for a real call to clear.
-  const bool no_answer = ec == errc::timeout || ec == errc::not_connected;
-  const auto change =
-      no_answer ? breaker_.no_answer(r.probe, request::clock::now()) : breaker_.answered(r.probe);
-  if (no_answer) arm_probe();
-  if (change == breaker::change::closed) {
-    // The node answers: what it had to tell (the breaker itself, timeouts) is over, as when a
-    // connection becomes ready again; a lasting one stays.
-    if (has_problem_ && !problem_lasting_) clear_problem();
-    health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
-    pool_.router().breaker_changed(*this, change);
-  }
+  if (r.breaker_ping) pinging_ = false;  // answered or not, the next PING may go
+  finished(ec, r.probe, r.breaker_ping);
 }
 
 // A PING that never reaches Redis cannot close the breaker: nobody waits for its answer.
@@ -116,9 +102,11 @@ void node::send_probe() {
   pool_.flush();
 }
 
-void node::finished(std::error_code ec, bool probe) {
+void node::finished(std::error_code ec, bool probe, bool ping) {
   if (stopped_) return;  // calls handed back by stop(): the node's gauges are settled
-  if (!ec && std::exchange(answered_, false)) clear_problem();
+  // The node's own PING does not run the scripts: a lasting problem (NOPERM on them) waits for a
+  // call answered.
+  if (!ec && !ping && std::exchange(answered_, false)) clear_problem();
   const bool no_answer = ec == errc::timeout || ec == errc::not_connected;
   const auto change =
       no_answer ? breaker_.no_answer(probe, request::clock::now()) : breaker_.answered(probe);
@@ -133,6 +121,9 @@ void node::finished(std::error_code ec, bool probe) {
                 std::to_string(config_.options.breaker_open_for.count()) + " ms, then one probe",
             false);
   } else {
+    // Closed by the PING: what the node had to tell that is not lasting (the breaker itself,
+    // timeouts) is over, as when a connection becomes ready again.
+    if (ping && has_problem_ && !problem_lasting_) clear_problem();
     health_.breakers_open.fetch_sub(1, std::memory_order_relaxed);
   }
   pool_.router().breaker_changed(*this, change);

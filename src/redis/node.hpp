@@ -8,7 +8,7 @@
 //   n.start();
 //   bool probe = false;
 //   connection* c = n.admit(probe) ? n.pick() : nullptr;   // null: fail not_connected
-//   ... when the call completes: n.finished(ec, probe);
+//   ... when the call completes: n.finished(ec, probe, /*ping=*/false);
 //
 // Internal and Asio-based like connection.hpp; everything runs on the client's io thread,
 // but ready() and breaker state are also read elsewhere through pool_health.
@@ -56,8 +56,8 @@ class node final : public connection_owner, public call_observer {
   // The admitted call was not sent after all.
   void not_sent(bool probe) noexcept;
   // An admitted call completed: timeout and not_connected are "no answer" to the breaker; an
-  // answer without error clears the node's problem.
-  void finished(std::error_code ec, bool probe);
+  // answer without error clears the node's problem. `ping`: the call was the node's own PING.
+  void finished(std::error_code ec, bool probe, bool ping);
 
   int ready() const noexcept { return ready_.load(std::memory_order_relaxed); }
   bool breaker_closed() const noexcept { return breaker_.closed(); }
@@ -74,7 +74,7 @@ class node final : public connection_owner, public call_observer {
   void problem(const std::string& why, bool lasting) override;
   void call_succeeded() noexcept override;
 
-  // call_observer: finished(ec, r.probe) for a call admitted here.
+  // call_observer: finished(ec, r.probe, r.breaker_ping) for a call admitted here.
   void call_finished(const request& r, std::error_code ec) noexcept override;
 
  private:

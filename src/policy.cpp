@@ -104,8 +104,7 @@ policy policy::with_reserve(std::int64_t n, std::chrono::milliseconds d) const {
   if (d.count() < 1 || d > window_)
     fail(name_, "reserve_for must be in 1ms..window (" + std::to_string(window_.count()) +
                     "ms), got " + std::to_string(d.count()) + "ms");
-  if (algorithm_ != algorithm::fixed_window && algorithm_ != algorithm::sliding_window &&
-      core::spend_span(algorithm_, core::params::of(out)) < min_reserve_span.count())
+  if (!core::windowed(algorithm_) && core::spend_span(algorithm_, core::params::of(out)) < min_reserve_span.count())
     fail(name_, std::string("reserve needs ") +
                     (algorithm_ == algorithm::sliding_log
                          ? "a window of at least " +

@@ -6,6 +6,7 @@
 #include <functional>
 #include <random>
 
+#include "core/reserve.hpp"
 #include "failure.hpp"
 
 namespace floodgate::detail {
@@ -54,23 +55,15 @@ reservations::~reservations() {
 
 void reservations::take_unspent(const std::string& name, const entry& e, std::int64_t now,
                                 std::vector<unspent>& out) {
-  if (e.left > 0 && now < e.window_end)
+  // Only a windowed grant can be given back (docs/algorithms.md): once a bucket's or a log's
+  // state moved on it no longer says which units are the grant's.
+  if (e.left > 0 && now < e.window_end && core::windowed(e.rule.algo()))
     out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id,
                    {}, e.counters});
 }
 
-bool reservations::windowed(const policy& p) {
-  return p.algo() == algorithm::fixed_window || p.algo() == algorithm::sliding_window;
-}
-
 void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
   for (unspent& u : units) {
-    if (!windowed(u.rule)) {
-      // token_bucket, gcra, sliding_log: a grant cannot be given back (docs/algorithms.md):
-      // once the state moved on it no longer says which units are the grant's.
-      if (done) done();
-      continue;
-    }
     const std::string id = id_prefix_ + std::to_string(u.grant_id) + u.suffix;
     backend_->async_give_back(
         u.key, u.rule, u.window, u.units, id,
@@ -186,7 +179,7 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   // No more than this process spends before the window ends (at its rate over the last grant):
   // units left at the end are lost to every process, and sliding_window weighs them on the
   // next window too. Window ends repeat every W from the last grant's (estimated early).
-  if (e.window_end > 0 && windowed(p)) {
+  if (e.window_end > 0 && core::windowed(p.algo())) {
     const std::int64_t w = p.window().count();
     std::int64_t end = e.window_end;
     if (now >= end) end += w * ((now - end) / w + 1);
@@ -396,7 +389,7 @@ void reservations::release(std::vector<held>& units) {
     auto it = s.entries.find(h.name);
     if (it != s.entries.end() && it->second.rule == h.rule && it->second.grant_id == h.grant_id) {
       it->second.left += h.cost;  // still its grant: spendable again
-    } else if (now < h.window_end) {
+    } else if (now < h.window_end && core::windowed(h.rule.algo())) {
       // Its grant was replaced (and gave back what it still held): these go back on their own.
       back.push_back({h.name.substr(h.rule.name().size() + 1), h.rule, h.window, h.cost, h.grant_id,
                       ".r" + std::to_string(release_ids_.fetch_add(1) + 1), h.counters});

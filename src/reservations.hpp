@@ -160,8 +160,6 @@ class reservations : public std::enable_shared_from_this<reservations> {
   void release(std::vector<held>& units);
 
   static std::string name_of(std::string_view key, const policy& p);
-  // fixed_window and sliding_window: grants count in a window, and can be given back.
-  static bool windowed(const policy& p);
   shard& shard_of(const std::string& name);
   static check_result admitted(const entry& e, const policy& p, std::int64_t now);
   // With the shard locked: what `e` holds and may give back (none once its window ended, by

@@ -31,6 +31,10 @@ struct grant {
 // sliding_log a tenth of its window, floor(W / 10) (what a grant holds its units longer); at
 // least 1. Both depend on the rate only, not on how (L, W) is reduced (params::of).
 constexpr std::int64_t span_share = 10;
+// fixed_window and sliding_window: a grant lives in its window and can be given back there.
+constexpr bool windowed(algorithm a) {
+  return a == algorithm::fixed_window || a == algorithm::sliding_window;
+}
 std::int64_t spend_span(algorithm a, const params& p);
 
 // `wanted` >= 0. decision::remaining is the most any one request is admitted (the capacity

@@ -86,10 +86,7 @@ class breaker_probe final : public request {
 }  // namespace
 
 void node::arm_probe() {
-  probe_timer_.expires_after(config_.options.breaker_open_for);
-  probe_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec) send_probe();  // aborted: re-armed, or the node left (and may be gone)
-  });
+  probe_timer_.after(config_.options.breaker_open_for, [this] { send_probe(); });
 }
 
 void node::send_probe() {

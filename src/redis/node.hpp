@@ -24,6 +24,7 @@
 #include "redis/breaker.hpp"
 #include "redis/connection.hpp"
 #include "redis/pool_health.hpp"
+#include "redis/timer.hpp"
 
 namespace floodgate::redis {
 
@@ -88,7 +89,7 @@ class node final : public connection_owner, public call_observer {
   // While the breaker is open, the node probes by itself (PING) when its time is up: an
   // instance whose /readyz is 503 gets no traffic from a load balancer, so a breaker that
   // only a caller's call could close would keep it out for ever.
-  boost::asio::steady_timer probe_timer_;
+  timer probe_timer_;
   bool pinging_ = false;  // that PING is on its way
   void arm_probe();
   void send_probe();

@@ -27,4 +27,18 @@ std::optional<std::string> percent_decode(std::string_view s, plus_sign plus) {
   return out;
 }
 
+void percent_escape(std::string& out, std::string_view s, std::string_view specials) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  for (const char c : s) {
+    if (c == '%' || specials.find(c) != std::string_view::npos) {
+      const auto b = static_cast<unsigned char>(c);
+      out += '%';
+      out += hex[b >> 4];
+      out += hex[b & 15];
+    } else {
+      out += c;
+    }
+  }
+}
+
 }  // namespace floodgate::service

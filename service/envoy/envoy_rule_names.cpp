@@ -1,23 +1,14 @@
 #include "envoy_rule_names.hpp"
 
-#include <cstdio>
-
 #include "config/percent_decode.hpp"
 #include "config/runtime_overrides.hpp"
 
 namespace floodgate::service::envoy {
 namespace {
 
+// ':' ends the domain, ',' an entry, '=' a key.
 void put_escaped(std::string& out, std::string_view s) {
-  for (char c : s) {
-    if (c == '%' || c == ':' || c == ',' || c == '=') {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
+  percent_escape(out, s, ":,=");
 }
 
 std::optional<std::string> unescaped(std::string_view s) {

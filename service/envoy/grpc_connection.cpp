@@ -36,6 +36,8 @@ constexpr std::string_view rls_service_name = "envoy.service.ratelimit.v3.RateLi
 constexpr std::string_view upstream_service_name = "ratelimit";  // envoyproxy/ratelimit's
 constexpr std::size_t read_chunk_bytes = 16 * 1024;
 constexpr std::size_t write_batch_bytes = 64 * 1024;
+// Ended calls' map nodes kept for new ones, as h2_session keeps its streams'.
+constexpr std::size_t spare_calls = 16;
 
 grpc_status status_of(rls_result::kind k) {
   switch (k) {
@@ -129,7 +131,7 @@ class connection final : public grpc_connection,
     asio::post(io_, [self = this->shared_from_this(), stream, status, message] {
       const auto it = self->calls_.find(stream);
       if (it == self->calls_.end() || it->second.state == call_state::deciding) return;
-      self->calls_.erase(it);
+      self->end_call(it);
       self->session_.fail(stream, status, message);
       self->flush();
     });
@@ -149,7 +151,16 @@ class connection final : public grpc_connection,
     const auto now = steady::now();
     auto deadline = rls_service::clock::time_point::max();
     if (timeout) deadline = now + std::chrono::duration_cast<steady::duration>(*timeout);
-    calls_.emplace(stream, call{k, call_state::fresh, 0, nullptr, now, deadline, false});
+    const call fresh{k, call_state::fresh, 0, nullptr, now, deadline, false};
+    if (spare_calls_.empty()) {
+      calls_.emplace(stream, fresh);
+    } else {  // an ended call's map node: no allocation
+      auto node = std::move(spare_calls_.back());
+      spare_calls_.pop_back();
+      node.key() = stream;
+      node.mapped() = fresh;
+      calls_.insert(std::move(node));
+    }
     fresh_.push_back(stream);
   }
 
@@ -163,7 +174,7 @@ class connection final : public grpc_connection,
       const auto t = s_.guard.admit(peer_, steady::now(), waiting);
       if (t.what != stream_guard::verdict::admitted) {
         delete waiting;
-        calls_.erase(it);
+        end_call(it);
         s_.metrics.record_stream_ended(rls_metrics::stream_end::per_peer);
         session_.fail(stream, grpc_status::resource_exhausted,
                       "too many calls from this address are waiting for their message");
@@ -200,13 +211,13 @@ class connection final : public grpc_connection,
     }
     c.state = call_state::deciding;
     if (c.what == kind::health) {
-      calls_.erase(it);
+      end_call(it);
       return answer_health(stream, message);
     }
     auto req = parse_rls_request(message);
     if (!req) {
       s_.metrics.observe_request(steady::now() - c.start, grpc_code_class::invalid_argument);
-      calls_.erase(it);
+      end_call(it);
       return session_.fail(stream, grpc_status::invalid_argument, "not a RateLimitRequest");
     }
     ++s_.deciding;
@@ -240,7 +251,7 @@ class connection final : public grpc_connection,
       return;
     }
     forget(it->second);
-    calls_.erase(it);
+    end_call(it);
   }
 
  private:
@@ -256,6 +267,15 @@ class connection final : public grpc_connection,
     steady::time_point deadline;
     bool gone = false;  // its stream ended while it was decided
   };
+
+  // Removes a call; its map node is kept for a later one (spare_calls of them).
+  using call_map = std::unordered_map<std::int32_t, call>;
+  typename call_map::iterator end_call(typename call_map::iterator it) {
+    auto next = std::next(it);
+    auto node = calls_.extract(it);
+    if (spare_calls_.size() < spare_calls) spare_calls_.push_back(std::move(node));
+    return next;
+  }
 
   // A call that ends here while still in the guard leaves it (unless someone took it first:
   // they delete its waiting_call).
@@ -282,7 +302,7 @@ class connection final : public grpc_connection,
     if (it == calls_.end()) return;  // not expected: a deciding call stays until here
     const auto elapsed = steady::now() - it->second.start;
     const bool gone = it->second.gone;
-    calls_.erase(it);
+    end_call(it);
     if (closed_ || gone)
       return s_.metrics.observe_request(elapsed, grpc_code_class::cancelled);
     s_.metrics.observe_request(elapsed, class_of(r.outcome));
@@ -412,7 +432,7 @@ class connection final : public grpc_connection,
         continue;
       }
       forget(it->second);
-      it = calls_.erase(it);
+      it = end_call(it);
     }
     std::lock_guard lock(s_.live_mutex);
     s_.live.erase(this);
@@ -424,7 +444,8 @@ class connection final : public grpc_connection,
   std::string peer_;
   grpc_shared& s_;
   h2_session session_;
-  std::unordered_map<std::int32_t, call> calls_;
+  call_map calls_;
+  std::vector<typename call_map::node_type> spare_calls_;  // of ended calls, for new ones
   std::size_t deciding_here_ = 0;           // decisions asked and not back
   std::shared_ptr<connection> keep_;  // this, while deciding_here_ > 0
   std::vector<std::int32_t> fresh_;  // calls of the current read not yet in the guard

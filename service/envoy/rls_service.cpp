@@ -10,8 +10,10 @@
 #include <mutex>
 #include <set>
 #include <span>
+#include <unordered_map>
 
 #include "config/override_table.hpp"
+#include "config/percent_decode.hpp"
 #include "config/runtime_overrides.hpp"
 #include "floodgate/errors.hpp"
 #include "rls_metrics.hpp"
@@ -53,17 +55,7 @@ std::uint64_t fnv1a(std::string_view s) {
 // and has no '=').
 std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_t max_plain) {
   std::string out;
-  auto put = [&out](std::string_view s) {
-    for (char c : s) {
-      if (c == '%' || c == ',' || c == '=') {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-  };
+  const auto put = [&out](std::string_view s) { percent_escape(out, s, ",="); };
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (i > 0) out += ',';
     put(entries[i].key);
@@ -124,6 +116,10 @@ struct call {
   std::forward_list<floodgate::policy> overrides;  // stable addresses; none: no allocation
   std::vector<slot> slots;
   std::vector<item> items;
+  // With several groups: the items' indices group after group, and where each group starts
+  // (one more: the end). Empty with one group.
+  std::vector<std::size_t> order;
+  std::vector<std::size_t> starts;
   std::function<void(rls_result)> handler;
   rls_options options;
   rls_metrics* metrics = nullptr;
@@ -138,14 +134,16 @@ struct call {
   std::shared_ptr<call> self;
 };
 
-// The run-time entry for `value` under the rate_limit of policy `p`, or nullptr.
+// The run-time entry for `value` under the rate_limit of policy `p`, or nullptr. The snapshot
+// is loaded once a call, and the clock read only when it holds entries (most never do).
 const override_table::entry* runtime_entry(call& c, const runtime_overrides& live,
                                            const floodgate::policy& p, std::string_view value) {
   if (!c.live) {
     c.live = live.current();
-    c.live_now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch())
-                        .count();
+    if (!c.live->empty())
+      c.live_now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
   }
   return c.live->empty() ? nullptr : c.live->find(p, value, c.live_now_ms);
 }
@@ -242,18 +240,23 @@ void settle(call* c, std::size_t group, const floodgate::multi_check_result& r) 
     std::lock_guard lock(c->mutex);
     const bool ok = r.outcome == outcome::allowed || r.outcome == outcome::over_limit ||
                     r.outcome == outcome::backend_error;
-    std::size_t j = 0;
-    for (auto& it : c->items) {
-      if (it.group != group) continue;
+    const auto record = [&](item& it, std::size_t j) {
       if (ok && j < r.decisions.size()) {
         it.decision = r.decisions[j];
       } else {
         // Not expected (requests are validated first): the rule's failure mode decides.
         it.decision = failure_decision(*it.policy);
       }
-      ++j;
       it.backend_failed = r.outcome == outcome::backend_error || !ok;
       it.consumed = r.outcome == outcome::allowed;
+    };
+    if (c->starts.empty()) {  // one group: every item with a counter, in order
+      std::size_t j = 0;
+      for (auto& it : c->items)
+        if (it.group == group) record(it, j++);
+    } else {
+      for (std::size_t k = c->starts[group]; k < c->starts[group + 1]; ++k)
+        record(c->items[c->order[k]], k - c->starts[group]);
     }
     if (r.outcome == outcome::backend_error && !c->backend_error)
       c->backend_error = r.error ? r.error : make_error_code(errc::server_error);
@@ -429,49 +432,71 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     enforced_impossible = enforced_impossible || (!it.shadow && it.impossible);
   const bool per_key = limiter_->get_backend().check_all_needs_one_key();
   const std::size_t max_items = std::max<std::size_t>(1, limiter_->options().max_items);
+  // One pass: enforced items fill one open group at a time (one per key when per_key: the
+  // others of that key are full), each shadow item is a group of its own.
+  struct open_group {
+    std::size_t group = no_item;
+    std::size_t size = 0;
+  };
+  open_group open;
+  std::unordered_map<std::string_view, open_group> open_by_key;  // per_key only
   std::size_t groups = 0;
-  for (std::size_t j = 0; j < c->items.size(); ++j) {
-    auto& it = c->items[j];
+  for (auto& it : c->items) {
     if (!it.policy) continue;
     const bool peek = it.impossible || (!it.shadow && enforced_impossible);
     it.sent_cost = peek ? 0 : static_cast<std::int64_t>(it.hits);
-    // The first enforced group this item may join: same key when per_key, and room.
-    if (!it.shadow)
-      for (std::size_t g = 0; g < groups && it.group == no_item; ++g) {
-        const item* first = nullptr;
-        std::size_t size = 0;
-        for (std::size_t k = 0; k < j; ++k)
-          if (c->items[k].group == g) {
-            if (!first) first = &c->items[k];
-            ++size;
-          }
-        if (first && !first->shadow && (!per_key || first->key == it.key) && size < max_items)
-          it.group = g;
-      }
-    if (it.group == no_item) it.group = groups++;
+    if (it.shadow) {
+      it.group = groups++;
+      continue;
+    }
+    auto& o = per_key ? open_by_key[it.key] : open;
+    if (o.group == no_item || o.size == max_items) o = {groups++, 0};
+    it.group = o.group;
+    ++o.size;
   }
   if (groups == 0) return finish(*c);
-  c->pending = groups;
-  c->self = c;
-  auto* raw = c.get();
-  c.reset();  // the call is its own until the last answer
-  // Each group's items, in item order (settle reads the decisions back in the same order); the
-  // limiter copies them, so a few fit on the stack.
+  // Each group's items, in item order (settle reads the decisions back in the same order), one
+  // group after another: with several groups, `order` and `starts` (kept for settle) say where.
   std::array<floodgate::check_item, 8> small{};
   std::vector<floodgate::check_item> large;
-  for (std::size_t g = 0; g < groups; ++g) {
+  std::span<const floodgate::check_item> all;
+  if (groups == 1) {
     std::size_t n = 0;
-    large.clear();
-    for (const auto& it : raw->items) {
-      if (it.group != g) continue;
+    for (const auto& it : c->items) {
+      if (it.group == no_item) continue;
       const floodgate::check_item ci{it.key, it.policy, it.sent_cost};
       if (n < small.size()) small[n] = ci;
       if (n == small.size()) large.assign(small.begin(), small.end());
       if (n >= small.size()) large.push_back(ci);
       ++n;
     }
-    const auto batch = n <= small.size() ? std::span<const floodgate::check_item>(small.data(), n)
-                                         : std::span<const floodgate::check_item>(large);
+    all = n <= small.size() ? std::span<const floodgate::check_item>(small.data(), n)
+                            : std::span<const floodgate::check_item>(large);
+  } else {
+    c->starts.assign(groups + 1, 0);
+    for (const auto& it : c->items)
+      if (it.group != no_item) ++c->starts[it.group + 1];
+    for (std::size_t g = 0; g < groups; ++g) c->starts[g + 1] += c->starts[g];
+    c->order.resize(c->starts[groups]);
+    large.resize(c->starts[groups]);
+    std::vector<std::size_t> next(c->starts.begin(), c->starts.end() - 1);
+    for (std::size_t j = 0; j < c->items.size(); ++j) {
+      const auto& it = c->items[j];
+      if (it.group == no_item) continue;
+      const auto at = next[it.group]++;
+      c->order[at] = j;
+      large[at] = {it.key, it.policy, it.sent_cost};
+    }
+    all = large;
+  }
+  c->pending = groups;
+  c->self = c;
+  auto* raw = c.get();
+  c.reset();  // the call is its own until the last answer
+  for (std::size_t g = 0; g < groups; ++g) {
+    // The limiter copies the items: the spans may go when this returns.
+    const auto batch = groups == 1 ? all
+                                   : all.subspan(raw->starts[g], raw->starts[g + 1] - raw->starts[g]);
     limiter_->async_check_all(batch,
                               [raw, g](floodgate::multi_check_result r) { settle(raw, g, r); });
   }

@@ -412,6 +412,34 @@ TEST_P(rls_semantics, a_long_value_or_many_descriptors_never_fail_the_call) {
   for (const auto& st : r.statuses) EXPECT_EQ(st.limit_remaining, 1u);
 }
 
+// A counter's key is its entries, ',', '=' and '%' escaped (percent_escape): pinned, since
+// Redis holds counters under it. Forty counters with shadow ones among them: the enforced in
+// check_alls of 16 at most, each shadow one alone, every status where its descriptor was.
+TEST_P(rls_semantics, counter_keys_are_escaped_entries_and_groups_keep_their_order) {
+  const std::vector<descriptor_entry> odd{{"remote_address", "a,b=c%"}};
+  EXPECT_EQ(check({desc(odd)}).statuses[0].limit_remaining, 2u);
+  const auto* rule = store_->get()->match("edge", odd).limit;
+  ASSERT_TRUE(rule && rule->policy);
+  EXPECT_EQ(limiter_->check("remote_address=a%2Cb%3Dc%25", *rule->policy, 0).decision.remaining,
+            2);
+
+  std::vector<descriptor> many;
+  for (int i = 0; i < 40; ++i)
+    many.push_back(i % 7 == 3 ? desc({{"experiment", "g-" + std::to_string(i)}})
+                              : desc({{"remote_address", "g-" + std::to_string(i)}}));
+  for (const std::uint32_t left : {2u, 1u, 0u}) {
+    const auto r = check(many);
+    ASSERT_EQ(r.statuses.size(), 40u);
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_TRUE(r.statuses[i].current_limit) << i;
+      EXPECT_EQ(r.statuses[i].current_limit->requests_per_unit, i % 7 == 3 ? 1u : 3u) << i;
+      EXPECT_EQ(r.statuses[i].limit_remaining, i % 7 == 3 ? 0u : left) << i;
+      EXPECT_EQ(r.statuses[i].status, code::ok) << i;  // shadow ones never refuse
+    }
+  }
+  EXPECT_EQ(check(many).overall, code::over_limit);
+}
+
 // Upstream's block-list idiom (README example 3): every request over the limit, no counter.
 TEST_P(rls_semantics, a_limit_of_zero_refuses_every_request_and_charges_nothing_else) {
   store_->set(make_config(R"(

@@ -29,16 +29,22 @@ std::optional<std::string> percent_decode(std::string_view s, plus_sign plus) {
 
 void percent_escape(std::string& out, std::string_view s, std::string_view specials) {
   static constexpr char hex[] = "0123456789ABCDEF";
-  for (const char c : s) {
-    if (c == '%' || specials.find(c) != std::string_view::npos) {
-      const auto b = static_cast<unsigned char>(c);
-      out += '%';
-      out += hex[b >> 4];
-      out += hex[b & 15];
-    } else {
-      out += c;
-    }
+  const auto special = [specials](char c) {
+    if (c == '%') return true;
+    for (const char x : specials)  // a few bytes: no memchr per byte
+      if (c == x) return true;
+    return false;
+  };
+  // Runs of plain bytes are appended whole: this makes every Envoy counter key.
+  std::size_t plain = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!special(s[i])) continue;
+    const auto b = static_cast<unsigned char>(s[i]);
+    const char escaped[3] = {'%', hex[b >> 4], hex[b & 15]};
+    out.append(s.data() + plain, i - plain).append(escaped, 3);
+    plain = i + 1;
   }
+  out.append(s.data() + plain, s.size() - plain);
 }
 
 }  // namespace floodgate::service

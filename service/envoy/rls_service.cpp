@@ -55,6 +55,9 @@ std::uint64_t fnv1a(std::string_view s) {
 // and has no '=').
 std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_t max_plain) {
   std::string out;
+  std::size_t plain = entries.size();  // the separators
+  for (const auto& e : entries) plain += e.key.size() + e.value.size();
+  out.reserve(plain);  // one allocation at most, when nothing is escaped
   const auto put = [&out](std::string_view s) { percent_escape(out, s, ",="); };
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (i > 0) out += ',';

@@ -209,6 +209,27 @@ TEST(h2_session, a_unary_call_round_trips_with_its_timeout_and_trailers) {
   EXPECT_EQ(server.open_streams(), 0u);
 }
 
+// nghttp2's HTTP messaging checks are off (h2_session.cpp): a call is judged by its gRPC
+// headers and message. A call without :path reaches on_call with an empty one (grpc_connection
+// answers UNIMPLEMENTED, unknown method) instead of a bare reset; a header HTTP/2 calls
+// malformed (an upper-case name) is not read and refuses nothing, as before.
+TEST(h2_session, calls_are_judged_by_their_grpc_headers_alone) {
+  recorder r;
+  h2_session server(r, {});
+  r.reply = [&](std::int32_t id, std::string_view m) { server.answer(id, "re:" + std::string(m)); };
+  client c;
+  const auto odd = c.call("/pkg.Service/Method", grpc_frame("hi"), true, {{"X-Upper", "v"}});
+  const auto no_path = c.call("", grpc_frame("hi"));
+  c.exchange(server);
+  EXPECT_EQ(r.calls[odd].path, "/pkg.Service/Method");
+  EXPECT_EQ(c.responses[odd].data, grpc_frame("re:hi"));
+  EXPECT_EQ(c.responses[odd].headers.at("grpc-status"), "0");
+  EXPECT_FALSE(c.responses[odd].reset);
+  ASSERT_TRUE(r.calls.contains(no_path));
+  EXPECT_EQ(r.calls[no_path].path, "");
+  EXPECT_EQ(server.open_streams(), 0u);
+}
+
 TEST(h2_session, a_message_in_pieces_is_delivered_once_whole) {
   recorder r;
   h2_session server(r, {});

@@ -1,5 +1,7 @@
 #include "config/percent_decode.hpp"
 
+#include <cstdint>
+
 namespace floodgate::service {
 
 std::optional<std::string> percent_decode(std::string_view s, plus_sign plus) {
@@ -29,13 +31,17 @@ std::optional<std::string> percent_decode(std::string_view s, plus_sign plus) {
 
 void percent_escape(std::string& out, std::string_view s, std::string_view specials) {
   static constexpr char hex[] = "0123456789ABCDEF";
-  const auto special = [specials](char c) {
-    if (c == '%') return true;
-    for (const char x : specials)  // a few bytes: no memchr per byte
-      if (c == x) return true;
-    return false;
+  // The bytes to escape as a 256-bit set: two operations a byte (this makes every Envoy
+  // counter key).
+  std::uint64_t set[4] = {};
+  const auto add = [&set](unsigned char b) { set[b >> 6] |= std::uint64_t{1} << (b & 63); };
+  add('%');
+  for (const char x : specials) add(static_cast<unsigned char>(x));
+  const auto special = [&set](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return (set[b >> 6] >> (b & 63)) & 1;
   };
-  // Runs of plain bytes are appended whole: this makes every Envoy counter key.
+  // Runs of plain bytes are appended whole.
   std::size_t plain = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (!special(s[i])) continue;

@@ -229,11 +229,11 @@ class connection final : public grpc_connection,
           auto& shared = s_;
           // On the memory backend the answer comes on this stack: no hop.
           if (io_.get_executor().running_in_this_thread() && in_receive_) {
-            decided(stream, std::move(r));
+            decided(stream, r);
             release_decision();
           } else {
             asio::post(io_, [this, stream, r = std::move(r)]() mutable {
-              decided(stream, std::move(r));
+              decided(stream, r);
               flush();
               release_decision();  // last: it may end the connection
             });
@@ -297,7 +297,7 @@ class connection final : public grpc_connection,
   // The decision came back. A call whose stream is gone was given up by its client: nothing is
   // taken back (the request may have gone through: Envoy fails open), so it charges, as
   // upstream's do, and is counted cancelled.
-  void decided(std::int32_t stream, rls_result r) {
+  void decided(std::int32_t stream, const rls_result& r) {
     const auto it = calls_.find(stream);
     if (it == calls_.end()) return;  // not expected: a deciding call stays until here
     const auto elapsed = steady::now() - it->second.start;
@@ -308,7 +308,9 @@ class connection final : public grpc_connection,
     s_.metrics.observe_request(elapsed, class_of(r.outcome));
     if (r.outcome != rls_result::kind::ok)
       return session_.fail(stream, status_of(r.outcome), r.message);
-    session_.answer(stream, serialize_rls_response(r.response));
+    message_.clear();
+    serialize_rls_response(r.response, message_);
+    session_.answer(stream, message_);
   }
 
   // On this thread, once a decision is done with: the last one lets the connection go.
@@ -451,6 +453,8 @@ class connection final : public grpc_connection,
   std::vector<std::int32_t> fresh_;  // calls of the current read not yet in the guard
   std::array<std::uint8_t, read_chunk_bytes> in_{};
   std::string out_;
+  // The answer being serialized, kept for the next (at most an answer to max_descriptors).
+  std::string message_;
   steady::time_point write_started_;
   steady::time_point armed_at_;         // when the timer fires, while armed_
   std::uint64_t timer_generation_ = 0;  // of the latest wait: an earlier one was cancelled

@@ -114,7 +114,10 @@ constexpr std::size_t spare_streams = 16;
 
 struct h2_session::callbacks {
   static h2_session& self(void* user) { return *static_cast<h2_session*>(user); }
-  static stream_state* stream_of(nghttp2_session* s, std::int32_t id) {
+  // The stream's state: the one whose headers came last without a lookup (a connection with
+  // one call at a time has no other), else nghttp2's stream user data.
+  static stream_state* stream_of(nghttp2_session* s, const h2_session& me, std::int32_t id) {
+    if (me.receiving_ && me.receiving_->id == id) return me.receiving_;
     return static_cast<stream_state*>(nghttp2_session_get_stream_user_data(s, id));
   }
 
@@ -138,13 +141,15 @@ struct h2_session::callbacks {
       me.streams_.insert(std::move(node));
     }
     nghttp2_session_set_stream_user_data(s, id, st);
+    me.receiving_ = st;
     return 0;
   }
 
   static int on_header(nghttp2_session* s, const nghttp2_frame* f, const std::uint8_t* name,
                        std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
                        std::uint8_t, void* user) {
-    auto* st = stream_of(s, f->hd.stream_id);
+    // Header blocks do not interleave (RFC 9113 section 4.3): begin_headers' stream, no lookup.
+    auto* st = stream_of(s, self(user), f->hd.stream_id);
     if (!st || st->called) return 0;  // trailers from the client: nothing we use
     st->header_bytes += namelen + valuelen;
     if (st->header_bytes > self(user).limits_.max_header_bytes)
@@ -164,7 +169,7 @@ struct h2_session::callbacks {
     auto& me = self(user);
     if (f->hd.type == NGHTTP2_SETTINGS) me.established_ = true;
     if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) return 0;
-    auto* st = stream_of(s, f->hd.stream_id);
+    auto* st = stream_of(s, me, f->hd.stream_id);
     if (!st) return 0;
     if (f->hd.type == NGHTTP2_HEADERS && !st->called) {
       st->called = true;
@@ -184,7 +189,7 @@ struct h2_session::callbacks {
   static int data_chunk(nghttp2_session* s, std::uint8_t, std::int32_t id, const std::uint8_t* data,
                         std::size_t len, void* user) {
     auto& me = self(user);
-    auto* st = stream_of(s, id);
+    auto* st = stream_of(s, me, id);
     if (!st || st->delivered || st->answered) return 0;
     const std::string_view chunk(reinterpret_cast<const char*>(data), len);
     // Most messages come whole in one chunk: no copy then.
@@ -228,9 +233,10 @@ struct h2_session::callbacks {
 
   static int stream_close(nghttp2_session* s, std::int32_t id, std::uint32_t, void* user) {
     auto& me = self(user);
-    auto* st = stream_of(s, id);
+    auto* st = stream_of(s, me, id);
     if (!st) return 0;
     nghttp2_session_set_stream_user_data(s, id, nullptr);
+    if (me.receiving_ == st) me.receiving_ = nullptr;
     const bool owed = st->called;
     if (st->unsent) --me.unsent_;
     auto node = me.streams_.extract(id);
@@ -242,7 +248,7 @@ struct h2_session::callbacks {
   static ssize_t read_answer(nghttp2_session* s, std::int32_t id, std::uint8_t* buf,
                              std::size_t length, std::uint32_t* flags, nghttp2_data_source*,
                              void* user) {
-    auto* st = stream_of(s, id);
+    auto* st = stream_of(s, self(user), id);
     if (!st) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     const std::size_t n = std::min(length, st->out.size() - st->out_sent);
     std::memcpy(buf, st->out.data() + st->out_sent, n);
@@ -314,7 +320,7 @@ bool h2_session::alive() const {
 }
 
 void h2_session::answer(std::int32_t stream, std::string_view message) {
-  auto* st = callbacks::stream_of(session_, stream);
+  auto* st = callbacks::stream_of(session_, *this, stream);
   if (!st || st->answered) return;
   st->answered = true;
   st->out.resize(5 + message.size());
@@ -345,7 +351,7 @@ std::optional<std::uint64_t> h2_session::oldest_unsent() const {
 }
 
 void h2_session::fail(std::int32_t stream, grpc_status status, std::string_view message) {
-  auto* st = callbacks::stream_of(session_, stream);
+  auto* st = callbacks::stream_of(session_, *this, stream);
   if (!st || st->answered) return;
   st->answered = true;
   st->status_text = std::to_string(static_cast<int>(status));

@@ -110,6 +110,7 @@ class h2_session {
   using stream_map = std::unordered_map<std::int32_t, std::unique_ptr<stream_state>>;
   stream_map streams_;  // nghttp2's stream user data points here
   std::vector<stream_map::node_type> spare_;  // of streams that ended, for new ones
+  stream_state* receiving_ = nullptr;         // whose headers came last (null: ended)
 };
 
 }  // namespace floodgate::service::envoy

@@ -389,11 +389,16 @@ std::size_t header_size(const header& h) {
 
 // RateLimitResponse: overall_code = 1, statuses = 2, response_headers_to_add = 3.
 std::string serialize_rls_response(const response& in) {
+  std::string out;
+  serialize_rls_response(in, out);
+  return out;
+}
+
+void serialize_rls_response(const response& in, std::string& out) {
   std::size_t size = varint_field_size(as_varint(static_cast<int>(in.overall)));
   for (const auto& st : in.statuses) size += message_field_size(status_size(st));
   for (const auto& h : in.response_headers_to_add) size += message_field_size(header_size(h));
-  std::string out;
-  out.reserve(size);
+  out.reserve(out.size() + size);
   put_varint_field(out, 1, as_varint(static_cast<int>(in.overall)));
   for (const auto& st : in.statuses) {
     put_message_head(out, 2, status_size(st));
@@ -404,7 +409,6 @@ std::string serialize_rls_response(const response& in) {
     put_bytes_field(out, 1, h.key);
     put_bytes_field(out, 2, h.value);
   }
-  return out;
 }
 
 std::optional<std::string> parse_health_request(std::string_view bytes) {

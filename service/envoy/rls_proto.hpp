@@ -14,6 +14,8 @@ namespace floodgate::service::envoy {
 std::optional<request> parse_rls_request(std::string_view bytes);
 // A serialized RateLimitResponse.
 std::string serialize_rls_response(const response& r);
+// The same, appended to `out` (a buffer kept between calls: no allocation per answer).
+void serialize_rls_response(const response& r, std::string& out);
 // A serialized HealthCheckRequest's service name; none: the bytes are not one.
 std::optional<std::string> parse_health_request(std::string_view bytes);
 // A serialized HealthCheckResponse: SERVING or NOT_SERVING.

@@ -240,7 +240,9 @@ void finish(call& c) {
 void settle(call* c, std::size_t group, const floodgate::multi_check_result& r) {
   std::shared_ptr<call> last;
   {
-    std::lock_guard lock(c->mutex);
+    // One group (starts empty, set before any check went out): its answer is the only one.
+    std::unique_lock lock(c->mutex, std::defer_lock);
+    if (!c->starts.empty()) lock.lock();
     const bool ok = r.outcome == outcome::allowed || r.outcome == outcome::over_limit ||
                     r.outcome == outcome::backend_error;
     const auto record = [&](item& it, std::size_t j) {
@@ -498,8 +500,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
   c.reset();  // the call is its own until the last answer
   for (std::size_t g = 0; g < groups; ++g) {
     // The limiter copies the items: the spans may go when this returns.
-    const auto batch = groups == 1 ? all
-                                   : all.subspan(raw->starts[g], raw->starts[g + 1] - raw->starts[g]);
+    const auto batch =
+        groups == 1 ? all : all.subspan(raw->starts[g], raw->starts[g + 1] - raw->starts[g]);
     limiter_->async_check_all(batch,
                               [raw, g](floodgate::multi_check_result r) { settle(raw, g, r); });
   }

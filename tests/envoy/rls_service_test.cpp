@@ -420,8 +420,7 @@ TEST_P(rls_semantics, counter_keys_are_escaped_entries_and_groups_keep_their_ord
   EXPECT_EQ(check({desc(odd)}).statuses[0].limit_remaining, 2u);
   const auto* rule = store_->get()->match("edge", odd).limit;
   ASSERT_TRUE(rule && rule->policy);
-  EXPECT_EQ(limiter_->check("remote_address=a%2Cb%3Dc%25", *rule->policy, 0).decision.remaining,
-            2);
+  EXPECT_EQ(limiter_->check("remote_address=a%2Cb%3Dc%25", *rule->policy, 0).decision.remaining, 2);
 
   std::vector<descriptor> many;
   for (int i = 0; i < 40; ++i)

@@ -511,7 +511,7 @@ rules_version initial_rules_from(rules_store& rules) {
   return *head;
 }
 
-// floodgated's own thread, for two errands that must not hold an I/O thread:
+// floodgated's own thread, for three errands that must not hold an I/O thread:
 // - SIGHUP's reloads: reading and parsing the files (a slow disk, 10,000 rules) must not hold
 //   the I/O thread that took the signal, which also accepts connections. A SIGHUP while a
 //   reload runs asks for one more after it, which reads the files as they are then; any number
@@ -520,11 +520,16 @@ rules_version initial_rules_from(rules_store& rules) {
 //   bad db index, an unresolvable host, a Redis too old): at start-up, then whenever the reason
 //   changes or clears. Polled once a second, so a flapping reason costs one line a second at
 //   most; calls themselves log nothing of it. (A long reload delays the next look, no more.)
+// - Once a second too, giving back what checks under replaced rules reserved after a change
+//   (reservation_keeper::settle).
 class background {
  public:
-  background(std::shared_ptr<floodgate::limiter> limiter, std::function<void()> reload)
+  // `settle` runs after each look (reservation_keeper::settle).
+  background(std::shared_ptr<floodgate::limiter> limiter, std::function<void()> reload,
+             std::function<void()> settle)
       : limiter_(std::move(limiter)),
         reload_(std::move(reload)),
+        settle_(std::move(settle)),
         thread_([this](std::stop_token stop) { run(stop); }) {}
 
   // From any thread (the signal's); returns at once.
@@ -552,6 +557,7 @@ class background {
           spdlog::info("msg=\"backend answering again\" backend={}", b.kind());
         told = std::move(now);
       }
+      settle_();
       lock.lock();
       if (wake_.wait_for(lock, stop, std::chrono::seconds(1), [this] { return reload_pending_; })) {
         reload_pending_ = false;
@@ -564,6 +570,7 @@ class background {
 
   std::shared_ptr<floodgate::limiter> limiter_;
   std::function<void()> reload_;
+  std::function<void()> settle_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool reload_pending_ = false;
@@ -696,10 +703,16 @@ int main(int argc, char** argv) {
     // Every change of what is in force goes through it (after what it reads, before what
     // changes through it): what is reserved under a policy no longer in force goes back.
     reservation_keeper keeper(
-        limiter, [&store, &live, e = envoy_api.get()](std::vector<floodgate::policy>& out) {
+        limiter,
+        [&store, &live, e = envoy_api.get()](std::vector<floodgate::policy>& out) {
           store.get()->reserving_policies(out);
           if (e) e->reserving_policies(out);
           live.current()->reserving_policies(out);
+        },
+        [&store, &live, e = envoy_api.get()] {
+          std::vector<std::shared_ptr<const void>> held{store.get(), live.current()};
+          if (e) held.push_back(e->config());
+          return held;
         });
     // The watches: after `store`, `live` and `stats`, which they set, so they stop first;
     // before the collectors and the admin handler that read them. The overrides' are loaded
@@ -777,12 +790,15 @@ int main(int argc, char** argv) {
     };
     // Declared after what a reload uses, so it is stopped (a reload in progress finished)
     // before any of that goes.
-    background errands(limiter, [&store, &stats, &envoy_api, &keeper, where, &path = f.config_path,
-                                 w = rules_watcher.get(), ow = overrides_watcher.get()] {
-      reload(store, stats, envoy_api.get(), where, path, keeper);
-      if (w) w->poke();      // --rules-from: read Redis within an interval
-      if (ow) ow->resync();  // ... and every run-time override again
-    });
+    background errands(
+        limiter,
+        [&store, &stats, &envoy_api, &keeper, where, &path = f.config_path, w = rules_watcher.get(),
+         ow = overrides_watcher.get()] {
+          reload(store, stats, envoy_api.get(), where, path, keeper);
+          if (w) w->poke();      // --rules-from: read Redis within an interval
+          if (ow) ow->resync();  // ... and every run-time override again
+        },
+        [&keeper] { keeper.settle(); });
     // After `errands`, which it tells, so it stops first.
     std::unique_ptr<config_watch> watch;
     if (f.envoy.watch && !f.envoy.configs.empty()) {

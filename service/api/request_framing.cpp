@@ -1,15 +1,88 @@
 #include "api/request_framing.hpp"
 
 #include "api/render.hpp"
+#include "config/ip_address.hpp"
 
 namespace floodgate::service {
 
+namespace {
+
+bool hex_digit(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+bool unreserved_or_sub_delim(char c) noexcept {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("-._~!$&'()*+,;=").find(c) != std::string_view::npos;
+}
+
+// reg-name: *( unreserved / pct-encoded / sub-delims )
+bool reg_name(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%') {
+      if (i + 2 >= s.size() || !hex_digit(s[i + 1]) || !hex_digit(s[i + 2])) return false;
+      i += 2;
+    } else if (!unreserved_or_sub_delim(s[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Inside the brackets: IPv6address, or IPvFuture ("v" 1*HEXDIG "." 1*( unreserved /
+// sub-delims / ":" )).
+bool ip_literal(std::string_view s) noexcept {
+  if (!s.empty() && (s.front() == 'v' || s.front() == 'V')) {
+    const auto dot = s.find('.');
+    if (dot == std::string_view::npos || dot < 2 || dot + 1 == s.size()) return false;
+    for (std::size_t i = 1; i < dot; ++i)
+      if (!hex_digit(s[i])) return false;
+    for (std::size_t i = dot + 1; i < s.size(); ++i)
+      if (s[i] != ':' && !unreserved_or_sub_delim(s[i])) return false;
+    return true;
+  }
+  // parse_ip takes IPv4 too: an IP-literal holds IPv6 only.
+  return s.find(':') != std::string_view::npos && parse_ip(s).has_value();
+}
+
+}  // namespace
+
+bool valid_host(std::string_view value) noexcept {
+  std::string_view host = value;
+  std::string_view port;
+  if (value.starts_with('[')) {
+    const auto close = value.find(']');
+    if (close == std::string_view::npos || !ip_literal(value.substr(1, close - 1))) return false;
+    const auto rest = value.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    if (!rest.empty()) port = rest.substr(1);
+  } else {
+    // A reg-name holds no ':', so the first one starts the port.
+    const auto colon = value.find(':');
+    if (colon != std::string_view::npos) {
+      host = value.substr(0, colon);
+      port = value.substr(colon + 1);
+    }
+    if (!reg_name(host)) return false;
+  }
+  if (port.size() > 5) return false;
+  unsigned n = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<unsigned>(c - '0');
+  }
+  return n <= 65535;
+}
+
 std::optional<http_response> check_framing(
-    unsigned version, std::size_t host_fields,
+    unsigned version, const std::vector<std::string_view>& hosts,
     const std::vector<std::string_view>& transfer_encodings) {
-  if (host_fields > 1) return error_response(400, "more than one Host header");
-  if (version >= 11 && host_fields == 0)
+  if (hosts.size() > 1) return error_response(400, "more than one Host header");
+  if (version >= 11 && hosts.empty())
     return error_response(400, "an HTTP/1.1 request needs a Host header");
+  if (!hosts.empty() && !valid_host(hosts.front()))
+    return error_response(400,
+                          "the Host header is not a host (a name, an IPv4 address or an IPv6 "
+                          "address in brackets, then optionally ':' and a port)");
 
   // The codings, in the order applied; each without parameters, lower-cased.
   std::size_t codings = 0;

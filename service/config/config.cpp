@@ -559,6 +559,13 @@ std::vector<const rule*> config::rules_of(const group& g) const {
   return out;
 }
 
+void config::reserving_policies(std::vector<floodgate::policy>& out) const {
+  for (const auto& r : rules_) {
+    if (r.policy.reserve() > 0) out.push_back(r.policy);
+    if (r.overrides) r.overrides->reserving_policies(out);
+  }
+}
+
 const rule& config::resolve(const rule& r, std::string_view key) {
   return r.overrides ? r.overrides->resolve(r, key) : r;
 }

@@ -125,6 +125,9 @@ class config {
   // The rule that decides `key` under `r` (a rule of this config): an override's (the exact
   // key, else the longest prefix), or `r` itself. O(key length + log overrides).
   static const rule& resolve(const rule& r, std::string_view key);
+  // Appends every policy that reserves: the rules' and their overrides' (what a reload keeps
+  // reservations of: limiter::keep_reservations_of).
+  void reserving_policies(std::vector<floodgate::policy>& out) const;
   // Peers whose X-Real-IP / X-Forwarded-For are believed; empty: nobody's.
   const std::vector<cidr>& trusted_proxies() const noexcept { return trusted_proxies_; }
   bool is_trusted_proxy(const ip_address& a) const noexcept;

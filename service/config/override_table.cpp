@@ -89,4 +89,11 @@ std::vector<const override_table::entry*> override_table::entries() const {
   return out;
 }
 
+void override_table::reserving_policies(std::vector<floodgate::policy>& out) const {
+  for (const auto& [k, e] : exact_)
+    if (e.as_rule.policy.reserve() > 0) out.push_back(e.as_rule.policy);
+  for (const auto& e : prefixes_)
+    if (e.as_rule.policy.reserve() > 0) out.push_back(e.as_rule.policy);
+}
+
 }  // namespace floodgate::service

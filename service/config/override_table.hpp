@@ -92,6 +92,8 @@ class override_table {
   std::size_t size() const noexcept { return exact_.size() + prefixes_.size(); }
   // Exact keys in no order, then prefixes sorted.
   std::vector<const entry*> entries() const;
+  // Appends the policies of the entries that reserve (what a reload keeps reservations of).
+  void reserving_policies(std::vector<floodgate::policy>& out) const;
 
   // Sorts and indexes; the specs must hold no two of the same (kind, match) (the caller says
   // where they were written). Throws config_error from apply_fields.

@@ -79,6 +79,11 @@ class runtime_snapshot {
   const override_table::entry* find(const floodgate::policy& base, std::string_view key,
                                     std::int64_t now) const;
   bool empty() const noexcept { return rules_.empty(); }
+  // Appends the policies of the entries that reserve (expired ones too: a superset of those in
+  // force is what a reload's keep_reservations_of may be given).
+  void reserving_policies(std::vector<floodgate::policy>& out) const {
+    for (const auto& [name, r] : rules_) r.table.reserving_policies(out);
+  }
 
  private:
   friend class runtime_overrides;

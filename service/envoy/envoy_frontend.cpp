@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "config/override_table.hpp"
 #include "drain_watch.hpp"
 #include "envoy_config.hpp"
 #include "grpc_server.hpp"
@@ -186,6 +187,23 @@ bool envoy_frontend::reload() {
 
 std::shared_ptr<const envoy_config> envoy_frontend::config() const {
   return impl_->store.get();
+}
+
+namespace {
+void reserving_policies_of(const std::vector<descriptor_node>& nodes,
+                           std::vector<floodgate::policy>& out) {
+  for (const auto& n : nodes) {
+    if (n.limit && n.limit->policy && n.limit->policy->reserve() > 0)
+      out.push_back(*n.limit->policy);
+    if (n.limit && n.limit->overrides) n.limit->overrides->reserving_policies(out);
+    reserving_policies_of(n.children, out);
+  }
+}
+}  // namespace
+
+void envoy_frontend::reserving_policies(std::vector<floodgate::policy>& out) const {
+  const auto cfg = impl_->store.get();
+  for (const auto& [name, d] : cfg->domains()) reserving_policies_of(d.descriptors, out);
 }
 
 void envoy_frontend::shutdown(std::chrono::milliseconds drain) {

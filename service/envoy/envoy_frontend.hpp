@@ -69,6 +69,9 @@ class envoy_frontend {
   bool reload();
   // The config in force (what run-time overrides of Envoy rules are checked against).
   std::shared_ptr<const envoy_config> config() const;
+  // Appends the policies of the config in force that reserve: its rate_limits' and their
+  // overrides' (what a reload keeps reservations of: limiter::keep_reservations_of).
+  void reserving_policies(std::vector<floodgate::policy>& out) const;
   // Health NOT_SERVING (also at the first SIGTERM or SIGINT, when the HTTP drain begins), then
   // finishes the calls in flight within `drain`.
   void shutdown(std::chrono::milliseconds drain);

@@ -40,6 +40,7 @@
 #include "logging/log_format.hpp"
 #include "logging/log_json.hpp"
 #include "main/envoy_env.hpp"
+#include "main/reservation_keeper.hpp"
 #include "redis_watch/redis_sampler.hpp"
 #include "rules/overrides_entries.hpp"
 #include "rules/overrides_store.hpp"
@@ -419,15 +420,17 @@ std::shared_ptr<const config> initial_rules(const std::string& path, placement w
 }
 
 // SIGHUP: the Envoy config (if any) and the rules file again; a bad file keeps the old rules.
+// Each change goes through `keeper`, which gives back what is reserved under policies dropped.
 void reload(config_store& store, metrics& stats, envoy::envoy_frontend* envoy_api, placement where,
-            const std::string& path) {
-  if (envoy_api) stats.record_reload(envoy_api->reload());
+            const std::string& path, reservation_keeper& keeper) {
+  if (envoy_api)
+    keeper.change("envoy config reload", [&] { stats.record_reload(envoy_api->reload()); });
   if (path.empty()) return;
   try {
     auto next = std::make_shared<const config>(load_config(path, where));
     const auto n = next->rules().size();
     const auto groups = next->groups().size();
-    store.set(std::move(next));
+    keeper.change("rules reload", [&] { store.set(std::move(next)); });
     stats.record_reload(true);
     spdlog::info("msg=\"config reloaded\" file={} rules={} groups={}", quote(path), n, groups);
   } catch (const std::exception& e) {
@@ -508,7 +511,7 @@ rules_version initial_rules_from(rules_store& rules) {
   return *head;
 }
 
-// floodgated's own thread, for two errands that must not hold an I/O thread:
+// floodgated's own thread, for three errands that must not hold an I/O thread:
 // - SIGHUP's reloads: reading and parsing the files (a slow disk, 10,000 rules) must not hold
 //   the I/O thread that took the signal, which also accepts connections. A SIGHUP while a
 //   reload runs asks for one more after it, which reads the files as they are then; any number
@@ -517,11 +520,16 @@ rules_version initial_rules_from(rules_store& rules) {
 //   bad db index, an unresolvable host, a Redis too old): at start-up, then whenever the reason
 //   changes or clears. Polled once a second, so a flapping reason costs one line a second at
 //   most; calls themselves log nothing of it. (A long reload delays the next look, no more.)
+// - Once a second too, giving back what checks under replaced rules reserved after a change
+//   (reservation_keeper::settle).
 class background {
  public:
-  background(std::shared_ptr<floodgate::limiter> limiter, std::function<void()> reload)
+  // `settle` runs after each look (reservation_keeper::settle).
+  background(std::shared_ptr<floodgate::limiter> limiter, std::function<void()> reload,
+             std::function<void()> settle)
       : limiter_(std::move(limiter)),
         reload_(std::move(reload)),
+        settle_(std::move(settle)),
         thread_([this](std::stop_token stop) { run(stop); }) {}
 
   // From any thread (the signal's); returns at once.
@@ -549,6 +557,7 @@ class background {
           spdlog::info("msg=\"backend answering again\" backend={}", b.kind());
         told = std::move(now);
       }
+      settle_();
       lock.lock();
       if (wake_.wait_for(lock, stop, std::chrono::seconds(1), [this] { return reload_pending_; })) {
         reload_pending_ = false;
@@ -561,6 +570,7 @@ class background {
 
   std::shared_ptr<floodgate::limiter> limiter_;
   std::function<void()> reload_;
+  std::function<void()> settle_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool reload_pending_ = false;
@@ -690,6 +700,20 @@ int main(int argc, char** argv) {
       envoy_api = std::make_unique<envoy::envoy_frontend>(envoy_flags, limiter, stats,
                                                           rules ? &live : nullptr);
     }
+    // Every change of what is in force goes through it (after what it reads, before what
+    // changes through it): what is reserved under a policy no longer in force goes back.
+    reservation_keeper keeper(
+        limiter,
+        [&store, &live, e = envoy_api.get()](std::vector<floodgate::policy>& out) {
+          store.get()->reserving_policies(out);
+          if (e) e->reserving_policies(out);
+          live.current()->reserving_policies(out);
+        },
+        [&store, &live, e = envoy_api.get()] {
+          std::vector<std::shared_ptr<const void>> held{store.get(), live.current()};
+          if (e) held.push_back(e->config());
+          return held;
+        });
     // The watches: after `store`, `live` and `stats`, which they set, so they stop first;
     // before the collectors and the admin handler that read them. The overrides' are loaded
     // before the first request and stop after the rules watch, which tells them of reloads.
@@ -699,25 +723,30 @@ int main(int argc, char** argv) {
     if (rules) {
       override_source = std::make_unique<overrides_store>(*f.rules_from, 1s);
       overrides_watcher = std::make_unique<overrides_watch>(
-          *override_source, [&store, &live, e = envoy_api.get()](const overrides_list& l) {
-            sync_overrides(live, override_targets(store, e), l);
+          *override_source, [&store, &live, &keeper, e = envoy_api.get()](const overrides_list& l) {
+            keeper.change("run-time overrides",
+                          [&] { sync_overrides(live, override_targets(store, e), l); });
           });
       rules_watcher = std::make_unique<rules_watch>(
           *rules, first,
-          [&store, &stats, &live, where, &from = *f.rules_from, e = envoy_api.get(),
+          [&store, &stats, &live, &keeper, where, &from = *f.rules_from, e = envoy_api.get(),
            ow = overrides_watcher.get()](const rules_version& v) {
-            auto refused = apply_rules(store, stats, where, from, v);
-            if (!refused.empty()) return refused;
-            // Each entry rebuilt against its rule's new version, or dropped (logged); then
-            // read again from Redis, so an entry dropped by an older version comes back when
-            // its rule does.
-            const override_targets to(store, e);
-            for (const auto& m : live.rebind(to.lookup(), unix_ms_now()))
-              spdlog::warn("msg=\"run-time override dropped\" version={} error={}", v.version,
-                           quote(m));
-            spdlog::info("msg=\"run-time overrides rebound\" version={} live={}", v.version,
-                         live.list(unix_ms_now()).size());
-            ow->resync();
+            std::string refused;
+            // The version and the run-time entries rebuilt for it are one change.
+            keeper.change("rules version", [&] {
+              refused = apply_rules(store, stats, where, from, v);
+              if (!refused.empty()) return;
+              // Each entry rebuilt against its rule's new version, or dropped (logged); then
+              // read again from Redis, so an entry dropped by an older version comes back when
+              // its rule does.
+              const override_targets to(store, e);
+              for (const auto& m : live.rebind(to.lookup(), unix_ms_now()))
+                spdlog::warn("msg=\"run-time override dropped\" version={} error={}", v.version,
+                             quote(m));
+              spdlog::info("msg=\"run-time overrides rebound\" version={} live={}", v.version,
+                           live.list(unix_ms_now()).size());
+            });
+            if (refused.empty()) ow->resync();
             return refused;
           });
     }
@@ -761,12 +790,15 @@ int main(int argc, char** argv) {
     };
     // Declared after what a reload uses, so it is stopped (a reload in progress finished)
     // before any of that goes.
-    background errands(limiter, [&store, &stats, &envoy_api, where, &path = f.config_path,
-                                 w = rules_watcher.get(), ow = overrides_watcher.get()] {
-      reload(store, stats, envoy_api.get(), where, path);
-      if (w) w->poke();      // --rules-from: read Redis within an interval
-      if (ow) ow->resync();  // ... and every run-time override again
-    });
+    background errands(
+        limiter,
+        [&store, &stats, &envoy_api, &keeper, where, &path = f.config_path, w = rules_watcher.get(),
+         ow = overrides_watcher.get()] {
+          reload(store, stats, envoy_api.get(), where, path, keeper);
+          if (w) w->poke();      // --rules-from: read Redis within an interval
+          if (ow) ow->resync();  // ... and every run-time override again
+        },
+        [&keeper] { keeper.settle(); });
     // After `errands`, which it tells, so it stops first.
     std::unique_ptr<config_watch> watch;
     if (f.envoy.watch && !f.envoy.configs.empty()) {

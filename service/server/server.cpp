@@ -392,7 +392,10 @@ class session : public std::enable_shared_from_this<session> {
     if (req.count(http::field::transfer_encoding) > 0)
       for (const auto& f : req)
         if (f.name() == http::field::transfer_encoding) codings_.push_back(f.value());
-    if (auto refusal = check_framing(req.version(), req.count(http::field::host), codings_)) {
+    hosts_.clear();
+    for (auto [it, end] = req.equal_range(http::field::host); it != end; ++it)
+      hosts_.push_back(it->value());
+    if (auto refusal = check_framing(req.version(), hosts_, codings_)) {
       version_ = req.version() < 11 ? 10 : 11;
       return respond(std::move(*refusal), true);
     }
@@ -734,6 +737,7 @@ class session : public std::enable_shared_from_this<session> {
   bool idle_waiting_ = false;
   std::atomic<std::int64_t> idle_since_{0};  // see idle_since()
   std::vector<std::string_view> codings_;    // the current header's Transfer-Encoding lines
+  std::vector<std::string_view> hosts_;      // ... and Host lines (one, valid, or a 400)
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http_request request_;           // the current request (peer_address: the connection's)

@@ -158,6 +158,31 @@ TEST(bad_http, http_1_1_without_host_or_with_two_is_400_and_closed) {
   expect_still_serving(fg);
 }
 
+// RFC 9110 7.2, RFC 9112 3.2: a Host whose value is not uri-host [":" port] is a 400 (and the
+// connection closed, as for the other Host refusals). "Host: a b" was served (200).
+TEST(bad_http, a_host_value_that_is_not_a_host_is_400_and_closed) {
+  floodgated_process fg(rules);
+  for (const char* host : {"a b", "a\tb", "a/b", "a@b", "x:80a", "x:99999", "x:1:2", "[::1",
+                           "[::1]x", "[nope]", "[127.0.0.1]", "::1", "a%zz", "\"a\""}) {
+    http_connection c(fg.port());
+    ASSERT_TRUE(c.send_raw(std::string("GET /healthz HTTP/1.1\r\nHost: ") + host + "\r\n\r\n"));
+    const auto r = c.read_reply();
+    EXPECT_EQ(r.status, 400) << host;
+    EXPECT_NE(r.body.find("Host header is not a host"), std::string::npos) << host << r.body;
+    EXPECT_TRUE(c.closed_by_peer(3s)) << host;
+  }
+  // Names, addresses, ports, an empty value (a target without authority), IPvFuture,
+  // percent-encoding: served.
+  for (const char* host :
+       {"127.0.0.1:8080", "localhost", "a.example:80", "[::1]", "[::1]:8080", "",
+        "x:", "[v1.fe80::1+en0]", "a%41b", "under_score.example", "[2001:db8::7]:443"}) {
+    http_connection c(fg.port());
+    ASSERT_TRUE(c.send_raw(std::string("GET /healthz HTTP/1.1\r\nHost: ") + host + "\r\n\r\n"));
+    EXPECT_EQ(c.read_reply().status, 200) << host;
+  }
+  expect_still_serving(fg);
+}
+
 // RFC 9112 3.2.2: a server MUST accept the absolute-form (http://host/path), and an origin
 // server takes the host from it, not from Host. It was routed as the path "http://..." (404).
 TEST(bad_http, an_absolute_form_target_is_served_as_its_path) {
@@ -167,9 +192,10 @@ TEST(bad_http, an_absolute_form_target_is_served_as_its_path) {
   const auto admin = admin_port_of(fg);
   http_connection c(fg.port());
   const std::string body = R"({"rule":"api","key":"abs"})";
-  ASSERT_TRUE(c.send_raw("POST http://127.0.0.1/v1/check?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                         "Content-Length: " +
-                         std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(
+      c.send_raw("POST http://127.0.0.1/v1/check?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 "Content-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body));
   const auto r = c.read_reply();
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.body.find("\"remaining\":99"), std::string::npos) << r.body;
@@ -184,8 +210,7 @@ TEST(bad_http, an_absolute_form_target_is_served_as_its_path) {
   ASSERT_TRUE(a.send_raw("GET http://127.0.0.1:" + std::to_string(admin) +
                          "/healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n"));
   EXPECT_EQ(a.read_reply().status, 200);
-  ASSERT_TRUE(
-      a.send_raw("GET http://evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  ASSERT_TRUE(a.send_raw("GET http://evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   const auto refused = a.read_reply();
   EXPECT_EQ(refused.status, 403) << refused.body;
   EXPECT_NE(refused.body.find("evil.example"), std::string::npos) << refused.body;

@@ -24,6 +24,7 @@
 #include "metrics_text.hpp"
 #include "real_clock_window.hpp"
 #include "redis_server.hpp"
+#include "reservation_state.hpp"
 #include "wait_for.hpp"
 
 namespace floodgate::test {
@@ -461,6 +462,49 @@ TEST(override_redis, the_documented_acl_users_work_and_a_missing_permission_is_n
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "cannot read: ")) << r.output;
   EXPECT_TRUE(contains(r.output, "NOPERM")) << r.output;
+}
+
+// Issue 27: a run-time override is in force as the rules are; when it changes, what the key
+// reserved under the old entry's policy goes back to Redis at once, and what another key holds
+// under the rule's own policy stays. Before, the units stayed held until swept.
+TEST(override_redis, a_changed_entry_gives_back_what_its_key_reserved) {
+  fleet_on_redis f(
+      "rules:\n  - {name: api, algorithm: fixed_window, limit: 100, window: 24h, reserve: 50, "
+      "reserve_for: 10m}\n",
+      1, backend::redis);
+  const auto& i = f.fleet[0];
+  auto set_vip = [&](const std::string& limit) {
+    const auto log_at = i.fg->log().size();
+    const auto r = cli({"override", "set", f.ref, "api", "vip", "--limit", limit, "--for", "1h"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_TRUE(i.fg->wait_for_log("run-time overrides applied", give_up_after, log_at))
+        << i.fg->log();
+  };
+  set_vip("80");
+  // 8 checks each: grants of 1, 2, 4 and 8, 7 of the last held.
+  constexpr int checks = 8;
+  for (const std::string key : {"vip", "plain"}) {
+    http_connection c(i.fg->port());
+    for (int n = 0; n < checks; ++n) {
+      const auto r = c.request("POST", "/v1/check", R"({"rule":"api","key":")" + key + "\"}");
+      ASSERT_EQ(r.status, 200) << r.body;
+    }
+  }
+  ASSERT_EQ(limit_for(i, "vip"), 80);  // one more, from the grant
+  const auto vip_held = fixed_window_count(f.redis, "floodgate:api:fw:{vip}") - checks - 1;
+  const auto plain_count = fixed_window_count(f.redis, "floodgate:api:fw:{plain}");
+  ASSERT_GT(vip_held, 0) << "a grant holds units unspent";
+
+  set_vip("90");
+  EXPECT_TRUE(
+      wait_for([&] { return fixed_window_count(f.redis, "floodgate:api:fw:{vip}") == checks + 1; },
+               give_up_after))
+      << fixed_window_count(f.redis, "floodgate:api:fw:{vip}");
+  EXPECT_TRUE(
+      wait_for([&] { return counter_on(i.fg->port(), units_given_back_of("api")) == vip_held; },
+               give_up_after))
+      << counter_on(i.fg->port(), units_given_back_of("api")) << " given back, held " << vip_held;
+  EXPECT_EQ(fixed_window_count(f.redis, "floodgate:api:fw:{plain}"), plain_count);
 }
 
 }  // namespace

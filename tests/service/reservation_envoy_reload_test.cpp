@@ -1,0 +1,115 @@
+// Reservations across an Envoy config reload (issue 27), through the real floodgated, a real
+// redis-server and real gRPC calls (the Node client of tests/envoy): a reserving rate_limit whose
+// limit the reload changes gives back what it held unspent at once; another rate_limit the
+// reload left alone, and a rules file's reserving rule (reloaded by the same SIGHUP, unchanged),
+// keep theirs: what is in force is every source's policies, never one source's alone.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "floodgated_process.hpp"
+#include "http_client.hpp"
+#include "redis_server.hpp"
+#include "reservation_state.hpp"
+#include "rls_process.hpp"
+#include "wait_for.hpp"
+
+namespace floodgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string envoy_config(int user_limit) {
+  return R"(domain: edge
+descriptors:
+  - key: user
+    rate_limit: {unit: day, requests_per_unit: )" +
+         std::to_string(user_limit) + R"(, reserve: 50, reserve_for: 10m}
+  - key: tenant
+    rate_limit: {unit: day, requests_per_unit: 100, reserve: 50, reserve_for: 10m}
+)";
+}
+
+const char* const rules =
+    "rules:\n  - {name: http, algorithm: fixed_window, limit: 100, window: 24h, reserve: 50, "
+    "reserve_for: 10m}\n";
+
+// What run_client needs: the gRPC address and a scratch dir.
+struct grpc_target {
+  std::string scratch;
+  std::uint16_t port = 0;
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+  const std::string& dir() const { return scratch; }
+};
+
+// The one state key of an Envoy counter (its policy's name is a hash of the rule's path).
+std::string envoy_state_key(const redis_server& redis, const std::string& counter) {
+  const auto r = redis.command({"KEYS", "floodgate:envoy.*:fw:{" + counter + "}"});
+  if (r.elements.size() != 1) throw std::runtime_error("no single state key for " + counter);
+  return r.elements[0].str;
+}
+
+constexpr int checks = 8;  // grants of 1, 2, 4 and 8: 7 of the last held
+
+TEST(reservation_envoy_reload, a_changed_rate_limit_gives_back_its_units_only) {
+  redis_server redis;
+  grpc_target t{make_temp_dir("floodgate-reserve-envoy-")};
+  write_file(t.scratch + "/edge.yaml", envoy_config(100));
+  floodgated_process::options o;
+  o.extra_args = {"--redis",        redis.url() + "?timeout=2s", "--grpc-listen", "127.0.0.1:0",
+                  "--envoy-config", t.scratch + "/edge.yaml"};
+  floodgated_process fg(rules, o);
+  t.port = fg.grpc_port();
+  ASSERT_TRUE(
+      wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; }, 10s))
+      << fg.log();
+
+  json::array calls;
+  for (int i = 0; i < checks; ++i) {
+    calls.push_back(check(request_of({{"user", "u"}})));
+    calls.push_back(check(request_of({{"tenant", "t"}})));
+  }
+  const auto results = run_client(t, calls);
+  for (std::size_t i = 0; i < results.size(); ++i)
+    ASSERT_EQ(response(results, i).at("overall_code").as_string(), "OK") << i;
+  http_connection c(fg.port());
+  for (int i = 0; i < checks; ++i)
+    ASSERT_EQ(c.request("POST", "/v1/check", R"({"rule":"http","key":"k"})").status, 200);
+
+  const auto user_key = envoy_state_key(redis, "user=u");
+  const auto tenant_key = envoy_state_key(redis, "tenant=t");
+  const auto http_key = std::string("floodgate:http:fw:{k}");
+  const auto user_held = fixed_window_count(redis, user_key) - checks;
+  const auto tenant_count = fixed_window_count(redis, tenant_key);
+  const auto http_count = fixed_window_count(redis, http_key);
+  ASSERT_GT(user_held, 0) << "a grant holds units unspent";
+  ASSERT_GT(tenant_count, checks);
+  ASSERT_GT(http_count, checks);
+
+  const auto log_at = fg.log().size();
+  write_file(t.scratch + "/edge.yaml", envoy_config(200));
+  fg.signal(SIGHUP);
+  ASSERT_TRUE(fg.wait_for_log("envoy config reloaded", 5s, log_at)) << fg.log();
+  ASSERT_TRUE(fg.wait_for_log("msg=\"config reloaded\"", 5s, log_at)) << fg.log();
+  EXPECT_TRUE(wait_for([&] { return fixed_window_count(redis, user_key) == checks; }, 5s))
+      << "the changed rate_limit's units back in Redis: count "
+      << fixed_window_count(redis, user_key);
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return counter_on(fg.port(), "floodgate_reserved_units_given_back_total") == user_held;
+      },
+      5s))
+      << counter_on(fg.port(), "floodgate_reserved_units_given_back_total") << " given back, held "
+      << user_held;
+  EXPECT_EQ(fixed_window_count(redis, tenant_key), tenant_count) << "left alone: kept";
+  EXPECT_EQ(fixed_window_count(redis, http_key), http_count) << "the rules file's: kept";
+  EXPECT_EQ(counter_on(fg.port(), units_given_back_of("http")), 0);
+  std::error_code ec;
+  std::filesystem::remove_all(t.scratch, ec);
+}
+
+}  // namespace
+}  // namespace floodgate::test

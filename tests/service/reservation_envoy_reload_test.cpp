@@ -57,11 +57,11 @@ constexpr int checks = 8;  // grants of 1, 2, 4 and 8: 7 of the last held
 TEST(reservation_envoy_reload, a_changed_rate_limit_gives_back_its_units_only) {
   redis_server redis;
   grpc_target t{make_temp_dir("floodgate-reserve-envoy-")};
-  write_file(t.scratch + "/edge.yaml", envoy_config(100));
+  write_file(t.scratch + "/edge.yaml", with_a_window_far_from_its_end(envoy_config(100)));
   floodgated_process::options o;
   o.extra_args = {"--redis",        redis.url() + "?timeout=2s", "--grpc-listen", "127.0.0.1:0",
                   "--envoy-config", t.scratch + "/edge.yaml"};
-  floodgated_process fg(rules, o);
+  floodgated_process fg(with_a_window_far_from_its_end(rules), o);
   t.port = fg.grpc_port();
   ASSERT_TRUE(
       wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; }, 10s))
@@ -90,7 +90,7 @@ TEST(reservation_envoy_reload, a_changed_rate_limit_gives_back_its_units_only) {
   ASSERT_GT(http_count, checks);
 
   const auto log_at = fg.log().size();
-  write_file(t.scratch + "/edge.yaml", envoy_config(200));
+  write_file(t.scratch + "/edge.yaml", with_a_window_far_from_its_end(envoy_config(200)));
   fg.signal(SIGHUP);
   ASSERT_TRUE(fg.wait_for_log("envoy config reloaded", 5s, log_at)) << fg.log();
   ASSERT_TRUE(fg.wait_for_log("msg=\"config reloaded\"", 5s, log_at)) << fg.log();

@@ -28,7 +28,7 @@ using namespace std::chrono_literals;
 std::unique_ptr<floodgated_process> start_on(const redis_server& redis, const std::string& rules) {
   floodgated_process::options opts;
   opts.extra_args = {"--redis", redis.url() + "?timeout=2s"};
-  auto fg = std::make_unique<floodgated_process>(rules, opts);
+  auto fg = std::make_unique<floodgated_process>(with_a_window_far_from_its_end(rules), opts);
   if (!wait_for([&] { return http_request_once(fg->port(), "GET", "/readyz").status == 200; }, 10s))
     throw std::runtime_error("floodgated never became ready:\n" + fg->log());
   return fg;
@@ -68,7 +68,7 @@ void a_reload_gives_back_what_a_changed_rule_held(const std::string& after) {
   ASSERT_GT(kept_count, checks);
 
   const auto log_at = fg->log().size();
-  fg->write_rules(after);
+  fg->write_rules(with_a_window_far_from_its_end(after));
   fg->signal(SIGHUP);
   ASSERT_TRUE(fg->wait_for_log("config reloaded", 5s, log_at)) << fg->log();
   EXPECT_TRUE(
@@ -126,7 +126,7 @@ TEST(reservation_reload, a_changed_override_gives_back_its_keys_units_only) {
   ASSERT_GT(vip_count, checks);
 
   const auto log_at = fg->log().size();
-  fg->write_rules(rules(95));
+  fg->write_rules(with_a_window_far_from_its_end(rules(95)));
   fg->signal(SIGHUP);
   ASSERT_TRUE(fg->wait_for_log("config reloaded", 5s, log_at)) << fg->log();
   EXPECT_TRUE(
@@ -159,9 +159,9 @@ TEST(reservation_reload, a_grant_landing_after_the_reload_goes_back_once_its_che
   ASSERT_TRUE(wait_for(blocked, 5s)) << redis.command({"INFO", "clients"}).str;
 
   const auto log_at = fg->log().size();
-  fg->write_rules(R"(rules:
+  fg->write_rules(with_a_window_far_from_its_end(R"(rules:
   - {name: kept, algorithm: fixed_window, limit: 100, window: 24h, reserve: 50, reserve_for: 10m}
-)");
+)"));
   fg->signal(SIGHUP);
   ASSERT_TRUE(fg->wait_for_log("config reloaded", 5s, log_at)) << fg->log();
   ASSERT_EQ(redis.command({"CLIENT", "UNPAUSE"}).str, "OK");

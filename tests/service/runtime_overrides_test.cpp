@@ -468,10 +468,10 @@ TEST(override_redis, the_documented_acl_users_work_and_a_missing_permission_is_n
 // reserved under the old entry's policy goes back to Redis at once, and what another key holds
 // under the rule's own policy stays. Before, the units stayed held until swept.
 TEST(override_redis, a_changed_entry_gives_back_what_its_key_reserved) {
-  fleet_on_redis f(
-      "rules:\n  - {name: api, algorithm: fixed_window, limit: 100, window: 24h, reserve: 50, "
-      "reserve_for: 10m}\n",
-      1, backend::redis);
+  fleet_on_redis f(with_a_window_far_from_its_end(
+                       "rules:\n  - {name: api, algorithm: fixed_window, limit: 100, window: 24h, "
+                       "reserve: 50, reserve_for: 10m}\n"),
+                   1, backend::redis);
   const auto& i = f.fleet[0];
   auto set_vip = [&](const std::string& limit) {
     const auto log_at = i.fg->log().size();

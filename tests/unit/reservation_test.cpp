@@ -350,6 +350,35 @@ TEST(reservations, a_removed_rule_gives_back_what_it_holds) {
   EXPECT_GE(l.stats().reserved_decisions, 11u);
 }
 
+// The counters (kept per shard) add up per rule and in total, and a check_all whose reserving
+// items hold too few (it goes to the backend and takes reservations of cost 0 for later calls)
+// counts no decision as answered from reservations.
+TEST(reservations, counters_count_only_what_was_spent) {
+  test_clock clock;
+  limiter l(shared_memory(clock), on(clock));
+  const auto a = policy{"a", algorithm::fixed_window, 1000, 1h}.with_reserve(10, 1h);
+  const auto g = policy{"g", algorithm::gcra, 1000, 1h}.with_reserve(10, 1h);
+  ASSERT_EQ(l.check_all({{"k", &a, 1}, {"j", &g, 1}}).outcome, outcome::allowed);
+  EXPECT_EQ(l.stats().reserved_decisions, 0u) << "the batch went to the backend";
+  EXPECT_EQ(l.stats().reservations, 2u) << "one taken per item, for later calls";
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(l.check("k" + std::to_string(i % 3), a).outcome, outcome::allowed);
+    ASSERT_EQ(l.check("j", g).outcome, outcome::allowed);
+  }
+  const auto s = l.stats();
+  std::uint64_t taken = 0, units = 0, spent = 0;
+  for (const auto& r : l.reservation_stats()) {
+    taken += r.reservations;
+    units += r.reserved_units;
+    spent += r.reserved_decisions;
+  }
+  EXPECT_EQ(taken, s.reservations);
+  EXPECT_EQ(units, s.reserved_units);
+  EXPECT_EQ(spent, s.reserved_decisions);
+  EXPECT_GE(s.reserved_decisions, 40u);
+  EXPECT_LE(s.reserved_decisions, 60u) << "only checks answered from units held";
+}
+
 // docs/library.md shows the policy and the check of this test.
 TEST(reservations, a_hot_key_is_answered_from_reserved_units) {
   floodgate::limiter limiter{"memory://"};

@@ -213,12 +213,16 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     return out;
   }
   if (e.taking) return out;  // one reservation at a time; meanwhile checks ask the backend
+  // A window's grant can be given back and ends with its window, so what the key had left is
+  // stale once a grant ended. The others' grants cannot be given back, and a sliding_log grant
+  // counts a spend span longer than its units would: their figure is kept, refreshed by every
+  // backend answer (observe).
+  if (now >= e.until && core::windowed(p.algo())) e.key_left = -1;
   if (e.granted > 0) {
     // Sized from how the last one went: ran out early, twice as many; else what was spent.
     e.next_size = now < e.until ? 2 * e.granted : std::max<std::int64_t>(1, e.granted - e.left);
     e.granted = 0;
   }
-  if (now >= e.until) e.key_left = -1;  // what the key had is stale by now
   std::int64_t wanted = std::clamp(e.next_size, cost, p.reserve());
   // No more than this process spends before the window ends (at its rate over the last grant):
   // units left at the end are lost to every process, and sliding_window weighs them on the
@@ -231,9 +235,17 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     if (left < span)
       wanted = std::min(wanted, std::max(cost, (e.next_size * left + span - 1) / span));
   }
-  // Never more than half of what the key had left: a nearly exhausted key is not hoarded, and
-  // its last units are decided by the backend one check at a time.
+  // Never more than half of what the key had left at the last answer (a grant's, or the
+  // backend's to a check that went there): a nearly exhausted key is not hoarded, and its last
+  // units are decided by the backend one check at a time, each answer refreshing what is left
+  // (a stale low figure costs one backend check, never a grant too large).
   if (e.key_left >= 0) wanted = std::min(wanted, e.key_left / 2);
+  // token_bucket, gcra, sliding_log: none within a window of the key being at its limit (a
+  // denial, or an answer or grant that left nothing). Their units held elsewhere deny here until
+  // spent (and sliding_log's count a spend span longer), so on a key at its limit each grant
+  // denies checks the definition admits; one check at a time is exact there, and the deny cache
+  // answers its denials.
+  if (!core::windowed(p.algo()) && now - e.denied_at < p.window().count()) return out;
   if (wanted < cost) return out;
   e.taking = true;
   out.step = plan::take;
@@ -305,6 +317,7 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     // recorded in), from its own now: counted from `sent`, before the call, it errs early.
     e.window_end = sent + r.spend_within.count();
     e.until = std::min(e.window_end, sent + p.reserve_for().count());
+    if (r.after.remaining == 0) e.denied_at = now;  // the grant took the key's last units
     if (r.granted >= cost && now < e.until) {
       e.left -= cost;
       out = admitted(e, p, now);
@@ -315,6 +328,7 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     } else {
       // Less than the request is left (the backend would deny it too), or the grant came too
       // late to spend: denied, with the key's own answer.
+      e.denied_at = now;
       out.outcome = outcome::over_limit;
       out.decision = r.after;
       out.decision.allowed = false;
@@ -471,6 +485,18 @@ std::size_t reservations::keep_only(std::span<const policy> rules) {
   }
   give_back(back, {});
   return dropped;
+}
+
+void reservations::observe(std::string_view key, const policy& p, const decision& d) {
+  if (core::windowed(p.algo())) return;  // (their figure ends with their grant: plan_check)
+  const std::string name = name_of(key, p);
+  shard& s = shard_of(name);
+  const std::int64_t now = steady_ms_();
+  std::lock_guard lock(s.mutex);
+  if (auto it = s.entries.find(name); it != s.entries.end() && it->second.rule == p) {
+    it->second.key_left = d.remaining;
+    if (!d.allowed || d.remaining == 0) it->second.denied_at = now;  // at its limit
+  }
 }
 
 void reservations::forget(std::string_view key, const policy& p) {

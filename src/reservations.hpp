@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -82,6 +83,12 @@ class reservations : public std::enable_shared_from_this<reservations> {
   bool check_all(std::span<const check_item> items,
                  std::function<void(multi_check_result)>& handler);
 
+  // The backend answered `d` to a check of (key, p) that did not go through a reservation: for
+  // token_bucket, gcra and sliding_log, the next grant is sized from d.remaining and none is
+  // taken within a window of a denial (windowed algorithms ignore it: their figure ends with
+  // their grant, and their units can be given back).
+  void observe(std::string_view key, const policy& p, const decision& d);
+
   // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
   void forget(std::string_view key, const policy& p);
 
@@ -121,7 +128,9 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t until = 0;       // steady ms: spend before this
     std::int64_t window_end = 0;  // steady ms: the end of the grant's window, or earlier
     std::int64_t reset_at = 0;    // steady ms: the key's reset_after at the grant
-    std::int64_t key_left = -1;   // what the key had left at the last grant; -1: unknown
+    std::int64_t key_left = -1;   // what the key had left at the last answer; -1: unknown
+    // steady ms: when the key was last seen at its limit (token_bucket, gcra, sliding_log)
+    std::int64_t denied_at = std::numeric_limits<std::int64_t>::min() / 2;
     std::int64_t next_size = 1;   // what the next reservation asks for
     std::int64_t granted = 0;     // the last grant
     std::int64_t window = 0;      // the last grant's window, as the backend numbers it

@@ -58,8 +58,13 @@ void reservations::take_unspent(const std::string& name, const entry& e, std::in
   // Only a windowed grant can be given back (docs/algorithms.md): once a bucket's or a log's
   // state moved on it no longer says which units are the grant's.
   if (e.left > 0 && now < e.window_end && core::windowed(e.rule.algo()))
-    out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id,
-                   {}, e.counters->given_back});
+    out.push_back({name.substr(e.rule.name().size() + 1),
+                   e.rule,
+                   e.window,
+                   e.left,
+                   e.grant_id,
+                   {},
+                   e.counters->given_back});
 }
 
 void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
@@ -70,7 +75,8 @@ void reservations::give_back(std::vector<unspent>& units, const std::function<vo
         [given = given_back_, rule = u.given, done](backend_reply r) {
           if (!r.error && !r.replayed) {
             given->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
-            if (rule) rule->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
+            if (rule)
+              rule->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
           }
           if (done) done();
         });
@@ -85,10 +91,12 @@ reservations::rule_counters* reservations::counters_for(shard& s, const policy& 
     std::lock_guard lock(rules_mutex_);
     // Bounded: rules are configuration, but a library user may name policies at will.
     auto it = rules_.find(p.name());
-    if (it == rules_.end() && rules_.size() >= max_rules) it = rules_.find(std::string(other_rules));
+    if (it == rules_.end() && rules_.size() >= max_rules)
+      it = rules_.find(std::string(other_rules));
     if (it == rules_.end())
-      it = rules_.emplace(rules_.size() < max_rules ? p.name() : std::string(other_rules),
-                          std::make_shared<std::atomic<std::uint64_t>>(0))
+      it = rules_
+               .emplace(rules_.size() < max_rules ? p.name() : std::string(other_rules),
+                        std::make_shared<std::atomic<std::uint64_t>>(0))
                .first;
     name = it->first;
     given = it->second;

@@ -132,7 +132,9 @@ TEST(replay_own_definition, counts_what_exceeds_the_reservations_bound) {
       10, std::chrono::seconds{1});
   EXPECT_EQ(reservation_extra_burst(tb), 10);
   EXPECT_EQ(reservation_extra_burst(tb.with_reserve(10, std::chrono::milliseconds{50})), 5);
-  EXPECT_EQ(reservation_extra_burst(policy{"t", algorithm::token_bucket, 100, std::chrono::seconds{1}}), 0);
+  EXPECT_EQ(
+      reservation_extra_burst(policy{"t", algorithm::token_bucket, 100, std::chrono::seconds{1}}),
+      0);
   const auto fw = policy{"f", algorithm::fixed_window, 100, std::chrono::seconds{1}}.with_reserve(
       10, std::chrono::seconds{1});
   EXPECT_EQ(reservation_extra_burst(fw), 0);

@@ -6,6 +6,12 @@
 //
 //   node bench/peer_rate_limiter_flexible.js --redis redis://127.0.0.1:6379 --processes 2 \
 //        --concurrency 32 --connections 2 --keys 10000 --duration-ms 5000 --limit 100 --window-ms 1000
+//
+// Optional, as floodgate-bench's flags of the same names: --zipf S picks key k with weight
+// 1/(k+1)^S (else uniformly); --rate R sends R consume() a second over all processes on a
+// Poisson schedule (open loop: whether or not earlier answers came, at most --concurrency in
+// flight per process; one due while all are busy waits for a slot), else each of the
+// --concurrency loops sends its next call when the last is answered.
 'use strict';
 
 const { fork } = require('child_process');
@@ -13,18 +19,23 @@ const { fork } = require('child_process');
 function parseArgs(argv) {
   const o = {
     redis: null, processes: 1, concurrency: 1, connections: 1, keys: 1, durationMs: 5000,
-    limit: 100, windowMs: 1000, cost: 1, child: null,
+    limit: 100, windowMs: 1000, cost: 1, child: null, zipf: 0, rate: 0,
   };
   const names = {
     '--redis': 'redis', '--processes': 'processes', '--concurrency': 'concurrency',
     '--connections': 'connections', '--keys': 'keys', '--duration-ms': 'durationMs',
     '--limit': 'limit', '--window-ms': 'windowMs', '--cost': 'cost', '--child': 'child',
+    '--zipf': 'zipf', '--rate': 'rate',
   };
   for (let i = 2; i < argv.length; i += 2) {
     const name = names[argv[i]];
     if (!name || i + 1 >= argv.length) throw new Error(`bad argument '${argv[i]}'`);
     o[name] = name === 'redis' ? argv[i + 1] : Number(argv[i + 1]);
-    if (name !== 'redis' && !(Number.isInteger(o[name]) && o[name] >= 0)) {
+    if (name === 'zipf' || name === 'rate') {
+      if (!(Number.isFinite(o[name]) && o[name] >= 0 && o[name] <= 1e8)) {
+        throw new Error(`${argv[i]}: expected a number in [0, 1e8], got '${argv[i + 1]}'`);
+      }
+    } else if (name !== 'redis' && !(Number.isInteger(o[name]) && o[name] >= 0)) {
       throw new Error(`${argv[i]}: expected a non-negative integer`);
     }
   }
@@ -76,6 +87,21 @@ async function runChild(o) {
     }));
   }
   const keys = Array.from({ length: o.keys }, (_, k) => `peer-${k}`);
+  // Zipf: the cumulative weights, searched by bisection (as floodgate-bench's key_distribution).
+  let cdf = null;
+  if (o.zipf > 0 && o.keys > 1) {
+    cdf = new Float64Array(o.keys);
+    let sum = 0;
+    for (let k = 0; k < o.keys; k++) { sum += 1 / Math.pow(k + 1, o.zipf); cdf[k] = sum; }
+    for (let k = 0; k < o.keys; k++) cdf[k] /= sum;
+  }
+  const pickKey = () => {
+    if (!cdf) return keys[Math.floor(Math.random() * keys.length)];
+    const u = Math.random();
+    let lo = 0, hi = o.keys - 1;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (cdf[mid] < u) lo = mid + 1; else hi = mid; }
+    return keys[lo];
+  };
   // Connect and load the script before the clock starts (get() is a read: consumes nothing).
   await Promise.all(limiters.map((l) => l.get(keys[0])));
   process.send({ type: 'ready' });
@@ -88,10 +114,8 @@ async function runChild(o) {
   let total = 0, max = 0, allowed = 0, denied = 0, errors = 0, firstError = '';
   const stop = start + o.durationMs;
   let finished = start;
-  async function loop(slot) {
-    const limiter = limiters[slot % limiters.length];
-    while (Date.now() < stop) {
-      const key = keys[Math.floor(Math.random() * keys.length)];
+  async function one(limiter) {
+      const key = pickKey();
       const t0 = process.hrtime.bigint();
       let verdict;
       try {
@@ -107,15 +131,41 @@ async function runChild(o) {
         }
       }
       const us = Number((process.hrtime.bigint() - t0) / 1000n);
-      if (verdict === 'error') { errors++; continue; }
+      if (verdict === 'error') { errors++; return; }
       if (verdict === 'allowed') allowed++; else denied++;
       counts[bucketOf(us)]++;
       total++;
       if (us > max) max = us;
-    }
+  }
+  async function loop(slot) {
+    const limiter = limiters[slot % limiters.length];
+    while (Date.now() < stop) await one(limiter);
     finished = Math.max(finished, Date.now());
   }
-  await Promise.all(Array.from({ length: o.concurrency }, (_, i) => loop(i)));
+  async function openLoop() {
+    const gapMs = 1000 * o.processes / o.rate;
+    const slots = Math.max(1, o.concurrency);
+    let due = start, inFlight = 0, sent = 0, freed = null;
+    const pending = new Set();
+    while (true) {
+      due += -Math.log(1 - Math.random()) * gapMs;
+      if (due >= stop) break;
+      const wait = due - Date.now();
+      if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+      while (inFlight >= slots) await new Promise((r) => { freed = r; });
+      inFlight++;
+      const p = one(limiters[sent++ % limiters.length]).finally(() => {
+        inFlight--;
+        pending.delete(p);
+        if (freed) { const f = freed; freed = null; f(); }
+      });
+      pending.add(p);
+    }
+    await Promise.all(pending);
+    finished = Math.max(finished, Date.now());
+  }
+  if (o.rate > 0) await openLoop();
+  else await Promise.all(Array.from({ length: o.concurrency }, (_, i) => loop(i)));
   await Promise.all(clients.map((c) => c.quit().catch(() => {})));
   // The IPC channel keeps a worker alive: send, let go of it, and leave.
   process.send({ type: 'result', counts, total, max, allowed, denied, errors, firstError, start, finished },
@@ -163,6 +213,7 @@ async function runParent(o) {
   const out = {
     target: 'rate-limiter-flexible',
     processes: o.processes, concurrency: o.concurrency, connections: o.connections, keys: o.keys,
+    zipf: o.zipf, rate: o.rate,
     limit: o.limit, window_ms: o.windowMs, duration_ms: o.durationMs, elapsed_s: elapsed,
     decisions: total, decisions_per_sec: elapsed > 0 ? total / elapsed : 0,
     allowed, denied, errors,

@@ -4,9 +4,10 @@
 #include <atomic>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
+#include "core/reserve.hpp"
 #include "deny_cache.hpp"
 #include "failure.hpp"
 #include "floodgate/errors.hpp"
@@ -348,6 +349,15 @@ void limiter::check_one(const check_item& item, std::function<void(Result)> hand
   // takes a reservation; else (none to take now) it asks the backend below.
   if (p.reserve() > 0 && item.cost > 0) {
     if (reservations_->check(item.key, p, item.cost, handler, answer::from)) return;
+    // The backend's answer sizes a bucket's or a log's next reservation, and a denial holds it
+    // off for a window (docs/algorithms.md, "Reservations").
+    if (!core::windowed(p.algo()))
+      handler = [weak = std::weak_ptr(reservations_), key = std::string(item.key), p,
+                 handler = std::move(handler)](Result r) {
+        if ((r.outcome == outcome::allowed || r.outcome == outcome::over_limit) && !r.local)
+          if (auto s = weak.lock()) s->observe(key, p, answer::decided(r));
+        handler(std::move(r));
+      };
   }
   bool probing = false;
   if (local_mode_ && p.on_failure() == failure_mode::local) {

@@ -58,8 +58,13 @@ void reservations::take_unspent(const std::string& name, const entry& e, std::in
   // Only a windowed grant can be given back (docs/algorithms.md): once a bucket's or a log's
   // state moved on it no longer says which units are the grant's.
   if (e.left > 0 && now < e.window_end && core::windowed(e.rule.algo()))
-    out.push_back({name.substr(e.rule.name().size() + 1), e.rule, e.window, e.left, e.grant_id,
-                   {}, e.counters});
+    out.push_back({name.substr(e.rule.name().size() + 1),
+                   e.rule,
+                   e.window,
+                   e.left,
+                   e.grant_id,
+                   {},
+                   e.counters->given_back});
 }
 
 void reservations::give_back(std::vector<unspent>& units, const std::function<void()>& done) {
@@ -67,39 +72,87 @@ void reservations::give_back(std::vector<unspent>& units, const std::function<vo
     const std::string id = id_prefix_ + std::to_string(u.grant_id) + u.suffix;
     backend_->async_give_back(
         u.key, u.rule, u.window, u.units, id,
-        [given = given_back_, rule = u.counters, done](backend_reply r) {
+        [given = given_back_, rule = u.given, done](backend_reply r) {
           if (!r.error && !r.replayed) {
             given->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
             if (rule)
-              rule->given_back.fetch_add(static_cast<std::uint64_t>(r.refunded),
-                                         std::memory_order_relaxed);
+              rule->fetch_add(static_cast<std::uint64_t>(r.refunded), std::memory_order_relaxed);
           }
           if (done) done();
         });
   }
 }
 
-reservations::counters_ptr reservations::counters_for(const policy& p) {
-  std::lock_guard lock(rules_mutex_);
-  auto it = rules_.find(p.name());
-  if (it != rules_.end()) return it->second;
-  // Bounded: rules are configuration, but a library user may name policies at will.
-  const std::string name = rules_.size() < max_rules ? p.name() : std::string(other_rules);
-  auto& c = rules_[name];
-  if (!c) c = std::make_shared<rule_counters>();
-  return c;
+reservations::rule_counters* reservations::counters_for(shard& s, const policy& p) {
+  if (auto it = s.rules.find(p.name()); it != s.rules.end()) return it->second.get();
+  std::string name;
+  given_back_ptr given;
+  {
+    std::lock_guard lock(rules_mutex_);
+    // Bounded: rules are configuration, but a library user may name policies at will.
+    auto it = rules_.find(p.name());
+    if (it == rules_.end() && rules_.size() >= max_rules)
+      it = rules_.find(std::string(other_rules));
+    if (it == rules_.end())
+      it = rules_
+               .emplace(rules_.size() < max_rules ? p.name() : std::string(other_rules),
+                        std::make_shared<std::atomic<std::uint64_t>>(0))
+               .first;
+    name = it->first;
+    given = it->second;
+  }
+  auto& c = s.rules[name];
+  if (!c) c = std::make_unique<rule_counters>(rule_counters{0, 0, 0, std::move(given)});
+  return c.get();
+}
+
+std::uint64_t reservations::taken() const {
+  std::uint64_t n = 0;
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (const auto& [name, c] : s.rules) n += c->taken;
+  }
+  return n;
+}
+
+std::uint64_t reservations::units() const {
+  std::uint64_t n = 0;
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (const auto& [name, c] : s.rules) n += c->units;
+  }
+  return n;
+}
+
+std::uint64_t reservations::spent() const {
+  std::uint64_t n = batches_spent_.load(std::memory_order_relaxed);
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    n += s.spent;
+  }
+  return n;
 }
 
 std::vector<rule_reservation_stats> reservations::by_rule() const {
-  std::vector<rule_reservation_stats> out;
+  std::unordered_map<std::string, rule_reservation_stats> sums;
   {
     std::lock_guard lock(rules_mutex_);
-    for (const auto& [name, c] : rules_)
-      out.push_back({name, c->taken.load(std::memory_order_relaxed),
-                     c->units.load(std::memory_order_relaxed),
-                     c->spent.load(std::memory_order_relaxed),
-                     c->given_back.load(std::memory_order_relaxed)});
+    for (const auto& [name, given] : rules_)
+      sums[name] = {name, 0, 0, 0, given->load(std::memory_order_relaxed)};
   }
+  for (shard& s : shards_) {
+    std::lock_guard lock(s.mutex);
+    for (const auto& [name, c] : s.rules) {
+      auto& r = sums[name];
+      r.rule = name;
+      r.reservations += c->taken;
+      r.reserved_units += c->units;
+      r.reserved_decisions += c->spent;
+    }
+  }
+  std::vector<rule_reservation_stats> out;
+  out.reserve(sums.size());
+  for (auto& [name, r] : sums) out.push_back(std::move(r));
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rule < b.rule; });
   return out;
 }
@@ -148,7 +201,7 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
       give_back(back, {});
       if (s.entries.size() >= max_per_shard_) return out;  // bounded: ask the backend
     }
-    it = s.entries.emplace(name, entry{p, counters_for(p)}).first;
+    it = s.entries.emplace(name, entry{p, counters_for(s, p)}).first;
   }
   entry& e = it->second;
   if (!(e.rule == p)) {
@@ -157,24 +210,27 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     std::vector<unspent> back;
     take_unspent(it->first, e, now, back);
     give_back(back, {});
-    e = entry{p, counters_for(p)};
+    e = entry{p, counters_for(s, p)};
   }
   if (now < e.until && e.left >= cost) {
     e.left -= cost;
     out.answer = admitted(e, p, now);
-    e.counters->spent.fetch_add(1, std::memory_order_relaxed);
-    lock.unlock();
-    spent_.fetch_add(1, std::memory_order_relaxed);
+    ++e.counters->spent;
+    ++s.spent;
     out.step = plan::spent;
     return out;
   }
   if (e.taking) return out;  // one reservation at a time; meanwhile checks ask the backend
+  // A window's grant can be given back and ends with its window, so what the key had left is
+  // stale once a grant ended. The others' grants cannot be given back, and a sliding_log grant
+  // counts a spend span longer than its units would: their figure is kept, refreshed by every
+  // backend answer (observe).
+  if (now >= e.until && core::windowed(p.algo())) e.key_left = -1;
   if (e.granted > 0) {
     // Sized from how the last one went: ran out early, twice as many; else what was spent.
     e.next_size = now < e.until ? 2 * e.granted : std::max<std::int64_t>(1, e.granted - e.left);
     e.granted = 0;
   }
-  if (now >= e.until) e.key_left = -1;  // what the key had is stale by now
   std::int64_t wanted = std::clamp(e.next_size, cost, p.reserve());
   // No more than this process spends before the window ends (at its rate over the last grant):
   // units left at the end are lost to every process, and sliding_window weighs them on the
@@ -187,9 +243,17 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     if (left < span)
       wanted = std::min(wanted, std::max(cost, (e.next_size * left + span - 1) / span));
   }
-  // Never more than half of what the key had left: a nearly exhausted key is not hoarded, and
-  // its last units are decided by the backend one check at a time.
+  // Never more than half of what the key had left at the last answer (a grant's, or the
+  // backend's to a check that went there): a nearly exhausted key is not hoarded, and its last
+  // units are decided by the backend one check at a time, each answer refreshing what is left
+  // (a stale low figure costs one backend check, never a grant too large).
   if (e.key_left >= 0) wanted = std::min(wanted, e.key_left / 2);
+  // token_bucket, gcra, sliding_log: none within a window of the key being at its limit (a
+  // denial, or an answer or grant that left nothing). Their units held elsewhere deny here until
+  // spent (and sliding_log's count a spend span longer), so on a key at its limit each grant
+  // denies checks the definition admits; one check at a time is exact there, and the deny cache
+  // answers its denials.
+  if (!core::windowed(p.algo()) && now - e.denied_at < p.window().count()) return out;
   if (wanted < cost) return out;
   e.taking = true;
   out.step = plan::take;
@@ -232,8 +296,6 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     }
     return handler(failed_check(r.error, failure_decision(p)));
   }
-  taken_.fetch_add(1, std::memory_order_relaxed);
-  units_.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);
   const std::int64_t now = steady_ms_();
   check_result out;
   std::vector<unspent> back;
@@ -244,11 +306,11 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     if (it != s.entries.end() && !(it->second.rule == p))
       take_unspent(name, it->second, now, back);  // reloaded meanwhile
     if (it == s.entries.end() || !(it->second.rule == p))
-      it = s.entries.insert_or_assign(name, entry{p, counters_for(p)}).first;  // (a reset)
+      it = s.entries.insert_or_assign(name, entry{p, counters_for(s, p)}).first;  // (a reset)
     entry& e = it->second;
     e.taking = false;
-    e.counters->taken.fetch_add(1, std::memory_order_relaxed);
-    e.counters->units.fetch_add(static_cast<std::uint64_t>(r.granted), std::memory_order_relaxed);
+    ++e.counters->taken;
+    e.counters->units += static_cast<std::uint64_t>(r.granted);
     // Units left from an earlier reservation are given back, not added: the new grant may have
     // been decided in the next window, and they belong to the one before (a give-back names
     // that window, so it returns nothing once it has ended).
@@ -263,13 +325,18 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     // recorded in), from its own now: counted from `sent`, before the call, it errs early.
     e.window_end = sent + r.spend_within.count();
     e.until = std::min(e.window_end, sent + p.reserve_for().count());
+    if (r.after.remaining == 0) e.denied_at = now;  // the grant took the key's last units
     if (r.granted >= cost && now < e.until) {
       e.left -= cost;
       out = admitted(e, p, now);
-      if (cost > 0) e.counters->spent.fetch_add(1, std::memory_order_relaxed);
+      if (cost > 0) {
+        ++e.counters->spent;
+        ++s.spent;
+      }
     } else {
       // Less than the request is left (the backend would deny it too), or the grant came too
       // late to spend: denied, with the key's own answer.
+      e.denied_at = now;
       out.outcome = outcome::over_limit;
       out.decision = r.after;
       out.decision.allowed = false;
@@ -279,7 +346,6 @@ void reservations::granted(const std::string& name, const policy& p, std::int64_
     }
   }
   if (!back.empty()) give_back(back, {});
-  if (out.outcome == outcome::allowed && cost > 0) spent_.fetch_add(1, std::memory_order_relaxed);
   handler(std::move(out));
 }
 
@@ -311,9 +377,9 @@ bool reservations::check_all(std::span<const check_item> items,
     entry& e = it->second;
     e.left -= item.cost;
     decisions[i] = admitted(e, p, now).decision;
-    e.counters->spent.fetch_add(1, std::memory_order_relaxed);
-    set_aside.push_back(
-        {std::move(name), p, e.grant_id, e.window, e.window_end, item.cost, e.counters});
+    ++e.counters->spent;
+    set_aside.push_back({std::move(name), p, e.grant_id, e.window, e.window_end, item.cost,
+                         e.counters, e.counters->given_back});
   }
   if (!all_held) {
     release(set_aside);
@@ -328,16 +394,16 @@ bool reservations::check_all(std::span<const check_item> items,
         std::lock_guard lock(s.mutex);
         if (auto it = s.entries.find(name_of(item.key, p)); it != s.entries.end()) {
           it->second.left += item.cost;
-          it->second.counters->spent.fetch_sub(1, std::memory_order_relaxed);
+          --it->second.counters->spent;
         }
-        spent_.fetch_sub(1, std::memory_order_relaxed);
+        --s.spent;
       } else if (next.step == plan::take) {
         take(item.key, p, 0, next, [](check_result) {});
       }
     }
     return false;
   }
-  spent_.fetch_add(1, std::memory_order_relaxed);
+  batches_spent_.fetch_add(1, std::memory_order_relaxed);
   if (others.empty()) {
     multi_check_result r;
     r.outcome = outcome::allowed;
@@ -371,7 +437,7 @@ bool reservations::check_all(std::span<const check_item> items,
     if (!all) {
       if (auto self = weak.lock()) {  // (else the limiter is gone: the units are lost, never more)
         self->release(set_aside);
-        self->spent_.fetch_sub(1, std::memory_order_relaxed);
+        self->batches_spent_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
     handler(std::move(r));
@@ -383,16 +449,16 @@ void reservations::release(std::vector<held>& units) {
   const std::int64_t now = steady_ms_();
   std::vector<unspent> back;
   for (held& h : units) {
-    h.counters->spent.fetch_sub(1, std::memory_order_relaxed);  // not spent after all
     shard& s = shard_of(h.name);
     std::lock_guard lock(s.mutex);
+    --h.counters->spent;  // not spent after all
     auto it = s.entries.find(h.name);
     if (it != s.entries.end() && it->second.rule == h.rule && it->second.grant_id == h.grant_id) {
       it->second.left += h.cost;  // still its grant: spendable again
     } else if (now < h.window_end && core::windowed(h.rule.algo())) {
       // Its grant was replaced (and gave back what it still held): these go back on their own.
       back.push_back({h.name.substr(h.rule.name().size() + 1), h.rule, h.window, h.cost, h.grant_id,
-                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1), h.counters});
+                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1), h.given});
     }
   }
   units.clear();
@@ -403,11 +469,18 @@ std::size_t reservations::keep_only(std::span<const policy> rules) {
   const std::int64_t now = steady_ms_();
   std::vector<unspent> back;
   std::size_t dropped = 0;
+  // The rules by name: an entry's is found in one lookup, not a walk of them all.
+  std::unordered_multimap<std::string_view, const policy*> by_name;
+  for (const policy& p : rules) by_name.emplace(p.name(), &p);
+  const auto kept = [&](const policy& p) {
+    auto [first, last] = by_name.equal_range(p.name());
+    return std::any_of(first, last, [&](const auto& kv) { return *kv.second == p; });
+  };
   for (shard& s : shards_) {
     std::lock_guard lock(s.mutex);
     for (auto it = s.entries.begin(); it != s.entries.end();) {
       entry& e = it->second;
-      if (std::find(rules.begin(), rules.end(), e.rule) != rules.end()) {
+      if (kept(e.rule)) {
         ++it;
         continue;
       }
@@ -420,6 +493,18 @@ std::size_t reservations::keep_only(std::span<const policy> rules) {
   }
   give_back(back, {});
   return dropped;
+}
+
+void reservations::observe(std::string_view key, const policy& p, const decision& d) {
+  if (core::windowed(p.algo())) return;  // (their figure ends with their grant: plan_check)
+  const std::string name = name_of(key, p);
+  shard& s = shard_of(name);
+  const std::int64_t now = steady_ms_();
+  std::lock_guard lock(s.mutex);
+  if (auto it = s.entries.find(name); it != s.entries.end() && it->second.rule == p) {
+    it->second.key_left = d.remaining;
+    if (!d.allowed || d.remaining == 0) it->second.denied_at = now;  // at its limit
+  }
 }
 
 void reservations::forget(std::string_view key, const policy& p) {

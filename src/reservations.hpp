@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -82,6 +83,12 @@ class reservations : public std::enable_shared_from_this<reservations> {
   bool check_all(std::span<const check_item> items,
                  std::function<void(multi_check_result)>& handler);
 
+  // The backend answered `d` to a check of (key, p) that did not go through a reservation: for
+  // token_bucket, gcra and sliding_log, the next grant is sized from d.remaining and none is
+  // taken within a window of a denial (windowed algorithms ignore it: their figure ends with
+  // their grant, and their units can be given back).
+  void observe(std::string_view key, const policy& p, const decision& d);
+
   // Forgets this process's reservation of (key, p) (a reset: its units are no longer counted).
   void forget(std::string_view key, const policy& p);
 
@@ -89,9 +96,10 @@ class reservations : public std::enable_shared_from_this<reservations> {
   // changed them: no later check of theirs would give it back). Returns the grants dropped.
   std::size_t keep_only(std::span<const policy> rules);
 
-  std::uint64_t taken() const noexcept { return taken_.load(std::memory_order_relaxed); }
-  std::uint64_t units() const noexcept { return units_.load(std::memory_order_relaxed); }
-  std::uint64_t spent() const noexcept { return spent_.load(std::memory_order_relaxed); }
+  // Summed over the shards (each locked in turn): for stats, not for the decision path.
+  std::uint64_t taken() const;
+  std::uint64_t units() const;
+  std::uint64_t spent() const;
   std::uint64_t given_back() const noexcept { return given_back_->load(std::memory_order_relaxed); }
   // The same per rule (policy name), sorted by name; at most max_rules names, the rest counted
   // under other_rules.
@@ -100,21 +108,29 @@ class reservations : public std::enable_shared_from_this<reservations> {
   static constexpr std::string_view other_rules = "(other)";
 
  private:
-  // One rule's counters; entries and give-backs hold them, so counting needs no lookup.
+  // One rule's counters in one shard, counted under the shard's lock (a spent decision costs
+  // no atomic operation); given_back is counted by give-backs' answers, off any lock, and is
+  // the rule's across shards.
+  using given_back_ptr = std::shared_ptr<std::atomic<std::uint64_t>>;
   struct rule_counters {
-    std::atomic<std::uint64_t> taken{0}, units{0}, spent{0}, given_back{0};
+    std::uint64_t taken = 0, units = 0, spent = 0;
+    given_back_ptr given_back;
   };
-  using counters_ptr = std::shared_ptr<rule_counters>;
-  counters_ptr counters_for(const policy& p);
+  struct shard;
+  // With s locked: p's counters in s (at most max_rules names, then other_rules'). Takes the
+  // process-wide rules_mutex_ only the first time s sees a rule.
+  rule_counters* counters_for(shard& s, const policy& p);
 
   struct entry {
     policy rule;                  // a reload that changes the policy starts afresh
-    counters_ptr counters;        // the rule's (never null)
+    rule_counters* counters;      // the rule's in this entry's shard (never null)
     std::int64_t left = 0;        // units reserved and not spent
     std::int64_t until = 0;       // steady ms: spend before this
     std::int64_t window_end = 0;  // steady ms: the end of the grant's window, or earlier
     std::int64_t reset_at = 0;    // steady ms: the key's reset_after at the grant
-    std::int64_t key_left = -1;   // what the key had left at the last grant; -1: unknown
+    std::int64_t key_left = -1;   // what the key had left at the last answer; -1: unknown
+    // steady ms: when the key was last seen at its limit (token_bucket, gcra, sliding_log)
+    std::int64_t denied_at = std::numeric_limits<std::int64_t>::min() / 2;
     std::int64_t next_size = 1;   // what the next reservation asks for
     std::int64_t granted = 0;     // the last grant
     std::int64_t window = 0;      // the last grant's window, as the backend numbers it
@@ -129,11 +145,14 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t window = 0, units = 0;
     std::uint64_t grant_id = 0;
     std::string suffix;  // of the id: units set back after their grant gave back the rest
-    counters_ptr counters;
+    given_back_ptr given;  // the rule's
   };
   struct shard {
     std::mutex mutex;
     std::unordered_map<std::string, entry> entries;
+    // Rule name -> its counters here (stable: never erased). At most max_rules + 1 names.
+    std::unordered_map<std::string, std::unique_ptr<rule_counters>> rules;
+    std::uint64_t spent = 0;  // checks answered from units held here
   };
 
   // What a check does next: ask the backend, nothing more (backend); answered from units held
@@ -154,7 +173,8 @@ class reservations : public std::enable_shared_from_this<reservations> {
     policy rule;
     std::uint64_t grant_id = 0;
     std::int64_t window = 0, window_end = 0, cost = 0;
-    counters_ptr counters;
+    rule_counters* counters;  // in name's shard
+    given_back_ptr given;
   };
   // Puts them back into their grant, or gives them back if the grant was replaced meanwhile.
   void release(std::vector<held>& units);
@@ -174,12 +194,13 @@ class reservations : public std::enable_shared_from_this<reservations> {
   std::shared_ptr<backend> backend_;
   std::function<std::int64_t()> steady_ms_;
   std::size_t max_per_shard_;
-  std::vector<shard> shards_;
+  mutable std::vector<shard> shards_;
   std::string id_prefix_;  // random per process: give-back ids are unique across processes
   std::atomic<std::uint64_t> grant_ids_{0}, release_ids_{0};
-  std::atomic<std::uint64_t> taken_{0}, units_{0}, spent_{0};
+  std::atomic<std::uint64_t> batches_spent_{0};  // check_all batches answered from units held
+  // Rule names counted apart (at most max_rules, then other_rules) and their given_back.
   mutable std::mutex rules_mutex_;
-  std::unordered_map<std::string, counters_ptr> rules_;  // at most max_rules, then other_
+  std::unordered_map<std::string, given_back_ptr> rules_;
   // Shared with give-backs' handlers: the last ones are answered after this is gone.
   std::shared_ptr<std::atomic<std::uint64_t>> given_back_ =
       std::make_shared<std::atomic<std::uint64_t>>(0);

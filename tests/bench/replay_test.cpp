@@ -124,6 +124,31 @@ TEST(replay_own_definition, judges_by_the_runs_own_algorithm) {
   EXPECT_EQ(denied.wrongly_denied, 2u);
 }
 
+// Reservations of token_bucket and gcra may admit ceil(L x D / W) more than the burst
+// (docs/algorithms.md): 100 a second, burst 100, D = 100 ms, so 10 more; beyond_bound counts
+// only what exceeds even that. The others' bound is their own definition.
+TEST(replay_own_definition, counts_what_exceeds_the_reservations_bound) {
+  const auto tb = policy{"t", algorithm::token_bucket, 100, std::chrono::seconds{1}}.with_reserve(
+      10, std::chrono::seconds{1});
+  EXPECT_EQ(reservation_extra_burst(tb), 10);
+  EXPECT_EQ(reservation_extra_burst(tb.with_reserve(10, std::chrono::milliseconds{50})), 5);
+  EXPECT_EQ(
+      reservation_extra_burst(policy{"t", algorithm::token_bucket, 100, std::chrono::seconds{1}}),
+      0);
+  const auto fw = policy{"f", algorithm::fixed_window, 100, std::chrono::seconds{1}}.with_reserve(
+      10, std::chrono::seconds{1});
+  EXPECT_EQ(reservation_extra_burst(fw), 0);
+  for (const int extra : {10, 11}) {
+    std::vector<decision_record> burst(100 + extra, admit(1000));
+    const auto r = replay_own_definition_and_bound(tb, in_judging_order(burst, no_cutoff));
+    EXPECT_EQ(r.wrongly_admitted, static_cast<std::uint64_t>(extra));
+    EXPECT_EQ(r.bound_extra_burst, 10);
+    EXPECT_EQ(r.beyond_bound, static_cast<std::uint64_t>(extra - 10));
+    const auto f = replay_own_definition_and_bound(fw, in_judging_order(burst, no_cutoff));
+    EXPECT_EQ(f.beyond_bound, f.wrongly_admitted) << "fixed_window's bound is its definition";
+  }
+}
+
 TEST(replay_own_definition, admissions_count_even_when_wrong) {
   // gcra 1 per 100 ms, burst 1: the wrongly admitted one at 10 pushes the next slot to 200, so
   // a denial at 150 is right (as the run's own history had it), and one at 200 is wrong.

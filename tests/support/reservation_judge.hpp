@@ -23,15 +23,15 @@
 namespace floodgate::test {
 
 // Checks one key from the fleet at random instants over 40 s, flooded (a check every 4 ms on
-// average) and quiet (every 40 ms) by turns of 1.5 s, so floods start mid-window; calls
+// average) and quiet (every `quiet_ms`) by turns of 1.5 s, so floods start mid-window; calls
 // `admitted(now)` for each admission, in time order.
 template <class F>
 void flooded_and_quiet(std::vector<std::unique_ptr<limiter>>& fleet, const policy& p,
-                       test_clock& clock, std::uint64_t seed, F admitted) {
+                       test_clock& clock, std::uint64_t seed, F admitted, int quiet_ms = 40) {
   std::mt19937_64 rng(seed);
   const std::int64_t start = clock.now();
   while (clock.now() < start + 40'000) {
-    const int gap = (clock.now() - start) / 1500 % 2 == 0 ? 4 : 40;
+    const int gap = (clock.now() - start) / 1500 % 2 == 0 ? 4 : quiet_ms;
     clock.advance(static_cast<std::int64_t>(rng() % (2 * gap)));
     const std::int64_t now = clock.now();
     const auto r = fleet[rng() % fleet.size()]->check("k", p);
@@ -65,22 +65,29 @@ inline bound_judgement judge_reservation_bound(
   reference_key bounded(a == algorithm::sliding_log ? p : policy{"hot", a, l, 1s, l + extra});
   reference_key plain(policy{"hot", a, l, 1s});
   bound_judgement out;
-  flooded_and_quiet(fleet, p, clock, static_cast<std::uint64_t>(a) * 7 + 13,
-                    [&](std::int64_t now) {
-                      ++out.admitted;
-                      out.beyond_bound += !bounded.decide(now, 1).allowed;
-                      out.beyond_definition += !plain.decide(now, 1).allowed;
-                      bounded.record(now, 1);
-                      plain.record(now, 1);
-                    });
+  // Quiet at 10 a second: the key recovers to more than half its capacity, when these
+  // algorithms reserve again (below half they go one check at a time), so every flood starts
+  // with units reserved, the bound's worst case.
+  flooded_and_quiet(
+      fleet, p, clock, static_cast<std::uint64_t>(a) * 7 + 13,
+      [&](std::int64_t now) {
+        ++out.admitted;
+        out.beyond_bound += !bounded.decide(now, 1).allowed;
+        out.beyond_definition += !plain.decide(now, 1).allowed;
+        bounded.record(now, 1);
+        plain.record(now, 1);
+      },
+      100);
   for (const auto& f : fleet)
     out.from_reservations += static_cast<std::int64_t>(f->stats().reserved_decisions);
   std::cout << "[ stats    ] " << to_string(a) << ": " << out.admitted << " admitted, "
             << out.from_reservations << " from reservations, " << out.beyond_definition
             << " beyond the definition, " << out.beyond_bound << " beyond the bound\n";
-  // Flooded half the time: the key was at its limit, and still admitted most of what it allows.
+  // Flooded half the time: the key was at its limit, and still admitted most of what it allows;
+  // a quarter from reservations (the quiet stretches and each flood's start: once the key is
+  // more than half used, checks go to the backend one at a time).
   EXPECT_GT(out.admitted, l * 40 / 2);
-  EXPECT_GT(out.from_reservations, out.admitted / 2);
+  EXPECT_GT(out.from_reservations, out.admitted / 4);
   return out;
 }
 

@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     if (opts.replay) {
       const auto in_order =
           in_judging_order(std::move(result.decision_log), result.decision_log_cutoff_ms);
-      own = replay_own_definition(policy, in_order);
+      own = replay_own_definition_and_bound(policy, in_order);
       replayed = replay_sliding_log(policy.limit(), policy.window().count(), in_order);
       // Decisions never recorded are unjudged too.
       own->unjudged = result.decisions() - own->judged;

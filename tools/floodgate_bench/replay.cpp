@@ -57,6 +57,27 @@ replay_report replay_own_definition(const policy& p, const judging_order& in_ord
   return out;
 }
 
+std::int64_t reservation_extra_burst(const policy& p) {
+  if (p.reserve() == 0 || !takes_burst(p.algo())) return 0;
+  const std::int64_t w = p.window().count();
+  // The spend span as the reserve step answers it (core::spend_span; tools see only the API).
+  const std::int64_t span = std::max<std::int64_t>(1, p.burst() * w / (10 * p.limit()));
+  const std::int64_t d = std::min<std::int64_t>(p.reserve_for().count(), span);
+  return (p.limit() * d + w - 1) / w;
+}
+
+replay_report replay_own_definition_and_bound(const policy& p, const judging_order& records) {
+  replay_report out = replay_own_definition(p, records);
+  out.bound_extra_burst = reservation_extra_burst(p);
+  out.beyond_bound = out.bound_extra_burst == 0
+                         ? out.wrongly_admitted
+                         : replay_own_definition(policy{p.name(), p.algo(), p.limit(), p.window(),
+                                                        p.burst() + out.bound_extra_burst},
+                                                 records)
+                               .wrongly_admitted;
+  return out;
+}
+
 replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
                                  const judging_order& in_order) {
   replay_report out = report_of(in_order);

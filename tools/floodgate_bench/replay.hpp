@@ -36,6 +36,11 @@ struct replay_report {
   std::uint64_t key_windows_over = 0;  // ... in which the limit was exceeded
   std::int64_t max_over_admission = 0;  // cost units
   double mean_over_admission = 0;       // over all key_windows
+  // replay_own_definition with a reserving policy: the extra burst its reservations may admit
+  // (reservation_extra_burst) and the decisions admitted beyond even that (0 when the derived
+  // bound held).
+  std::int64_t bound_extra_burst = 0;
+  std::uint64_t beyond_bound = 0;
 
   double share(std::uint64_t n) const noexcept {
     return judged ? static_cast<double>(n) / static_cast<double>(judged) : 0.0;
@@ -55,6 +60,15 @@ judging_order in_judging_order(std::vector<decision_record> records, std::int64_
 replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,
                                  const judging_order& records);
 replay_report replay_own_definition(const policy& p, const judging_order& records);
+
+// The burst reservations may admit beyond p's own definition (docs/algorithms.md, "Bound
+// (token_bucket, gcra)"): ceil(L x D / W), D = min(reserve_for, S), S a tenth of a full
+// bucket's refill time. 0 for the others (they admit no more than without) and without reserve.
+std::int64_t reservation_extra_burst(const policy& p);
+
+// replay_own_definition, and for a reserving policy also beyond_bound: the admissions its own
+// definition with reservation_extra_burst more burst refuses.
+replay_report replay_own_definition_and_bound(const policy& p, const judging_order& records);
 
 // The same, sorting the records first (one replay of a record).
 replay_report replay_sliding_log(std::int64_t limit, std::int64_t window_ms,

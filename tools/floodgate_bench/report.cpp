@@ -185,7 +185,9 @@ std::string report::json() const {
                   own->share(own->wrongly_admitted), own->share(own->wrongly_denied));
     o << ",\"own_definition\":{\"algorithm\":" << quoted(to_string(rule.algo()))
       << ",\"judged\":" << own->judged << ",\"wrongly_admitted\":" << own->wrongly_admitted
-      << ",\"wrongly_denied\":" << own->wrongly_denied << shares << "}";
+      << ",\"wrongly_denied\":" << own->wrongly_denied << shares
+      << ",\"bound_extra_burst\":" << own->bound_extra_burst
+      << ",\"beyond_bound\":" << own->beyond_bound << "}";
   }
   if (!result.first_error.empty()) o << ",\"first_error\":" << quoted(result.first_error);
   o << "}";
@@ -323,6 +325,13 @@ std::string report::text() const {
                   static_cast<unsigned long long>(own->wrongly_denied),
                   100 * own->share(own->wrongly_denied));
     out += line;
+    if (rule.reserve() > 0) {
+      std::snprintf(line, sizeof line,
+                    "            reservations' bound (%lld more burst): %llu admitted beyond it\n",
+                    static_cast<long long>(own->bound_extra_burst),
+                    static_cast<unsigned long long>(own->beyond_bound));
+      out += line;
+    }
   }
   if (!result.first_error.empty()) out += "first error " + result.first_error + "\n";
   return out;

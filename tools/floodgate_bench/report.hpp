@@ -18,8 +18,9 @@
 // --replay adds wrong_decisions {reference: "sliding_log", recorded, judged, unjudged,
 // wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share,
 // over_admission {max, mean, key_windows, key_windows_over}} and own_definition {algorithm,
-// judged, wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share}:
-// the same decisions judged by the run's own algorithm (replay.hpp).
+// judged, wrongly_admitted, wrongly_denied, wrongly_admitted_share, wrongly_denied_share,
+// bound_extra_burst, beyond_bound}: the same decisions judged by the run's own algorithm, and
+// the admissions beyond the bound reservations keep (replay.hpp).
 #pragma once
 
 #include <iosfwd>

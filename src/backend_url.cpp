@@ -40,8 +40,7 @@ std::shared_ptr<backend> make_backend(std::string_view url, const backend_option
     return std::make_shared<memory::memory_backend>(memory_url_options(url, options.memory));
   if (redis::is_redis_url(url)) return std::make_shared<redis::redis_backend>(url, options.redis);
   throw config_error("backend URL '" + redis::redact_url(url) +
-                     "': unsupported scheme (expected memory://, redis://host:port "
-                     "redis+cluster://host:port[,...] or redis+sentinel://host:port[,...]/master)");
+                     "': unsupported scheme (expected memory://, redis://host:port redis+cluster://host:port[,...] or redis+sentinel://host:port[,...]/master)");
 }
 
 }  // namespace floodgate

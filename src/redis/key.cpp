@@ -16,16 +16,11 @@ constexpr std::size_t hashed_size = 1 + 64;  // '#' and 64 hex digits
 // `gc` when gcra's TAT became one integer in units of the reduced interval.
 std::string_view key_code(algorithm a) noexcept {
   switch (a) {
-    case algorithm::sliding_log:
-      return "sl";
-    case algorithm::sliding_window:
-      return "sw";
-    case algorithm::fixed_window:
-      return "fw";
-    case algorithm::token_bucket:
-      return "tb";
-    case algorithm::gcra:
-      return "gt";
+    case algorithm::sliding_log: return "sl";
+    case algorithm::sliding_window: return "sw";
+    case algorithm::fixed_window: return "fw";
+    case algorithm::token_bucket: return "tb";
+    case algorithm::gcra: return "gt";
   }
   return "?";
 }

@@ -27,7 +27,8 @@ std::optional<std::uint64_t> read_config_epoch(const reply& master) {
   return std::nullopt;
 }
 
-std::optional<sentinel_answer> read_answer(const reply& address, std::optional<std::uint64_t> epoch,
+std::optional<sentinel_answer> read_answer(const reply& address,
+                                           std::optional<std::uint64_t> epoch,
                                            const redis_endpoint& primary) {
   if (address.kind != reply::type::array || address.elements.size() != 2 ||
       address.elements[0].kind != reply::type::string ||

@@ -1,4 +1,5 @@
 #include "fake_redis.hpp"
+#include "loopback_listener.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -9,7 +10,6 @@
 
 #include <stdexcept>
 
-#include "loopback_listener.hpp"
 #include "redis/resp_reader.hpp"
 
 namespace floodgate::test {
@@ -91,11 +91,11 @@ void fake_redis::serve(int fd) {
       }
       // The handshake's HELLO is answered as a Redis of options_.version would, unless the
       // responder is told to see it.
-      const std::string out = !c.empty() && c[0] == "HELLO" && !options_.answer_hello
-                                  ? "*4\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$" +
-                                        std::to_string(options_.version.size()) + "\r\n" +
-                                        options_.version + "\r\n"
-                                  : responder_(c);
+      const std::string out =
+          !c.empty() && c[0] == "HELLO" && !options_.answer_hello
+              ? "*4\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$" +
+                    std::to_string(options_.version.size()) + "\r\n" + options_.version + "\r\n"
+              : responder_(c);
       if (options_.byte_delay.count() > 0) {
         for (char ch : out) {
           if (::send(fd, &ch, 1, MSG_NOSIGNAL) != 1) break;

@@ -1,5 +1,4 @@
 // The one way in: every backend is built from a URL here.
-#include <charconv>
 #include <chrono>
 #include <string>
 
@@ -24,14 +23,12 @@ memory_options memory_url_options(std::string_view url, memory_options o) {
   if (question == std::string_view::npos) return o;
   const std::string_view query = url.substr(question + 1);
   constexpr std::string_view name = "max_keys=";
-  std::size_t n = 0;
-  const std::string_view value = query.substr(std::min(query.size(), name.size()));
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (!query.starts_with(name) || value.empty() || ec != std::errc{} ||
-      end != value.data() + value.size() || n < 1)
+  const auto n =
+      redis::parse_number<std::size_t>(query.substr(std::min(query.size(), name.size())));
+  if (!query.starts_with(name) || !n || *n < 1)
     throw config_error("backend URL '" + std::string(url) +
                        "': the memory backend takes one option, max_keys=N with N >= 1");
-  o.max_keys = n;
+  o.max_keys = *n;
   return o;
 }
 

@@ -34,6 +34,13 @@ struct redis_value {
   std::int64_t integer = 0;           // integer
   std::string str;                    // string, status, error
   std::vector<redis_value> elements;  // array
+
+  bool is_error() const noexcept { return kind == type::error; }
+  // An error reply's first word: "MOVED", "NOPERM", ...
+  std::string_view error_code() const noexcept {
+    const std::string_view s = str;
+    return s.substr(0, s.find(' '));
+  }
 };
 
 struct redis_answer {

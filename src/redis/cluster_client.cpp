@@ -24,19 +24,6 @@ constexpr auto unhealthy_refresh_interval = 500ms;
 constexpr auto periodic_refresh_interval = 5s;
 constexpr auto tryagain_backoff = 5ms;
 
-class cluster_client;
-
-// CLUSTER SLOTS, sent by the client itself.
-class slots_call final : public request {
- public:
-  slots_call(cluster_client* owner, node* asked) : owner_(owner), asked_(asked) {}
-  void complete(std::error_code ec, reply* r) noexcept override;
-
- private:
-  cluster_client* owner_;
-  node* asked_;
-};
-
 // Routes each call by its slot (request::route: where redirections sent it so far) and
 // decides what its node's answer means: MOVED and ASK followed, TRYAGAIN retried, the rest
 // answered. The nodes, their health and the waiting room are the pool's (node_pool.hpp).
@@ -244,7 +231,8 @@ class cluster_client final : public pool_client, public call_router {
     node* n = candidates[refresh_cursor_++ % candidates.size()];
     connection* c = n->pick();
     if (c == nullptr) return request_refresh();
-    auto call = std::make_unique<slots_call>(this, n);
+    // CLUSTER SLOTS, sent by the client itself.
+    auto call = on_reply([this, n](std::error_code ec, reply* r) { on_slots(n, ec, r); });
     append_command(call->command, {"CLUSTER", "SLOTS"});
     call->deadline = steady::now() + pool_.options().connect_timeout;
     refresh_in_flight_ = true;
@@ -285,10 +273,6 @@ class cluster_client final : public pool_client, public call_router {
   steady::time_point last_refresh_{};
   std::size_t refresh_cursor_ = 0;
 };
-
-void slots_call::complete(std::error_code ec, reply* r) noexcept {
-  owner_->on_slots(asked_, ec, r);
-}
 
 }  // namespace
 

@@ -1,7 +1,8 @@
 #include "redis/cluster_protocol.hpp"
 
 #include <array>
-#include <charconv>
+
+#include "redis/url.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -15,14 +16,6 @@ constexpr std::array<std::uint16_t, 256> crc16_table = [] {
   }
   return t;
 }();
-
-template <class T>
-std::optional<T> number(std::string_view s) {
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 }  // namespace
 
@@ -52,12 +45,12 @@ std::optional<redirect> parse_redirect(std::string_view error) {
     return std::nullopt;
   const auto space = error.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
-  const auto slot = number<int>(error.substr(0, space));
+  const auto slot = parse_number<int>(error.substr(0, space));
   const auto address = error.substr(space + 1);
   const auto colon = address.rfind(':');  // IPv6 hosts contain ':' too: the port is last
   if (!slot || *slot < 0 || *slot >= cluster_slots || colon == std::string_view::npos)
     return std::nullopt;
-  const auto port = number<std::uint16_t>(address.substr(colon + 1));
+  const auto port = parse_number<std::uint16_t>(address.substr(colon + 1));
   if (!port || *port == 0) return std::nullopt;
   r.slot = *slot;
   r.host = std::string(address.substr(0, colon));

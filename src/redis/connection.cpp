@@ -138,11 +138,8 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
 }
 
 void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code ec) {
-  for (auto& f : flight) {
-    if (f.call) request::finish(std::move(f.call), ec, nullptr);
-    for (auto& item : f.batch)
-      if (item) request::finish(std::move(item), ec, nullptr);
-  }
+  for (auto& f : flight)
+    f.each_call([ec](request_ptr& r) { request::finish(std::move(r), ec, nullptr); });
 }
 
 void connection::stop(std::vector<request_ptr>& out) {
@@ -150,11 +147,7 @@ void connection::stop(std::vector<request_ptr>& out) {
   state_timer_.cancel();
   deadline_timer_.cancel();
   stream_.close();
-  for (auto& f : in_flight_) {
-    if (f.call) out.push_back(std::move(f.call));
-    for (auto& item : f.batch)
-      if (item) out.push_back(std::move(item));
-  }
+  for (auto& f : in_flight_) f.each_call([&out](request_ptr& r) { out.push_back(std::move(r)); });
   take_unsent(out);
   in_flight_.clear();
   in_flight_calls_ = 0;
@@ -437,12 +430,10 @@ void connection::on_deadline() {
   // Replies that reached the socket in time but wait behind this timer (the thread was busy)
   // are read first: the read handler runs this again once it has taken them, or the timer
   // does a millisecond later. A call whose reply is not there by then has timed out.
-  if (!deadline_deferred_ && state_ == state::ready && stream_.is_open() &&
-      std::any_of(in_flight_.begin(), in_flight_.end(), [&](const in_flight& f) {
-        return (f.call && f.call->deadline <= now) ||
-               std::any_of(f.batch.begin(), f.batch.end(),
-                           [&](const request_ptr& r) { return r && r->deadline <= now; });
-      })) {
+  bool expiring = false;
+  for (auto& f : in_flight_)
+    f.each_call([&](request_ptr& r) { expiring = expiring || r->deadline <= now; });
+  if (!deadline_deferred_ && state_ == state::ready && stream_.is_open() && expiring) {
     if (stream_.bytes_waiting()) {
       deadline_deferred_ = true;
       arm_deadline(now + deadline_granularity);
@@ -464,16 +455,11 @@ void connection::on_deadline() {
   // if it comes, is matched to it and dropped (as hiredis and Boost.Redis do), and the calls
   // written after it keep their own deadlines: one slow reply fails only its own call.
   for (auto& f : in_flight_) {
-    if (f.call && f.call->deadline <= now) {
-      expired.push_back(std::move(f.call));
+    f.each_call([&](request_ptr& r) {
+      if (r->deadline > now) return;
+      expired.push_back(std::move(r));
       --in_flight_calls_;
-    }
-    for (auto& item : f.batch) {
-      if (item && item->deadline <= now) {
-        expired.push_back(std::move(item));
-        --in_flight_calls_;
-      }
-    }
+    });
   }
   // But a connection that answers nothing for connect_timeout is taken as broken (a black
   // hole, a half-open TCP connection, a stopped server): it goes, the calls still in flight
@@ -486,11 +472,8 @@ void connection::on_deadline() {
   }
 
   auto earliest = request::clock::time_point::max();
-  for (const auto& f : in_flight_) {
-    if (f.call) earliest = std::min(earliest, f.call->deadline);
-    for (const auto& item : f.batch)
-      if (item) earliest = std::min(earliest, item->deadline);
-  }
+  for (auto& f : in_flight_)
+    f.each_call([&](request_ptr& r) { earliest = std::min(earliest, r->deadline); });
   for (auto* q : {&retries_, &unsent_})
     for (const auto& r : *q) earliest = std::min(earliest, r->deadline);
   if (state_ == state::ready && !in_flight_.empty())

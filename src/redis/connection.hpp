@@ -114,6 +114,14 @@ class connection final : private stream_owner {
     request::clock::time_point written{};
     std::vector<request_ptr> batch;  // kind::batch: its items, in order
     bool ends_write = false;         // the last reply of a write of flush()
+
+    // f(request_ptr&) for each call it still holds (a batch item that timed out is null).
+    template <class F>
+    void each_call(F f) {
+      if (call) f(call);
+      for (auto& item : batch)
+        if (item) f(item);
+    }
   };
 
   // A batch call being assembled by flush().

@@ -1,6 +1,5 @@
 // floodgate/inspect.hpp: questions to the nodes behind a URL (url_asker.hpp).
 #include <algorithm>
-#include <charconv>
 #include <memory>
 #include <optional>
 #include <string>
@@ -164,11 +163,8 @@ node_time redis_inspector::time(std::string_view node) {
   // Seconds and microseconds, as two strings.
   std::int64_t parts[2] = {-1, -1};
   if (r->kind == reply::type::array && r->elements.size() == 2)
-    for (std::size_t i = 0; i < 2; ++i) {
-      const auto& e = r->elements[i].str;
-      const auto [end, ec] = std::from_chars(e.data(), e.data() + e.size(), parts[i]);
-      if (ec != std::errc{} || end != e.data() + e.size()) parts[i] = -1;
-    }
+    for (std::size_t i = 0; i < 2; ++i)
+      parts[i] = redis::parse_number<std::int64_t>(r->elements[i].str).value_or(-1);
   if (parts[0] < 0 || parts[1] < 0) {
     out.error = std::string(node) + ": TIME: not two numbers";
     return out;

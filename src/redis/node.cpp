@@ -56,10 +56,6 @@ connection* node::pick() {
   return best;
 }
 
-void node::flush() {
-  for (auto& c : connections_) c->flush();
-}
-
 bool node::admit(bool& probe) {
   return breaker_.allows(request::clock::now(), probe);
 }
@@ -73,25 +69,16 @@ void node::call_finished(const request& r, std::error_code ec) noexcept {
   finished(ec, r.probe, r.breaker_ping);
 }
 
-// A PING that never reaches Redis cannot close the breaker: nobody waits for its answer.
-namespace {
-class breaker_probe final : public request {
- public:
-  explicit breaker_probe(clock::time_point deadline_at) {
-    command = "*1\r\n$4\r\nPING\r\n";
-    deadline = deadline_at;
-  }
-  void complete(std::error_code, reply*) noexcept override {}
-};
-}  // namespace
-
 void node::arm_probe() {
   probe_timer_.after(config_.options.breaker_open_for, [this] { send_probe(); });
 }
 
 void node::send_probe() {
   if (stopped_ || breaker_.closed() || pinging_) return;
-  auto ping = std::make_unique<breaker_probe>(request::clock::now() + config_.options.timeout);
+  // Nobody waits for its answer: only the breaker hears it (call_finished).
+  auto ping = on_reply([](std::error_code, reply*) {});
+  ping->command = "*1\r\n$4\r\nPING\r\n";
+  ping->deadline = request::clock::now() + config_.options.timeout;
   ping->breaker_ping = true;
   // Not sent (still open, a caller's probe on its way, no connection): try again later.
   if (!pool_.send(std::move(ping), *this)) return arm_probe();

@@ -50,8 +50,6 @@ class node final : public connection_owner, public call_observer {
   // The ready connection holding the fewest calls; failing that, a connecting one (it may be
   // ready before the call's deadline); failing that, null.
   connection* pick();
-  // Starts a write on every connection of what it has queued.
-  void flush();
   // Whether the breaker lets a call go now (`probe`: it is the half-open breaker's probe).
   bool admit(bool& probe);
   // The admitted call was not sent after all.

@@ -1,5 +1,7 @@
 #include "redis/redis_backend.hpp"
 
+#include <algorithm>
+
 #include "core/params.hpp"
 #include "floodgate/errors.hpp"
 #include "redis/client.hpp"
@@ -74,102 +76,12 @@ class check_call final : public request {
   backend_handler handler_;
 };
 
-class reset_call final : public request {
- public:
-  explicit reset_call(reset_handler handler) : handler_(std::move(handler)) {}
-
-  void complete(std::error_code ec, reply* r) noexcept override {
-    if (!ec && r->kind != reply::type::integer) ec = errc::protocol_error;
-    handler_(ec);
-  }
-
- private:
-  reset_handler handler_;
-};
-
-class lease_call final : public request {
- public:
-  explicit lease_call(std::function<void(lease_result)> handler) : handler_(std::move(handler)) {}
-
-  void complete(std::error_code ec, reply* r) noexcept override {
-    if (!ec && (r->kind != reply::type::integer || (r->integer != 0 && r->integer != 1)))
-      ec = errc::protocol_error;
-    handler_({!ec && r->integer == 1, ec});
-  }
-
- private:
-  std::function<void(lease_result)> handler_;
-};
-
-// lua/reserve.lua answers seven integers: granted, its window and the ms it may be spent
-// within, then the key's limit, remaining, reset_after and retry_after after the grant.
-class reserve_call final : public request {
- public:
-  explicit reserve_call(std::function<void(reserve_reply)> handler)
-      : handler_(std::move(handler)) {}
-
-  void complete(std::error_code ec, reply* r) noexcept override {
-    reserve_reply out;
-    if (!ec && (r->kind != reply::type::array || r->elements.size() != 7))
-      ec = errc::protocol_error;
-    if (!ec) {
-      for (const auto& e : r->elements)
-        if (e.kind != reply::type::integer) ec = errc::protocol_error;
-    }
-    if (!ec) {
-      const auto& e = r->elements;
-      const auto after = script_decision(1, e[3].integer, e[4].integer, e[5].integer, e[6].integer);
-      if (!after || e[0].integer < 0 || e[2].integer < 0)
-        ec = errc::protocol_error;
-      else
-        out = {{}, e[0].integer, e[1].integer, std::chrono::milliseconds{e[2].integer}, *after};
-    }
-    if (ec) out = {ec, 0, 0, {}, {}};
-    handler_(std::move(out));
-  }
-
- private:
-  std::function<void(reserve_reply)> handler_;
-};
-
-// lua/give_back.lua answers two integers: the units given back, and 1 for a replay.
-class give_back_call final : public request {
- public:
-  explicit give_back_call(backend_handler handler) : handler_(std::move(handler)) {}
-
-  void complete(std::error_code ec, reply* r) noexcept override {
-    backend_reply out;
-    if (!ec && (r->kind != reply::type::array || r->elements.size() != 2 ||
-                r->elements[0].kind != reply::type::integer ||
-                r->elements[1].kind != reply::type::integer || r->elements[0].integer < 0))
-      ec = errc::protocol_error;
-    if (ec) {
-      out.error = ec;
-    } else {
-      out.refunded = r->elements[0].integer;
-      out.replayed = r->elements[1].integer == 1;
-    }
-    handler_(std::move(out));
-  }
-
- private:
-  backend_handler handler_;
-};
-
-class heartbeat_call final : public request {
- public:
-  explicit heartbeat_call(std::function<void(std::error_code, std::int64_t)> handler)
-      : handler_(std::move(handler)) {}
-
-  void complete(std::error_code ec, reply* r) noexcept override {
-    if (!ec && r->is_error()) ec = error_for(*r);
-    if (!ec && (r->kind != reply::type::integer || r->integer < 1)) ec = errc::protocol_error;
-    handler_(ec, ec ? 0 : r->integer);
-  }
-
- private:
-  std::function<void(std::error_code, std::int64_t)> handler_;
-};
+// Whether `r` is an array of `n` integers, as most scripts answer.
+bool integers(const reply& r, std::size_t n) noexcept {
+  return r.kind == reply::type::array && r.elements.size() == n &&
+         std::all_of(r.elements.begin(), r.elements.end(),
+                     [](const reply& e) { return e.kind == reply::type::integer; });
+}
 
 // Once a second per instance, so EVAL (no script to keep loaded) is cheap enough.
 constexpr std::string_view heartbeat_script = R"lua(
@@ -288,9 +200,7 @@ key_format redis_backend::keys() const noexcept {
   return {options_.key_prefix, options_.max_plain_key_size};
 }
 
-template <class Call, class... Args>
-std::unique_ptr<Call> redis_backend::start_call(int slot, Args&&... args) const {
-  auto call = std::make_unique<Call>(std::forward<Args>(args)...);
+request_ptr redis_backend::start_call(int slot, request_ptr call) const {
   call->deadline = request::clock::now() + options_.timeout;
   call->slot = slot;
   return call;
@@ -302,7 +212,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   const int slot = slot_of(items.front().key);
   for (const auto& item : items.subspan(1))
     if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
-  auto call = start_call<check_call>(slot, items.size(), std::move(handler));
+  auto call = start_call(slot, std::make_unique<check_call>(items.size(), std::move(handler)));
   // As connections send it while the library is loaded: encoded once, sent as it is.
   const auto form = options_.use_functions ? script_call::fcall : script_call::evalsha;
   std::size_t size = 128;
@@ -342,48 +252,32 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   client_->submit(std::move(call));
 }
 
-namespace {
-
 // The refund script's reply: a peek's five integers, the cost given back (0..cost) and 1 for a
 // replay under the idempotency key, else 0.
-class refund_call final : public request {
- public:
-  refund_call(std::int64_t cost, backend_handler handler)
-      : cost_(cost), handler_(std::move(handler)) {}
-
-  void complete(std::error_code ec, reply* r) noexcept override {
-    backend_reply out;
-    if (!ec && (r->kind != reply::type::array || r->elements.size() != 7))
-      ec = errc::protocol_error;
-    if (!ec) {
-      const auto& e = r->elements;
-      if (e[5].kind != reply::type::integer || e[6].kind != reply::type::integer ||
-          e[5].integer < 0 || e[5].integer > cost_ || (e[6].integer != 0 && e[6].integer != 1))
-        ec = errc::protocol_error;
-      else
-        ec = decode(std::span<const reply>(e).first(5), 1, out.decisions);
-    }
-    if (ec) {
-      out.error = ec;
-      out.decisions.clear();
-    } else {
-      out.refunded = r->elements[5].integer;
-      out.replayed = r->elements[6].integer == 1;
-    }
-    handler_(std::move(out));
-  }
-
- private:
-  std::int64_t cost_;
-  backend_handler handler_;
-};
-
-}  // namespace
-
 void redis_backend::async_refund(const check_item& item, std::string_view idempotency_key,
                                  backend_handler handler) {
   const policy& p = *item.policy;
-  auto call = start_call<refund_call>(slot_of(item.key), item.cost, std::move(handler));
+  auto call = start_call(
+      slot_of(item.key),
+      on_reply([cost = item.cost, handler = std::move(handler)](std::error_code ec, reply* r) {
+        backend_reply out;
+        if (!ec && !integers(*r, 7)) ec = errc::protocol_error;
+        if (!ec) {
+          const auto& e = r->elements;
+          if (e[5].integer < 0 || e[5].integer > cost || (e[6].integer != 0 && e[6].integer != 1))
+            ec = errc::protocol_error;
+          else
+            ec = decode(std::span<const reply>(e).first(5), 1, out.decisions);
+        }
+        if (ec) {
+          out.error = ec;
+          out.decisions.clear();
+        } else {
+          out.refunded = r->elements[5].integer;
+          out.replayed = r->elements[6].integer == 1;
+        }
+        handler(std::move(out));
+      }));
   const bool keyed = !idempotency_key.empty();
   std::string& out = begin_evalsha(*call, refund_script(), keyed ? 2 : 1, keyed ? 7 : 6);
   append_key(out, keys(), p, item.key);
@@ -399,7 +293,7 @@ void redis_backend::async_refund(const check_item& item, std::string_view idempo
 
 void redis_backend::async_acquire(std::string_view key, const concurrency_policy& p,
                                   std::string_view id, backend_handler handler) {
-  auto call = start_call<check_call>(slot_of(key), 1, std::move(handler));
+  auto call = start_call(slot_of(key), std::make_unique<check_call>(1, std::move(handler)));
   std::string& out = begin_evalsha(*call, acquire_script(), 1, 4);
   append_bulk(out, lease_key(keys(), p, key));
   append_bulk(out, p.limit());
@@ -412,7 +306,12 @@ void redis_backend::async_acquire(std::string_view key, const concurrency_policy
 void redis_backend::async_release(std::string_view key, const concurrency_policy& p,
                                   std::string_view id, std::chrono::milliseconds ttl,
                                   std::function<void(lease_result)> handler) {
-  auto call = start_call<lease_call>(slot_of(key), std::move(handler));
+  auto call = start_call(
+      slot_of(key), on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
+        if (!ec && (r->kind != reply::type::integer || (r->integer != 0 && r->integer != 1)))
+          ec = errc::protocol_error;
+        handler({!ec && r->integer == 1, ec});
+      }));
   std::string& out = begin_evalsha(*call, release_script(), 1, 3);
   append_bulk(out, lease_key(keys(), p, key));
   append_bulk(out, id);
@@ -422,7 +321,11 @@ void redis_backend::async_release(std::string_view key, const concurrency_policy
 }
 
 void redis_backend::async_reset(std::string_view key, const policy& p, reset_handler handler) {
-  auto call = start_call<reset_call>(slot_of(key), std::move(handler));
+  auto call = start_call(slot_of(key),
+                         on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
+                           if (!ec && r->kind != reply::type::integer) ec = errc::protocol_error;
+                           handler(ec);
+                         }));
   // The penalty too, with or without one now: a block left by an earlier policy must not
   // outlive a reset.
   append_array_header(call->command, 3);
@@ -432,9 +335,26 @@ void redis_backend::async_reset(std::string_view key, const policy& p, reset_han
   client_->submit(std::move(call));
 }
 
+// lua/reserve.lua answers seven integers: granted, its window and the ms it may be spent
+// within, then the key's limit, remaining, reset_after and retry_after after the grant.
 void redis_backend::async_reserve(std::string_view key, const policy& p, std::int64_t wanted,
                                   std::function<void(reserve_reply)> handler) {
-  auto call = start_call<reserve_call>(slot_of(key), std::move(handler));
+  auto call = start_call(
+      slot_of(key), on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
+        reserve_reply out;
+        if (!ec && !integers(*r, 7)) ec = errc::protocol_error;
+        if (!ec) {
+          const auto& e = r->elements;
+          const auto after =
+              script_decision(1, e[3].integer, e[4].integer, e[5].integer, e[6].integer);
+          if (!after || e[0].integer < 0 || e[2].integer < 0)
+            ec = errc::protocol_error;
+          else
+            out = {{}, e[0].integer, e[1].integer, std::chrono::milliseconds{e[2].integer}, *after};
+        }
+        if (ec) out = {ec, 0, 0, {}, {}};
+        handler(std::move(out));
+      }));
   std::string& out = begin_evalsha(*call, reserve_script(), 1, 6);
   append_key(out, keys(), p, key);
   append_bulk(out, to_string(p.algo()));
@@ -444,10 +364,23 @@ void redis_backend::async_reserve(std::string_view key, const policy& p, std::in
   client_->submit(std::move(call));
 }
 
+// lua/give_back.lua answers two integers: the units given back, and 1 for a replay.
 void redis_backend::async_give_back(std::string_view key, const policy& p, std::int64_t window,
                                     std::int64_t units, std::string_view id,
                                     backend_handler handler) {
-  auto call = start_call<give_back_call>(slot_of(key), std::move(handler));
+  auto call = start_call(slot_of(key),
+                         on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
+                           backend_reply out;
+                           if (!ec && (!integers(*r, 2) || r->elements[0].integer < 0))
+                             ec = errc::protocol_error;
+                           if (ec) {
+                             out.error = ec;
+                           } else {
+                             out.refunded = r->elements[0].integer;
+                             out.replayed = r->elements[1].integer == 1;
+                           }
+                           handler(std::move(out));
+                         }));
   std::string& out = begin_evalsha(*call, give_back_script(), 2, 5);
   append_key(out, keys(), p, key);
   append_bulk(out, state_key(keys(), p, key) + ":gb:" + std::string(id));  // the key's hash slot
@@ -462,7 +395,13 @@ void redis_backend::async_give_back(std::string_view key, const policy& p, std::
 void redis_backend::async_heartbeat(std::string_view instance, std::chrono::milliseconds ttl,
                                     std::function<void(std::error_code, std::int64_t)> handler) {
   const std::string key = options_.key_prefix + "{instances}";
-  auto call = start_call<heartbeat_call>(cluster_ ? key_slot(key) : -1, std::move(handler));
+  auto call = start_call(cluster_ ? key_slot(key) : -1,
+                         on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
+                           if (!ec && r->is_error()) ec = error_for(*r);
+                           if (!ec && (r->kind != reply::type::integer || r->integer < 1))
+                             ec = errc::protocol_error;
+                           handler(ec, ec ? 0 : r->integer);
+                         }));
   append_command(call->command, {"EVAL", std::string(heartbeat_script), "1", key,
                                  std::string(instance), std::to_string(ttl.count())});
   client_->submit(std::move(call));

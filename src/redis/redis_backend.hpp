@@ -70,9 +70,8 @@ class redis_backend final : public backend, public lease_backend {
   // On a Cluster, the slot of a caller key's state (the calls carry it); elsewhere -1.
   int slot_of(std::string_view caller_key) const;
   key_format keys() const noexcept;
-  // A `Call` made of `args`, due within the timeout, for `slot`.
-  template <class Call, class... Args>
-  std::unique_ptr<Call> start_call(int slot, Args&&... args) const;
+  // `call`, due within the timeout, for `slot`.
+  std::unique_ptr<request> start_call(int slot, std::unique_ptr<request> call) const;
 
   redis_options options_;
   bool cluster_ = false;

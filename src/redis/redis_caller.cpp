@@ -8,26 +8,6 @@
 #include "redis/url_asker.hpp"
 
 namespace floodgate {
-namespace {
-
-using redis::reply;
-
-redis_value to_value(reply&& r) {
-  redis_value v;
-  v.kind = static_cast<redis_value::type>(r.kind);
-  v.integer = r.integer;
-  v.str = std::move(r.str);
-  v.elements.reserve(r.elements.size());
-  for (auto& e : r.elements) v.elements.push_back(to_value(std::move(e)));
-  return v;
-}
-
-}  // namespace
-
-static_assert(static_cast<int>(redis_value::type::array) == static_cast<int>(reply::type::array) &&
-              static_cast<int>(redis_value::type::error) == static_cast<int>(reply::type::error) &&
-              static_cast<int>(redis_value::type::nil) == static_cast<int>(reply::type::nil));
-
 struct redis_caller::impl : redis::url_asker {
   using url_asker::url_asker;
 };
@@ -58,7 +38,7 @@ redis_answer redis_caller::call(std::string_view, const std::vector<std::string>
   redis::url_asker::key_reader k(u);
   auto r = k.run(command, out.error);
   out.node = k.node_name();
-  if (r) out.value = to_value(std::move(*r));
+  if (r) out.value = std::move(*r);
   return out;
 }
 

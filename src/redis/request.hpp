@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "floodgate/decision.hpp"
 #include "redis/reply.hpp"
@@ -53,8 +54,9 @@ class request {
 
   // Called exactly once, then the request is destroyed. `ec` is empty on a reply that is not
   // an error. An error reply is mapped to a code (see error_for) and `r` points to it too, so
-  // the cluster client can read MOVED/ASK targets; `r` is null when there is no reply. Runs on the client's thread, or inline in submit() once the client is shutting
-  // down; never under the client's locks. Must not throw.
+  // the cluster client can read MOVED/ASK targets; `r` is null when there is no reply. Runs on the
+  // client's thread, or inline in submit() once the client is shutting down; never under the
+  // client's locks. Must not throw.
   virtual void complete(std::error_code ec, reply* r) noexcept = 0;
 
   // Called instead of complete() when the request was decided as one item of a batch call
@@ -66,10 +68,10 @@ class request {
   // (route.by), which may keep it to send again, else complete() or complete_part().
   // (complete() is what a request implements; finish() what connections call, so a node and
   // a router learn every outcome without wrapping each call in another request.)
-  static void finish(request_ptr r, std::error_code ec, reply* reply) noexcept {
+  static void finish(request_ptr r, std::error_code ec, reply* answer) noexcept {
     if (r->observer != nullptr) r->observer->call_finished(*r, ec);
-    if (call_router* by = r->route.by) return by->call_done(std::move(r), ec, reply);
-    r->complete(ec, reply);
+    if (call_router* by = r->route.by) return by->call_done(std::move(r), ec, answer);
+    r->complete(ec, answer);
   }
   // A batch item's decision is an answer: nothing to route.
   static void finish_part(request_ptr r, const decision& d) noexcept {
@@ -121,8 +123,8 @@ class request {
   //   FCALL <function> 1 <key> <limit> <window_ms> <burst> <cost> <now_ms>
   // of `script` (or EVALSHA <sha1> ...: `encoded`), and these are the offsets in it of the
   // key's bulk string, of the limit's (the first of the four item arguments), and of now_ms's
-  // (the last argument). All zero for a request that cannot be batched. `capacity` is the decision's limit (the policy's
-  // capacity), which the batch script's reply leaves out.
+  // (the last argument). All zero for a request that cannot be batched. `capacity` is the
+  // decision's limit (the policy's capacity), which the batch script's reply leaves out.
   struct batch_part {
     std::uint32_t key = 0, args = 0, now = 0;
     std::int64_t capacity = 0;
@@ -130,6 +132,23 @@ class request {
   };
   batch_part part;
 };
+
+// A request whose outcome `f(ec, reply*)` reads, as complete() gets it: a call made here needs
+// no class of its own.
+template <class F>
+class reply_call final : public request {
+ public:
+  explicit reply_call(F f) : f_(std::move(f)) {}
+  void complete(std::error_code ec, reply* r) noexcept override { f_(ec, r); }
+
+ private:
+  F f_;
+};
+
+template <class F>
+request_ptr on_reply(F f) {
+  return std::make_unique<reply_call<F>>(std::move(f));
+}
 
 // The error code for an error reply: BUSY → server_busy, OOM → out_of_memory, others →
 // server_error.

@@ -125,7 +125,7 @@ resp_reader::result resp_reader::next(reply& out) {
     out = std::move(*r);
     reply_begin_ = end;
     elements_ = 0;
-    return result::reply;
+    return result::ready;
   }
   // Everything fed since the last complete reply belongs to the one in progress: refuse it
   // as soon as it outgrows the cap, without buffering the rest.

@@ -5,7 +5,7 @@
 //   resp_reader r{1 << 20};
 //   r.feed(bytes);
 //   reply rep;
-//   while (r.next(rep) == resp_reader::result::reply) handle(std::move(rep));
+//   while (r.next(rep) == resp_reader::result::ready) handle(std::move(rep));
 //   if (r.failed()) drop_connection();
 //
 // Caps: a reply may take at most `max_reply_size` bytes on the wire (counting what it has
@@ -37,8 +37,8 @@ class resp_reader {
   // Appends bytes read from the connection. Ignored once failed().
   void feed(std::string_view bytes);
 
-  enum class result { reply, need_more, error };
-  // Takes the next complete reply into `out` (result::reply), or says why there is none.
+  enum class result { ready, need_more, error };
+  // Takes the next complete reply into `out` (result::ready), or says why there is none.
   result next(reply& out);
 
   bool failed() const noexcept { return !error_.empty(); }

@@ -1,20 +1,16 @@
 #include "redis/sentinel_answer.hpp"
 
-#include <charconv>
 #include <tuple>
 
 namespace floodgate::redis {
 
 std::optional<redis_endpoint> primary_at(const redis_endpoint& primary, std::string_view host,
                                          std::string_view port_text) {
-  std::uint16_t port = 0;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (host.empty() || ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0)
-    return std::nullopt;
+  const auto port = parse_number<std::uint16_t>(port_text);
+  if (host.empty() || !port || *port == 0) return std::nullopt;
   auto out = primary;
   out.host = std::string(host);
-  out.port = port;
+  out.port = *port;
   return out;
 }
 
@@ -26,11 +22,7 @@ std::optional<std::uint64_t> read_config_epoch(const reply& master) {
     if (field.kind != reply::type::string || field.str != "config-epoch" ||
         value.kind != reply::type::string)
       continue;
-    std::uint64_t epoch = 0;
-    const auto& t = value.str;
-    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), epoch);
-    if (ec != std::errc{} || end != t.data() + t.size()) return std::nullopt;
-    return epoch;
+    return parse_number<std::uint64_t>(value.str);
   }
   return std::nullopt;
 }

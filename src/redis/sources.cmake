@@ -22,7 +22,6 @@ target_sources(floodgate PRIVATE
   redis/sentinel_answer.cpp
   redis/cluster_client.cpp
   redis/sentinel_client.cpp
-  redis/node_asker.cpp
   redis/url_asker.cpp
   redis/inspector.cpp
   redis/inspect_text.cpp
@@ -34,8 +33,7 @@ target_sources(floodgate PRIVATE
 # under -fsanitize=thread, -Wtsan for the fences in Asio's handler recycling.
 set_source_files_properties(redis/stream.cpp redis/connection.cpp redis/node.cpp
   redis/node_pool.cpp redis/client.cpp
-  redis/cluster_client.cpp redis/sentinel_client.cpp redis/node_asker.cpp
-  redis/url_asker.cpp redis/redis_subscription.cpp
+  redis/cluster_client.cpp redis/sentinel_client.cpp redis/url_asker.cpp
   TARGET_DIRECTORY floodgate PROPERTIES
   COMPILE_OPTIONS "${FLOODGATE_ASIO_TU_OPTIONS}")
 # hiredis (the reply parser) and OpenSSL (rediss://) are link dependencies of the static

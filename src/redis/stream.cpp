@@ -119,8 +119,7 @@ struct stream::session {
   std::size_t answered = 0;                      // of `due`
   std::size_t function_load = no_function_load;  // FUNCTION LOAD's place in `due`
   bool ready = false;
-  bool functions = false;         // the library is loaded (by us or by anyone before)
-  std::string functions_refused;  // else the server's words for why not
+  bool functions = false;  // the library is loaded (by us or by anyone before)
   static constexpr std::size_t no_function_load = static_cast<std::size_t>(-1);
 };
 
@@ -132,10 +131,6 @@ stream::~stream() {
 
 bool stream::functions_loaded() const noexcept {
   return session_ && session_->functions;
-}
-
-std::string stream::functions_refused() const {
-  return session_ ? session_->functions_refused : std::string();
 }
 
 std::string& stream::out() noexcept {
@@ -300,7 +295,6 @@ bool stream::greeting_reply(const session_ptr& s, reply& r) {
     // a replica, a proxy). A library of that name is this one: the name is its text's hash.
     s->functions = library_loaded(r);
     if (!s->functions) {
-      s->functions_refused = r.str;
       // Calls will go as EVALSHA: their scripts, before the connection is ready.
       load_scripts(*s, s->pending);
       write(s);

@@ -113,9 +113,8 @@ class stream {
   void close();
   bool is_open() const noexcept { return session_ != nullptr; }
   // Once ready: whether the greeting's library is loaded on the server (FUNCTION LOAD answered
-  // its name, or that a library of that name exists); if not, the server's reply.
+  // its name, or that a library of that name exists).
   bool functions_loaded() const noexcept;
-  std::string functions_refused() const;
 
   // The bytes to write next: append encoded commands here (only while open), then flush().
   std::string& out() noexcept;
@@ -150,7 +149,7 @@ class stream {
 
 // A stream whose replies and closing go to callbacks, for the sockets that are not
 // a client's pipelined connections: the Sentinel client's two per sentinel (questions, and the
-// subscription) and the inspection API's questions (node_asker.hpp). It never reconnects by
+// subscription) and the inspection API's questions (url_asker.hpp). It never reconnects by
 // itself and keeps no deadlines beyond connecting's: the owner decides (an ask has a deadline,
 // a subscription retries with backoff.hpp's policy).
 //

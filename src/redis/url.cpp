@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <optional>
 
 #include "floodgate/errors.hpp"
@@ -38,15 +37,6 @@ std::optional<std::string> decode(std::string_view s) {
 bool is_host_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '-' || c == '_';
-}
-
-template <class T>
-std::optional<T> parse_number(std::string_view s) {
-  T v{};
-  if (s.empty()) return std::nullopt;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 // for an IPv6 address, so the port never reads as part of the address.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,16 @@ redis_endpoint parse_redis_url(std::string_view url);
 // "127.0.0.1:6379", "[::1]:6379", "redis-1:7000".
 std::string endpoint_label(std::string_view host, std::uint16_t port);
 std::string endpoint_label(const redis_endpoint& ep);
+
+// `s` as a whole decimal number of type T; nullopt for anything else (empty, trailing bytes,
+// out of T's range).
+template <class T>
+std::optional<T> parse_number(std::string_view s) noexcept {
+  T v{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
 
 // Whether `s` starts with `prefix` (lower case), ignoring case: URL schemes.
 bool iequals_prefix(std::string_view s, std::string_view prefix) noexcept;

@@ -12,12 +12,15 @@
 //   url_asker::key_reader k{u};                       // one key's commands
 //   auto type = k.run({"TYPE", key}, error);          // nullopt: error names the node
 //
-// Over node_asker's connections (closed after any failure), each connect and each answer
+// A connection is kept per endpoint and kind — a stream (stream.hpp): TLS as the URL says, AUTH
+// with a node's own credentials or the sentinel_* ones, SELECT of a node's db — and closed after
+// any failure, so a late reply never answers the next question. Each connect and each answer
 // within `timeout`. Not thread-safe, except stop(). No Asio in this header.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,11 +34,10 @@
 
 namespace floodgate::redis {
 
-class node_asker;
-
 class url_asker {
  public:
   using command = std::vector<std::string>;
+  enum class peer { node, sentinel };
 
   // A URL the backend would refuse, or that names no Redis, gives an asker whose why_not()
   // says so; it asks nothing.
@@ -56,9 +58,24 @@ class url_asker {
 
   // `c`'s reply from `ep` (an error reply is a reply), or nullopt with `error` naming `ep`.
   std::optional<reply> ask(const redis_endpoint& ep, const command& c, std::string& error);
+  // The replies to `commands`, written together to `ep` (connecting first), all due within the
+  // timeout, connecting included; or none, with `error` naming the endpoint.
+  std::vector<reply> ask_all(const redis_endpoint& ep, peer kind,
+                             const std::vector<command>& commands, std::string& error);
+  // Closes the connection to `ep` (a primary that is one no more); the next ask reopens it.
+  void close(const redis_endpoint& ep, peer kind);
+  // What ask_all() and a subscription (redis_subscription) are made of: writes `commands` (none:
+  // only reads) to `ep`, connecting first if need be, then reads into `replies` until
+  // `enough(replies)`, `until`, stop() or the connection closing: then why, naming `ep`.
+  std::optional<std::string> exchange(const redis_endpoint& ep, peer kind,
+                                      const std::vector<command>& commands,
+                                      std::chrono::steady_clock::time_point until,
+                                      const std::function<bool(const std::vector<reply>&)>& enough,
+                                      std::vector<reply>& replies);
 
   // Any thread: the question in progress and every later one return at once ("stopped").
   void stop();
+  bool stopped() const noexcept;
 
   // Where one key lives, kept across its commands: from nodes() as find_nodes() left them.
   class key_reader {
@@ -86,8 +103,9 @@ class url_asker {
   std::string why_not_;
   redis_options options_;  // the URL's: key_prefix, TLS files, the sentinels' credentials
   topology target_;
-  std::unique_ptr<node_asker> asker_;  // when why_not_ is empty
   std::vector<redis_endpoint> nodes_;
+  struct impl;                  // the connections
+  std::unique_ptr<impl> impl_;  // when why_not_ is empty
 };
 
 }  // namespace floodgate::redis

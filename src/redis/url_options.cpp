@@ -1,11 +1,11 @@
 #include "redis/url_options.hpp"
 
-#include <charconv>
 #include <optional>
 #include <string>
 
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
+#include "redis/topology.hpp"
 #include "redis/url.hpp"
 
 namespace floodgate::redis {
@@ -16,15 +16,6 @@ constexpr std::string_view known =
     "breaker_failures, breaker_open_for, "
     "tls_ca_file, tls_cert_file, tls_key_file, tls_server_name, tls_verify, sentinel_user, "
     "sentinel_password";
-
-// A decimal number in [lo, hi], or nullopt.
-std::optional<long long> number(std::string_view text, long long lo, long long hi) {
-  long long n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || end != text.data() + text.size() || n < lo || n > hi)
-    return std::nullopt;
-  return n;
-}
 
 bool prefix_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -48,8 +39,7 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
   const bool tls_url = iequals_prefix(base, "rediss://") ||
                        iequals_prefix(base, "rediss+cluster://") ||
                        iequals_prefix(base, "rediss+sentinel://");
-  const bool sentinel_url =
-      iequals_prefix(base, "redis+sentinel://") || iequals_prefix(base, "rediss+sentinel://");
+  const bool sentinel_url = is_sentinel_url(base);
 
   std::string seen = ",";
   while (!query.empty()) {
@@ -70,6 +60,20 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
     if (name.starts_with("sentinel_") && !sentinel_url)
       fail("option '" + name + "' applies to redis+sentinel:// URLs only");
 
+    // A whole number from 1 to `hi`; yes or no.
+    const auto count = [&](long long hi) {
+      const auto n = parse_number<long long>(value);
+      if (!n || *n < 1 || *n > hi)
+        fail(name + " must be a number from 1 to " + std::to_string(hi) + " (got '" +
+             std::string(value) + "')");
+      return *n;
+    };
+    const auto yes_no = [&] {
+      if (value != "yes" && value != "no")
+        fail(name + " must be yes or no (got '" + std::string(value) + "')");
+      return value == "yes";
+    };
+
     if (name == "timeout" || name == "connect_timeout" || name == "breaker_open_for") {
       const auto d = parse_duration(value);
       if (!d || d->count() < 1)
@@ -79,23 +83,13 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
        : name == "connect_timeout" ? options.connect_timeout
                                    : options.breaker_open_for) = *d;
     } else if (name == "connections") {
-      const auto n = number(value, 1, 1024);
-      if (!n)
-        fail("connections must be a number from 1 to 1024 (got '" + std::string(value) + "')");
-      options.connections = static_cast<std::size_t>(*n);
-    } else if (name == "batch" || name == "writes_in_flight") {
-      const auto n = number(value, 1, name == "batch" ? 1024 : 65536);
-      if (!n)
-        fail(name + " must be a number from 1 to " + (name == "batch" ? "1024" : "65536") +
-             " (got '" + std::string(value) + "')");
-      (name == "batch" ? options.max_batch_items : options.max_writes_in_flight) =
-          static_cast<std::size_t>(*n);
+      options.connections = static_cast<std::size_t>(count(1024));
+    } else if (name == "batch") {
+      options.max_batch_items = static_cast<std::size_t>(count(1024));
+    } else if (name == "writes_in_flight") {
+      options.max_writes_in_flight = static_cast<std::size_t>(count(65536));
     } else if (name == "breaker_failures") {
-      const auto n = number(value, 1, 1'000'000);
-      if (!n)
-        fail("breaker_failures must be a number from 1 to 1000000 (got '" + std::string(value) +
-             "')");
-      options.breaker_failures = static_cast<int>(*n);
+      options.breaker_failures = static_cast<int>(count(1'000'000));
     } else if (name == "key_prefix") {
       for (char c : value)
         if (!prefix_char(c))
@@ -115,13 +109,9 @@ std::string_view apply_url_options(std::string_view url, redis_options& options)
     } else if (name == "tls_server_name") {
       options.tls.server_name = value;
     } else if (name == "functions") {
-      if (value != "yes" && value != "no")
-        fail("functions must be yes or no (got '" + std::string(value) + "')");
-      options.use_functions = value == "yes";
+      options.use_functions = yes_no();
     } else if (name == "tls_verify") {
-      if (value != "yes" && value != "no")
-        fail("tls_verify must be yes or no (got '" + std::string(value) + "')");
-      options.tls.verify_peer = value == "yes";
+      options.tls.verify_peer = yes_no();
     } else {
       fail("unknown option '" + name + "' (expected " + std::string(known) + ")");
     }

@@ -50,7 +50,7 @@ outcome read_all(std::string_view stream, std::size_t cap, std::size_t piece) {
     reply r;
     for (;;) {
       const auto res = reader.next(r);
-      if (res != redis::resp_reader::result::reply) {
+      if (res != redis::resp_reader::result::ready) {
         require((res == redis::resp_reader::result::error) == reader.failed(),
                 "next() says error exactly when failed()");
         return;

@@ -28,7 +28,7 @@ parsed parse(const std::vector<std::string>& chunks, std::size_t cap = 1 << 20) 
     for (;;) {
       reply r;
       const auto res = reader.next(r);
-      if (res == resp_reader::result::reply) {
+      if (res == resp_reader::result::ready) {
         out.replies.push_back(std::move(r));
         continue;
       }
@@ -139,7 +139,7 @@ TEST(resp_reader, incomplete_input_waits) {
   reader.feed("c\r");
   EXPECT_EQ(reader.next(r), resp_reader::result::need_more);
   reader.feed("\n");
-  ASSERT_EQ(reader.next(r), resp_reader::result::reply);
+  ASSERT_EQ(reader.next(r), resp_reader::result::ready);
   EXPECT_EQ(show(r), "[:1,$abc]");
   EXPECT_EQ(reader.next(r), resp_reader::result::need_more);
 }

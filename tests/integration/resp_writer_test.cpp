@@ -53,7 +53,7 @@ TEST(resp_writer, round_trips_through_the_reader) {
   resp_reader reader(1 << 20);
   reader.feed(out);
   reply r;
-  ASSERT_EQ(reader.next(r), resp_reader::result::reply);
+  ASSERT_EQ(reader.next(r), resp_reader::result::ready);
   ASSERT_EQ(r.kind, reply::type::array);
   ASSERT_EQ(r.elements.size(), 5u);
   EXPECT_EQ(r.elements[3].str, "floodgate:x:gcra:{\0\r\n}"s);

@@ -82,7 +82,7 @@ void fake_redis::serve(int fd) {
     if (n <= 0) break;
     reader.feed(std::string_view(buf, static_cast<std::size_t>(n)));
     redis::reply r;
-    while (reader.next(r) == redis::resp_reader::result::reply) {
+    while (reader.next(r) == redis::resp_reader::result::ready) {
       command c;
       for (const auto& e : r.elements) c.push_back(e.str);
       {

@@ -22,8 +22,10 @@ using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 using fault = fault_relay::fault;
 
-// A timer fires late, a thread wakes late on a loaded 2-core machine.
-constexpr auto slack = 100ms * timing_factor;
+// A timer fires late, a thread wakes late on a loaded 2-core machine (208 ms against a 100 ms
+// deadline was seen at load 10). Still below connect_timeout (500 ms) without sanitizers: a
+// call held to the connection's end instead of its own deadline is caught.
+constexpr auto slack = 200ms * timing_factor;
 
 // What a stream of checks saw while a fault lasted.
 struct observed {

@@ -106,22 +106,21 @@ reservations::rule_counters* reservations::counters_for(shard& s, const policy& 
   return c.get();
 }
 
-std::uint64_t reservations::taken() const {
+std::uint64_t reservations::sum(std::uint64_t rule_counters::*field) const {
   std::uint64_t n = 0;
   for (shard& s : shards_) {
     std::lock_guard lock(s.mutex);
-    for (const auto& [name, c] : s.rules) n += c->taken;
+    for (const auto& [name, c] : s.rules) n += (*c).*field;
   }
   return n;
 }
 
+std::uint64_t reservations::taken() const {
+  return sum(&rule_counters::taken);
+}
+
 std::uint64_t reservations::units() const {
-  std::uint64_t n = 0;
-  for (shard& s : shards_) {
-    std::lock_guard lock(s.mutex);
-    for (const auto& [name, c] : s.rules) n += c->units;
-  }
-  return n;
+  return sum(&rule_counters::units);
 }
 
 std::uint64_t reservations::spent() const {

@@ -116,6 +116,8 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::uint64_t taken = 0, units = 0, spent = 0;
     given_back_ptr given_back;
   };
+  // One of rule_counters' fields, summed over every shard and rule.
+  std::uint64_t sum(std::uint64_t rule_counters::*field) const;
   struct shard;
   // With s locked: p's counters in s (at most max_rules names, then other_rules'). Takes the
   // process-wide rules_mutex_ only the first time s sees a rule.

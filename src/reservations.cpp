@@ -377,8 +377,8 @@ bool reservations::check_all(std::span<const check_item> items,
     e.left -= item.cost;
     decisions[i] = admitted(e, p, now).decision;
     ++e.counters->spent;
-    set_aside.push_back({std::move(name), p, e.grant_id, e.window, e.window_end, item.cost,
-                         e.counters, e.counters->given_back});
+    set_aside.push_back(
+        {std::move(name), p, e.grant_id, e.window, e.window_end, item.cost, e.counters});
   }
   if (!all_held) {
     release(set_aside);
@@ -457,7 +457,7 @@ void reservations::release(std::vector<held>& units) {
     } else if (now < h.window_end && core::windowed(h.rule.algo())) {
       // Its grant was replaced (and gave back what it still held): these go back on their own.
       back.push_back({h.name.substr(h.rule.name().size() + 1), h.rule, h.window, h.cost, h.grant_id,
-                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1), h.given});
+                      ".r" + std::to_string(release_ids_.fetch_add(1) + 1), h.counters->given_back});
     }
   }
   units.clear();

@@ -175,8 +175,7 @@ class reservations : public std::enable_shared_from_this<reservations> {
     policy rule;
     std::uint64_t grant_id = 0;
     std::int64_t window = 0, window_end = 0, cost = 0;
-    rule_counters* counters;  // in name's shard
-    given_back_ptr given;
+    rule_counters* counters;  // in name's shard (its given_back is the rule's)
   };
   // Puts them back into their grant, or gives them back if the grant was replaced meanwhile.
   void release(std::vector<held>& units);

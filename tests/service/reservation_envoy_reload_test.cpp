@@ -2,13 +2,17 @@
 // redis-server and real gRPC calls (the Node client of tests/envoy): a reserving rate_limit whose
 // limit the reload changes gives back what it held unspent at once; another rate_limit the
 // reload left alone, and a rules file's reserving rule (reloaded by the same SIGHUP, unchanged),
-// keep theirs: what is in force is every source's policies, never one source's alone.
+// keep theirs: what is in force is every source's policies, never one source's alone. A grant
+// that lands after the reload (its call began under the old config) goes back once that call
+// has answered.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "floodgated_process.hpp"
 #include "http_client.hpp"
@@ -107,6 +111,72 @@ TEST(reservation_envoy_reload, a_changed_rate_limit_gives_back_its_units_only) {
   EXPECT_EQ(fixed_window_count(redis, tenant_key), tenant_count) << "left alone: kept";
   EXPECT_EQ(fixed_window_count(redis, http_key), http_count) << "the rules file's: kept";
   EXPECT_EQ(counter_on(fg.port(), units_given_back_of("http")), 0);
+  std::error_code ec;
+  std::filesystem::remove_all(t.scratch, ec);
+}
+
+// A call that began under the old config may take its grant after the reload's keep (its
+// reservation was on its way to Redis, held here by CLIENT PAUSE WRITE): the call keeps the old
+// config until it answers, and then the grant's unspent units go back (reservation_keeper's
+// settle). Without that second keep they would stay held until swept.
+TEST(reservation_envoy_reload, a_grant_landing_after_the_reload_goes_back_once_its_call_answered) {
+  redis_server redis;
+  grpc_target t{make_temp_dir("floodgate-reserve-envoy-late-")};
+  write_file(t.scratch + "/edge.yaml", with_a_window_far_from_its_end(envoy_config(100)));
+  floodgated_process::options o;
+  o.extra_args = {"--redis",        redis.url() + "?timeout=2s", "--grpc-listen", "127.0.0.1:0",
+                  "--envoy-config", t.scratch + "/edge.yaml"};
+  floodgated_process fg(with_a_window_far_from_its_end(rules), o);
+  t.port = fg.grpc_port();
+  ASSERT_TRUE(
+      wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; }, 10s))
+      << fg.log();
+  // Grants of 1 and 2, all spent: the next call takes 4.
+  const auto first = run_client(t, {check(request_of({{"user", "u"}})),
+                                    check(request_of({{"user", "u"}})),
+                                    check(request_of({{"user", "u"}}))});
+  for (std::size_t i = 0; i < first.size(); ++i)
+    ASSERT_EQ(response(first, i).at("overall_code").as_string(), "OK") << i;
+  const auto user_key = envoy_state_key(redis, "user=u");
+  ASSERT_EQ(fixed_window_count(redis, user_key), 3);
+
+  ASSERT_EQ(redis.command({"CLIENT", "PAUSE", "20000", "WRITE"}).str, "OK");
+  // The late call from a client of its own (its own scratch files), answered after the unpause.
+  grpc_target late{t.scratch + "/late", t.port};
+  std::filesystem::create_directories(late.scratch);
+  json::array late_results;
+  std::string late_error;
+  std::thread caller([&] {
+    try {
+      late_results = run_client(late, {check(request_of({{"user", "u"}}))});
+    } catch (const std::exception& e) {
+      late_error = e.what();
+    }
+  });
+  // Its reservation waits in Redis (nothing else writes: no local-mode rule, no heartbeat).
+  const auto blocked = [&] {
+    return redis.command({"INFO", "clients"}).str.find("blocked_clients:1") != std::string::npos;
+  };
+  const bool held = wait_for(blocked, 10s);
+  if (!held) redis.command({"CLIENT", "UNPAUSE"});
+  if (!held) caller.join();
+  ASSERT_TRUE(held) << redis.command({"INFO", "clients"}).str << late_error;
+
+  const auto log_at = fg.log().size();
+  write_file(t.scratch + "/edge.yaml", with_a_window_far_from_its_end(envoy_config(200)));
+  fg.signal(SIGHUP);
+  const bool reloaded = fg.wait_for_log("envoy config reloaded", 5s, log_at);
+  ASSERT_EQ(redis.command({"CLIENT", "UNPAUSE"}).str, "OK");
+  caller.join();
+  ASSERT_TRUE(reloaded) << fg.log();
+  ASSERT_TRUE(late_error.empty()) << late_error;
+  ASSERT_EQ(response(late_results, 0).at("overall_code").as_string(), "OK");
+  EXPECT_TRUE(wait_for([&] { return fixed_window_count(redis, user_key) == 4; }, 5s))
+      << "the late grant's unspent units back in Redis: count "
+      << fixed_window_count(redis, user_key) << ", admitted 4";
+  EXPECT_TRUE(wait_for(
+      [&] { return counter_on(fg.port(), "floodgate_reserved_units_given_back_total") == 3; }, 5s))
+      << counter_on(fg.port(), "floodgate_reserved_units_given_back_total") << " given back";
   std::error_code ec;
   std::filesystem::remove_all(t.scratch, ec);
 }

@@ -11,6 +11,7 @@
 
 #include "config/config_file.hpp"
 #include "config/override_table.hpp"
+#include "config/yaml_problem.hpp"
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 
@@ -49,7 +50,7 @@ class parser {
     try {
       root = YAML::Load(std::string(text));
     } catch (const YAML::ParserException& e) {
-      fail(e.mark.line + 1, "invalid YAML: " + e.msg);
+      fail(e.mark.line + 1, yaml_problem(e));
     }
     if (!root.IsDefined() || root.IsNull()) fail(1, "the file is empty; expected 'rules:'");
     if (!root.IsMap()) fail(line(root), "expected a map with 'rules:' at the top level");

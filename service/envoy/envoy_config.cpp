@@ -10,6 +10,7 @@
 
 #include "config/config_file.hpp"
 #include "config/override_table.hpp"
+#include "config/yaml_problem.hpp"
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 
@@ -78,7 +79,7 @@ class parser {
     try {
       root = YAML::Load(std::string(text));
     } catch (const YAML::ParserException& e) {
-      fail(e.mark.line + 1, "invalid YAML: " + e.msg);
+      fail(e.mark.line + 1, yaml_problem(e));
     }
     if (!root.IsDefined() || root.IsNull()) fail(1, "the file is empty; expected 'domain:'");
     if (!root.IsMap()) fail(line(root), "expected a map with 'domain:' and 'descriptors:'");

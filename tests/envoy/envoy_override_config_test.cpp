@@ -21,6 +21,13 @@ std::string error_for(const std::string& text) {
   return "";
 }
 
+TEST(envoy_config_file, nesting_past_the_parsers_depth_is_named_as_such) {
+  const auto deep = error_for("domain: edge\ndescriptors: " + std::string(600, '[') +
+                              std::string(600, ']') + "\n");
+  EXPECT_EQ(deep.substr(0, 63), "edge.yaml:2: invalid YAML: nested deeper than the parser allows")
+      << deep;
+}
+
 const std::string head =
     "domain: edge\ndescriptors:\n  - key: ip\n    rate_limit:\n      unit: minute\n"
     "      requests_per_unit: 10\n";

@@ -257,6 +257,10 @@ TEST(config, bad_documents) {
   EXPECT_EQ(error_for("rules:\n  - name: a\n  bad: [\n").substr(0, 26),
             "rules.yaml:3: invalid YAML");
   EXPECT_EQ(error_for("rules:\n\t- name: a\n").substr(0, 26), "rules.yaml:2: invalid YAML");
+  // yaml-cpp's depth guard says "bad file", which points at the path rather than the nesting.
+  const auto deep = error_for("rules: " + std::string(600, '[') + std::string(600, ']') + "\n");
+  EXPECT_EQ(deep.substr(0, 64), "rules.yaml:1: invalid YAML: nested deeper than the parser allows")
+      << deep;
 }
 
 TEST(config, trusted_proxies_is_a_list_of_addresses_and_ranges) {

@@ -38,11 +38,6 @@ constexpr std::size_t read_chunk_bytes = 16 * 1024;
 constexpr std::size_t write_batch_bytes = 64 * 1024;
 // Ended calls' map nodes kept for new ones, as h2_session keeps its streams'.
 constexpr std::size_t spare_calls = 16;
-// A decision back later than this to a connection whose read is held first reads what its client
-// sent meanwhile, so that a reset (Envoy's filter timeout: 20 ms by default) or a closed socket
-// counts the call CANCELLED, as an unheld read would have. Quicker ones skip it: reading an
-// empty socket is the system call the hold saves.
-constexpr auto slow_decision = std::chrono::milliseconds(1);
 
 grpc_status status_of(rls_result::kind k) {
   switch (k) {
@@ -113,9 +108,6 @@ class connection final : public grpc_connection,
                                 self->flush();
                               });
     } else {
-      // The held read's catch-up (read_held) must not block: Asio's own reads are unaffected.
-      error_code ec;
-      stream_.non_blocking(true, ec);
       handshaken_ = true;
       read();
       flush();
@@ -128,7 +120,6 @@ class connection final : public grpc_connection,
       self->draining_ = true;
       self->session_.go_away();
       self->flush();
-      self->resume_read();  // to the drain's end, a client's reset or close is seen at once
     });
   }
 
@@ -230,7 +221,6 @@ class connection final : public grpc_connection,
       return session_.fail(stream, grpc_status::invalid_argument, "not a RateLimitRequest");
     }
     ++s_.deciding;
-    ++deciding_open_;
     // The connection lives while it has decisions out (keep_), so the handler holds only a
     // pointer and the stream: small enough for std::function to keep without allocating.
     if (deciding_here_++ == 0) keep_ = this->shared_from_this();
@@ -243,7 +233,8 @@ class connection final : public grpc_connection,
             release_decision();
           } else {
             asio::post(io_, [this, stream, r = std::move(r)]() mutable {
-              back(stream, r);
+              decided(stream, r);
+              flush();
               release_decision();  // last: it may end the connection
             });
           }
@@ -256,7 +247,6 @@ class connection final : public grpc_connection,
     if (it == calls_.end()) return;
     // Being decided: kept, for decided() to count it cancelled.
     if (it->second.state == call_state::deciding) {
-      if (!it->second.gone) --deciding_open_;
       it->second.gone = true;
       return;
     }
@@ -312,7 +302,6 @@ class connection final : public grpc_connection,
     if (it == calls_.end()) return;  // not expected: a deciding call stays until here
     const auto elapsed = steady::now() - it->second.start;
     const bool gone = it->second.gone;
-    if (!gone) --deciding_open_;
     end_call(it);
     if (closed_ || gone)
       return s_.metrics.observe_request(elapsed, grpc_code_class::cancelled);
@@ -339,86 +328,14 @@ class connection final : public grpc_connection,
                             });
   }
 
-  // The read is held (not re-armed) while the one call open here is at the backend and the last
-  // read left the socket empty (with several open, holding until an answer bunched a
-  // multiplexing client's calls into waves: its decisions/s fell, its CPU per decision rose): the client waits for an answer, so an armed read would first try
-  // an empty socket (Asio's speculative read: one wasted system call per call, where HTTP/1.1
-  // re-arms only once it has answered). It resumes when an answer goes out (the client may then
-  // send a call, a WINDOW_UPDATE for the answer's bytes) and at the drain. What a client sends
-  // meanwhile (a PING, SETTINGS, a reset, a new call, its close) waits in the socket at most
-  // until the first of those decisions is back: the backend's call timeout bounds that (Redis
-  // URL's `timeout`, 50 ms by default), and a slow one reads it before answering (back()).
-  // Flow control cannot deadlock on it: an answer the client's window holds is an open stream
-  // not at the backend, so the read is not held; a client's own sending waits for our
-  // WINDOW_UPDATE only on a call without its whole message, which is not at the backend either.
-  // Over TLS the read is never held (the catch-up would be a TLS read on a non-blocking socket).
   void on_read(std::size_t n) {
-    receive(n);
-    if (broken_ || closed_) return;
-    if (n < in_.size() && at_backend_only()) {
-      held_ = true;
-      return;
-    }
-    if (n < in_.size() && session_.open_streams() == 0) return read_later();
-    read();
-  }
-
-  // Every call answered (the memory backend answers on this stack): the client sends its next
-  // once it has read them, so the read starts after the handlers queued meanwhile, not at once
-  // on what is still an empty socket.
-  void read_later() {
-    asio::post(io_, [self = this->shared_from_this()] {
-      if (!self->closed_ && !self->broken_) self->read();
-    });
-  }
-
-  void receive(std::size_t n) {
     in_receive_ = true;
     const bool ok = session_.receive(in_.data(), n);
     in_receive_ = false;
     admit_fresh();
     if (!ok) broken_ = true;
     flush();
-  }
-
-  bool at_backend_only() const {
-    if constexpr (tls) return false;
-    return deciding_open_ == 1 && session_.open_streams() == 1 && !draining_;
-  }
-
-  void resume_read() {
-    if (!held_ || closed_ || broken_) return;
-    held_ = false;
-    read();
-  }
-
-  // While the read is held: what the client sent meanwhile, without waiting (none: would_block).
-  void read_held() {
-    if constexpr (!tls) {
-      for (;;) {
-        error_code ec;
-        const auto n = stream_.read_some(asio::buffer(in_), ec);
-        if (ec == asio::error::would_block) return;
-        if (ec) return shut();
-        receive(n);
-        if (broken_ || closed_ || n < in_.size()) return;
-      }
-    }
-  }
-
-  // A decision back from the backend, posted to this thread.
-  void back(std::int32_t stream, const rls_result& r) {
-    if (held_ && !closed_) {
-      const auto it = calls_.find(stream);
-      if (it != calls_.end() && steady::now() - it->second.start >= slow_decision) read_held();
-    }
-    decided(stream, r);
-    flush();
-    // Posted: the handlers queued before it (other answers, reads) give the client time to
-    // send its next call, which the read then finds rather than an empty socket.
-    if (!held_ || closed_ || broken_) return;
-    held_ = false;
-    read_later();
+    if (!broken_ && !closed_) read();
   }
 
   // Writes what the session has to send, one batch at a time; closes once it is over.
@@ -532,7 +449,6 @@ class connection final : public grpc_connection,
   call_map calls_;
   std::vector<typename call_map::node_type> spare_calls_;  // of ended calls, for new ones
   std::size_t deciding_here_ = 0;           // decisions asked and not back
-  std::size_t deciding_open_ = 0;           // of them, those whose stream is still open
   std::shared_ptr<connection> keep_;  // this, while deciding_here_ > 0
   std::vector<std::int32_t> fresh_;  // calls of the current read not yet in the guard
   std::array<std::uint8_t, read_chunk_bytes> in_{};
@@ -547,7 +463,6 @@ class connection final : public grpc_connection,
   std::optional<std::uint64_t> stalled_;
   steady::time_point stalled_since_;
   bool in_receive_ = false;
-  bool held_ = false;  // no read armed, for the calls at the backend (on_read)
   bool handshaken_ = false;
   bool writing_ = false;
   bool armed_ = false;

@@ -7,6 +7,7 @@
 // of a read on an empty socket, measured not to pay: grpc_connection.cpp) would delay to the
 // backend's answer. The server runs in this process, a raw HTTP/2 client (raw_h2.hpp) calls it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -14,7 +15,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 #include "envoy_config.hpp"
 #include "envoy_config_parse.hpp"
@@ -35,7 +35,11 @@ constexpr std::string_view rls_method =
     "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 constexpr std::string_view health_check = "/grpc.health.v1.Health/Check";
 // RateLimitRequest {domain: "edge", descriptors: [{entries: [{key: "k", value: "v"}]}]}.
-const std::string rls_request("\x0a\x04" "edge" "\x12\x08\x0a\x06\x0a\x01k\x12\x01v", 16);
+const std::string rls_request(
+    "\x0a\x04"
+    "edge"
+    "\x12\x08\x0a\x06\x0a\x01k\x12\x01v",
+    16);
 constexpr std::uint32_t cancel = 0x8;  // RST_STREAM's CANCEL
 
 // A slack for a loaded machine (every test at once, sanitizers) on top of what is waited for.
@@ -60,15 +64,13 @@ struct at_backend {
     // connection's (a connection that owes replies that long counts as broken) may end it.
     bo.redis.timeout = pause + slack;
     bo.redis.connect_timeout = pause + slack;
-    bo.redis.key_prefix = "wait" + std::to_string(::getpid()) + "_" +
-                          std::to_string(++prefix_counter) + ":";
+    bo.redis.key_prefix =
+        "wait" + std::to_string(::getpid()) + "_" + std::to_string(++prefix_counter) + ":";
     return std::make_shared<floodgate::limiter>(r.url(), bo);
   }
 
   // Holds the calls that reach Redis from now on (a script writes: CLIENT PAUSE WRITE holds it).
-  void hold() {
-    redis.command({"CLIENT", "PAUSE", std::to_string(pause / 1ms), "WRITE"});
-  }
+  void hold() { redis.command({"CLIENT", "PAUSE", std::to_string(pause / 1ms), "WRITE"}); }
   void release() { redis.command({"CLIENT", "UNPAUSE"}); }
   int waiting_in_redis() const {
     const auto info = redis.command({"INFO", "clients"}).str;
@@ -185,13 +187,12 @@ TEST(grpc_backend_wait, a_window_update_lets_an_answer_out_while_a_call_waits) {
   call_and_hold(b, c);
   c.settings_initial_window(0);  // streams opened from now on get no window
   c.call(5, health_check);
-  ASSERT_TRUE(before_the_waiting_call(c, [](const raw_h2::frame& f) {
-    return f.stream == 5 && f.type == raw_h2::headers_frame;
-  })) << "closed: " << c.closed();
+  ASSERT_TRUE(before_the_waiting_call(
+      c, [](const raw_h2::frame& f) { return f.stream == 5 && f.type == raw_h2::headers_frame; }))
+      << "closed: " << c.closed();
   c.window_update(5, 64);
-  const auto data = before_the_waiting_call(c, [](const raw_h2::frame& f) {
-    return f.stream == 5 && f.type == raw_h2::data_frame;
-  });
+  const auto data = before_the_waiting_call(
+      c, [](const raw_h2::frame& f) { return f.stream == 5 && f.type == raw_h2::data_frame; });
   ASSERT_TRUE(data) << "closed: " << c.closed();
   EXPECT_EQ(data->payload, std::string("\0\0\0\0\x02\x08\x01", 7)) << "SERVING";
   EXPECT_EQ(b.waiting_in_redis(), 1);
@@ -205,9 +206,12 @@ TEST(grpc_backend_wait, a_call_reset_while_it_waits_is_counted_cancelled) {
   call_and_hold(b, c);
   c.reset(3, cancel);
   c.ping("afterrst");
-  ASSERT_TRUE(before_the_waiting_call(c, [](const raw_h2::frame& f) {
-    return f.type == raw_h2::ping_frame && (f.flags & raw_h2::ack);
-  })) << "closed: " << c.closed();
+  ASSERT_TRUE(before_the_waiting_call(c,
+                                      [](const raw_h2::frame& f) {
+                                        return f.type == raw_h2::ping_frame &&
+                                               (f.flags & raw_h2::ack);
+                                      }))
+      << "closed: " << c.closed();
   EXPECT_EQ(b.waiting_in_redis(), 1);
   EXPECT_EQ(b.metric(cancelled), 0) << "counted before its decision";
   b.release();

@@ -52,7 +52,7 @@ class raw_h2 {
     settings_initial_window(initial_window);
   }
 
-  // A unary call with an empty request message: HEADERS (HPACK literals, never indexed), then
+  // A unary call with `message` (empty by default): HEADERS (HPACK literals, never indexed), then
   // the message's DATA ending the stream.
   void call(std::uint32_t stream, std::string_view path, std::string_view message = {}) {
     const std::pair<std::string_view, std::string_view> headers[] = {

@@ -4,25 +4,19 @@
 // answers' headers go out, their messages never can. Before: the stream and the connection
 // were held for as long as the client liked (the write timeout covered only a socket that took
 // no bytes). The server runs in this process on the memory backend, with a short write timeout.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "envoy_config.hpp"
 #include "floodgate/limiter.hpp"
 #include "grpc_server.hpp"
+#include "raw_h2.hpp"
 #include "rls_metrics.hpp"
 #include "rls_service.hpp"
 
@@ -32,9 +26,8 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
-constexpr std::uint8_t data_frame = 0x0, headers_frame = 0x1, settings_frame = 0x4,
-                       window_update_frame = 0x8;
-constexpr std::uint8_t end_stream = 0x1, ack = 0x1, end_headers = 0x4;
+constexpr auto data_frame = raw_h2::data_frame, headers_frame = raw_h2::headers_frame;
+constexpr auto end_stream = raw_h2::end_stream;
 constexpr std::string_view health_check = "/grpc.health.v1.Health/Check";
 
 // floodgated's gRPC server on a free loopback port, the memory backend behind it.
@@ -58,131 +51,6 @@ struct served {
   rls_metrics metrics;
   rls_service service{limiter, store, {}, &metrics};
   grpc_server server;
-};
-
-// HTTP/2 by hand, on a blocking socket.
-class raw_h2 {
- public:
-  struct frame {
-    std::uint8_t type = 0, flags = 0;
-    std::uint32_t stream = 0;
-    std::string payload;
-  };
-
-  explicit raw_h2(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<std::uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-      throw std::runtime_error("cannot connect to the gRPC port");
-  }
-  ~raw_h2() { ::close(fd_); }
-
-  // The connection preface and SETTINGS with this INITIAL_WINDOW_SIZE.
-  void start(std::uint32_t initial_window) {
-    write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-    std::string setting = {0x00, 0x04};  // SETTINGS_INITIAL_WINDOW_SIZE
-    append32(setting, initial_window);
-    send(settings_frame, 0, 0, setting);
-  }
-
-  // A unary call with an empty request message: HEADERS (HPACK literals, never indexed), then
-  // the message's DATA ending the stream.
-  void call(std::uint32_t stream, std::string_view path) {
-    const std::pair<std::string_view, std::string_view> headers[] = {
-        {":method", "POST"},       {":scheme", "http"},
-        {":path", path},           {":authority", "localhost"},
-        {"content-type", "application/grpc"}, {"te", "trailers"}};
-    std::string block;
-    for (const auto& [n, v] : headers) {
-      block += '\x10';
-      block += static_cast<char>(n.size());
-      block += n;
-      block += static_cast<char>(v.size());
-      block += v;
-    }
-    send(headers_frame, end_headers, stream, block);
-    send(data_frame, end_stream, stream, std::string(5, '\0'));
-  }
-
-  void window_update(std::uint32_t stream, std::uint32_t increment) {
-    std::string p;
-    append32(p, increment);
-    send(window_update_frame, 0, stream, p);
-  }
-
-  // The next frame (the server's SETTINGS are acknowledged on the way), or none: the server
-  // closed the connection (`closed_` set) or nothing came by `deadline`.
-  std::optional<frame> next(steady::time_point deadline) {
-    for (;;) {
-      if (in_.size() >= 9) {
-        const std::size_t size = (std::size_t(std::uint8_t(in_[0])) << 16) |
-                                 (std::size_t(std::uint8_t(in_[1])) << 8) | std::uint8_t(in_[2]);
-        if (in_.size() >= 9 + size) {
-          frame f;
-          f.type = static_cast<std::uint8_t>(in_[3]);
-          f.flags = static_cast<std::uint8_t>(in_[4]);
-          f.stream = ((std::uint32_t(std::uint8_t(in_[5])) << 24) |
-                      (std::uint32_t(std::uint8_t(in_[6])) << 16) |
-                      (std::uint32_t(std::uint8_t(in_[7])) << 8) | std::uint8_t(in_[8])) &
-                     0x7fffffffu;
-          f.payload = in_.substr(9, size);
-          in_.erase(0, 9 + size);
-          if (f.type == settings_frame && !(f.flags & ack)) send(settings_frame, ack, 0, "");
-          return f;
-        }
-      }
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
-      if (left.count() <= 0) return std::nullopt;
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-      char buf[4096];
-      const auto n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        closed_ = true;
-        return std::nullopt;
-      }
-      in_.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-
-  // Frames of `stream` until one of `type` (none: closed or late).
-  std::optional<frame> next_of(std::uint32_t stream, std::uint8_t type,
-                               steady::time_point deadline) {
-    while (auto f = next(deadline))
-      if (f->stream == stream && f->type == type) return f;
-    return std::nullopt;
-  }
-
-  bool closed() const noexcept { return closed_; }
-
- private:
-  static void append32(std::string& s, std::uint32_t v) {
-    for (int shift = 24; shift >= 0; shift -= 8) s += static_cast<char>(v >> shift);
-  }
-  void send(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
-    std::string f;
-    f += static_cast<char>(payload.size() >> 16);
-    f += static_cast<char>(payload.size() >> 8);
-    f += static_cast<char>(payload.size());
-    f += static_cast<char>(type);
-    f += static_cast<char>(flags);
-    append32(f, stream);
-    f += payload;
-    write(f);
-  }
-  void write(std::string_view bytes) {
-    while (!bytes.empty()) {
-      const auto n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-      if (n <= 0) throw std::runtime_error("send failed");
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-  }
-
-  int fd_;
-  std::string in_;
-  bool closed_ = false;
 };
 
 std::string flow_control_closes(const served& s) {

@@ -264,12 +264,11 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     // definition admits; a key drained by its demand stops taking grants a quarter before.
     if (p.algo() == algorithm::sliding_log && e.key_left >= 0)
       wanted = std::min(wanted, e.key_left - p.capacity() / 4);
-    if (wanted <= cost) return out;
   }
   // No more than this process spends before the window ends (at its rate over the last grant):
   // units left at the end are lost to every process, and sliding_window weighs them on the
   // next window too. Window ends repeat every W from the last grant's (estimated early).
-  if (e.window_end > 0 && windowed) {
+  if (e.window_end > 0 && core::windowed(p.algo())) {
     const std::int64_t w = p.window().count();
     std::int64_t end = e.window_end;
     if (now >= end) end += w * ((now - end) / w + 1);
@@ -287,7 +286,7 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   // spent (and sliding_log's count a spend span longer), so on a key at its limit each grant
   // denies checks the definition admits; one check at a time is exact there, and the deny cache
   // answers its denials.
-  if (!windowed && now - e.denied_at < p.window().count()) return out;
+  if (!core::windowed(p.algo()) && now - e.denied_at < p.window().count()) return out;
   if (wanted < cost || (!windowed && wanted == cost)) return out;  // (a grant of cost: above)
   e.taking = true;
   out.step = plan::take;

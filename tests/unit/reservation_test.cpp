@@ -256,14 +256,18 @@ TEST(reservations, a_bucket_grant_strands_no_units_on_a_key_checked_in_pairs) {
 }
 
 // A sliding_log grant's entry counts from the end of its spend span: a grant of only the
-// request held the key's log W / 10 longer than the check would have. A key checked now and
-// then goes to the backend check by check, and its entry ages out W after the check.
+// request held the key's log W / 10 longer than the check would have. A key checked three
+// times in a span (a third of that: one, the request) goes to the backend check by check, and
+// its entries age out W after the checks.
 TEST(reservations, a_log_checked_now_and_then_is_not_held_a_spend_span_longer) {
   test_clock clock;
   limiter l(shared_memory(clock), on(clock));
   const auto p = policy{"rare", algorithm::sliding_log, 10, 1s}.with_reserve(5, 1s);
-  ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
-  clock.advance(1050);  // the check aged out, a grant's entry (at 100) has not
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(l.check("k", p).outcome, outcome::allowed);
+    clock.advance(1);
+  }
+  clock.advance(1050);  // the checks aged out, a grant's entry (100 after it) has not
   EXPECT_EQ(l.check("k", p, 0).decision.remaining, 10);
   EXPECT_EQ(l.stats().reservations, 0u);
 }

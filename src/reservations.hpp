@@ -10,7 +10,9 @@
 // given back to the window the grant named, once (an id per grant); the bound does not depend
 // on it (a crashed process gives nothing back: its units come back at the window's end). The
 // price is under-admission, kept small by sizing: a reservation asks for what
-// this process spent of the last one (doubling while they run out early), at most
+// this process spent of the last one (doubling while they run out early; token_bucket, gcra
+// and sliding_log, whose units cannot be given back: a third of what this process was asked
+// for in the last span a grant may be spent in, and only more than the request), at most
 // policy::reserve and at most half of what the key had left at the last grant; when that is
 // less than the request, or a reservation is already being taken, the check goes to the
 // backend as usual.
@@ -133,7 +135,11 @@ class reservations : public std::enable_shared_from_this<reservations> {
     std::int64_t key_left = -1;   // what the key had left at the last answer; -1: unknown
     // steady ms: when the key was last seen at its limit (token_bucket, gcra, sliding_log)
     std::int64_t denied_at = std::numeric_limits<std::int64_t>::min() / 2;
-    std::int64_t next_size = 1;   // what the next reservation asks for
+    std::int64_t next_size = 1;   // what the next reservation asks for (windowed algorithms)
+    // token_bucket, gcra, sliding_log: the units this process was asked for in the last two
+    // spans of `life` ms (a grant's spend time, min(reserve_for, spend span)), aligned to it:
+    // the current one (`recent_at`) and the one before.
+    std::int64_t life = 0, recent_at = 0, recent = 0, before = 0;
     std::int64_t granted = 0;     // the last grant
     std::int64_t window = 0;      // the last grant's window, as the backend numbers it
     std::uint64_t grant_id = 0;   // the last grant's number in this process (its give-back id)

@@ -2,6 +2,8 @@
 // key's quota at once admit exactly its limit, with a fraction of the script calls a check
 // each would take.
 #include <gtest/gtest.h>
+
+#include <iostream>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -82,9 +84,16 @@ TEST_P(processes_spending_one_key, admit_exactly_its_limit) {
   const long long calls = script_calls(redis) - calls_before;
   EXPECT_EQ(sum.errors, 0);
   EXPECT_EQ(sum.admitted, limit);
+  std::cout << "[ stats    ] " << to_string(GetParam()) << ": " << sum.from_reservations
+            << " of " << sum.admitted << " admitted from reservations, " << calls
+            << " script calls\n";
   // Most admissions spent reserved units; the script calls are the reservations, the checks
-  // of the last units and the denials at the end (30 a thread).
-  EXPECT_GT(sum.from_reservations, limit * 3 / 4);
+  // of the last units and the denials at the end (30 a thread). sliding_log takes no grant
+  // from the last quarter of its log (docs/algorithms.md, "The price: under-admission"): a
+  // process that last saw more left may still take one there, but about a quarter of the
+  // limit goes check by check (2,244-2,432 of 3,000 from reservations in five runs).
+  const bool log = GetParam() == algorithm::sliding_log;
+  EXPECT_GT(sum.from_reservations, log ? limit / 2 : limit * 3 / 4);
   EXPECT_LT(calls, limit / 3) << sum.from_reservations << " admitted from reservations";
 }
 

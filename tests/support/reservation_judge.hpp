@@ -84,10 +84,11 @@ inline bound_judgement judge_reservation_bound(
             << out.from_reservations << " from reservations, " << out.beyond_definition
             << " beyond the definition, " << out.beyond_bound << " beyond the bound\n";
   // Flooded half the time: the key was at its limit, and still admitted most of what it allows;
-  // a quarter from reservations (the quiet stretches and each flood's start: once the key is
-  // more than half used, checks go to the backend one at a time).
+  // a quarter from reservations (each flood's start: the quiet stretches are too slow for a
+  // grant sized from the rate, and once the key is more than half used checks go to the
+  // backend one at a time). sliding_log's grants stop a quarter of the log earlier: an eighth.
   EXPECT_GT(out.admitted, l * 40 / 2);
-  EXPECT_GT(out.from_reservations, out.admitted / 4);
+  EXPECT_GT(out.from_reservations, out.admitted / (a == algorithm::sliding_log ? 8 : 4));
   return out;
 }
 

@@ -116,6 +116,25 @@ TEST_F(bench_smoke, reservations_never_admit_past_the_limit_mostly_without_a_cal
   }
 }
 
+// A thread's loop answered locally (its grant, then the deny cache, on a key far past its limit)
+// is carried on by the completion that started it, on the backend's I/O thread: for at most a
+// few answers, then handed back to the thread's own loop. Before, it looped there until the
+// run ended, and the other thread's reply, read by that same I/O thread, waited the whole run
+// (max latency ~ the run's 1 s, and a deadline error).
+TEST_F(bench_smoke, a_loop_answered_locally_does_not_hold_up_other_replies) {
+  redis_->command({"FLUSHALL"});
+  const auto o = run_json({"--redis", redis_->url(), "--algorithm", "fixed_window", "--keys", "1",
+                           "--limit", "100", "--window", "1h", "--reserve", "100", "--threads",
+                           "2", "--duration", "1s", "--timeout", "5s"});
+  expect_report_shape(o);
+  EXPECT_EQ(integer(o, "errors"), 0);
+  EXPECT_EQ(integer(o, "allowed"), 100);
+  const auto* lat = o.if_contains("latency_us");
+  ASSERT_TRUE(lat && lat->is_object());
+  EXPECT_LT(integer(lat->as_object(), "max"), 500'000)
+      << "a reply waited behind a loop carried on its I/O thread";
+}
+
 TEST_F(bench_smoke, the_naive_limiter_over_admits_a_burst) {
   // 4 processes x 4 threads x 25 requests on one key, limit 5: every worker's first GET races.
   // A race needs two workers between one GET and its SET; on a loaded machine the scheduler

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <latch>
@@ -126,6 +127,11 @@ std::unique_ptr<target> set_up(shared_plan& plan, thread_state& st) {
 // its next call from wherever its previous one completed (a backend thread, typically). A call
 // that completes on the issuing stack (the memory backend, blocking targets) is followed by a
 // loop, not recursion: a slot's phase says who carries on, the caller or the completion.
+// A completion carries the loop on for at most `carried_answers` answers that come back on its
+// stack (local ones: spent reservations, the deny cache); then it hands the slot back to the
+// driver's own thread. Without that bound, a completion on the backend's I/O thread could loop
+// on local answers until the run (or the window) ended, and every other reply that thread
+// should have read waited behind it, past its deadline.
 class driver {
  public:
   driver(shared_plan& plan, thread_state& st, target& t, std::int64_t start_us, std::uint64_t seed)
@@ -135,13 +141,23 @@ class driver {
         stop_us_(start_us + std::chrono::microseconds(plan.opts.duration).count()),
         remaining_(plan.opts.is_burst() ? static_cast<std::int64_t>(*plan.opts.burst) : 0),
         slots_(plan.opts.inflight),
-        finished_(static_cast<std::ptrdiff_t>(plan.opts.inflight)) {
+        running_(plan.opts.inflight) {
     for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].rng.seed(seed + i * 7919);
   }
 
+  // Runs the slots, and the slots handed back, until every slot has finished.
   void run_and_wait() {
-    for (auto& s : slots_) run(s);
-    finished_.wait();
+    for (auto& s : slots_) run(s, false);
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      handed_cv_.wait(lock, [this] { return !handed_.empty() || running_ == 0; });
+      if (handed_.empty()) return;
+      slot* s = handed_.back();
+      handed_.pop_back();
+      lock.unlock();
+      run(*s, false);
+      lock.lock();
+    }
   }
 
  private:
@@ -150,25 +166,36 @@ class driver {
     std::atomic<int> phase{calling};
     std::mt19937_64 rng;  // used by whoever carries the slot on: one thread at a time
   };
+  static constexpr int carried_answers = 64;
 
   bool another() {
     return plan_.opts.is_burst() ? remaining_.fetch_sub(1, std::memory_order_relaxed) > 0
                                  : now_us() < stop_us_;
   }
 
-  void run(slot& s) {
+  // `carried`: called from a completion (a thread not the driver's).
+  void run(slot& s, bool carried) {
     const auto cost = plan_.opts.cost;
-    while (another()) {
+    for (int calls = 0; another(); ++calls) {
+      if (carried && calls == carried_answers) return hand_back(s);
       const auto key = static_cast<std::uint32_t>(plan_.distribution.pick(s.rng));
       const auto send_us = now_us();
       s.phase.store(calling);
       target_.async_check(plan_.keys[key], cost, [this, &s, key, cost, send_us](answer a) {
         record(plan_, st_, key, cost, send_us, std::move(a));
-        if (s.phase.exchange(completed) == returned) run(s);  // the caller has left: go on here
+        // The caller has left: go on here.
+        if (s.phase.exchange(completed) == returned) run(s, true);
       });
       if (s.phase.exchange(returned) != completed) return;  // the completion will go on
     }
-    finished_.count_down();
+    std::lock_guard lock(mutex_);
+    if (--running_ == 0) handed_cv_.notify_all();
+  }
+
+  void hand_back(slot& s) {
+    std::lock_guard lock(mutex_);
+    handed_.push_back(&s);
+    handed_cv_.notify_all();
   }
 
   shared_plan& plan_;
@@ -177,7 +204,10 @@ class driver {
   const std::int64_t stop_us_;
   std::atomic<std::int64_t> remaining_;  // burst mode: calls left to issue, across slots
   std::vector<slot> slots_;
-  std::latch finished_;  // one count per slot
+  std::mutex mutex_;
+  std::condition_variable handed_cv_;
+  std::vector<slot*> handed_;  // slots whose loop the driver's thread carries on
+  std::size_t running_;        // slots not finished
 };
 
 // --algorithm concurrency, closed loop: acquire a lease on a key, hold it --hold, release it;

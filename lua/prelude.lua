@@ -230,11 +230,54 @@ end
 local function read_now(arg)
   if arg == '' then
     local t = redis.call('TIME')
-    return t[1] * 1000 + floor_div(t[2] + 0, 1000)
+    local us = t[2] + 0  -- below 10^6: the floor inline is exact (see floor_div)
+    return t[1] * 1000 + (us - us % 1000) / 1000
   end
   if #arg <= 20 and find(arg, '^%-?%d+$') then
     local n = arg + 0
     if n >= -max_value and n <= max_value then return n end
   end
   return nil, explain_item('now', arg)
+end
+
+-- What a lone check (single.lua) keeps from one call to the next where the scripts are a
+-- function library (FCALL), whose top level runs once, when it loads: nil under EVALSHA, where
+-- this file runs on every call (`redis.register_function` exists only while a library loads).
+-- A lone check pays Redis's per-call costs for one decision, so a few thousand instructions
+-- are a tenth of it (bench/lua_cost): parse_item's pattern and four coercions (~6k) are made
+-- once per distinct (limit, window_ms, burst, cost) instead of per call, the decision's table
+-- is made once, and the digits of the last expiry written with PXAT are kept (~1.4k a
+-- string.format), which every key whose state ends at the same instant shares (a window's
+-- end, gcra's second).
+local lone = redis.register_function and {parsed = {}, size = 0, out = {0, 0, 0, 0, 0}} or nil
+
+-- parse_item(limit, window, burst, cost), remembered in lone.parsed (by the argument strings,
+-- a table per argument: no string is made to look one up) when there is one. At most 4096
+-- are kept: past that it starts again empty, so arguments that never repeat cost a bounded
+-- table and a little more per call than parse_item alone.
+local function parse_lone(limit, window, burst, cost)
+  if lone == nil then return parse_item(limit, window, burst, cost) end
+  local by = lone.parsed
+  local t = by[limit]
+  t = t and t[window]
+  t = t and t[burst]
+  t = t and t[cost]
+  if t then return t[1], t[2], t[3], t[4] end
+  local l, w, b, c = parse_item(limit, window, burst, cost)
+  if l == nil then return nil end
+  if lone.size >= 4096 then
+    by = {}
+    lone.parsed, lone.size = by, 0
+  end
+  lone.size = lone.size + 1
+  for _, s in ipairs({limit, window, burst}) do
+    local next = by[s]
+    if next == nil then
+      next = {}
+      by[s] = next
+    end
+    by = next
+  end
+  by[cost] = {l, w, b, c}
+  return l, w, b, c
 end

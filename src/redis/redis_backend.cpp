@@ -47,12 +47,44 @@ std::error_code decode(std::span<const reply> elements, std::size_t items,
   return {};
 }
 
+// A lone check's reply (lua/single.lua, script_decision.hpp's lone_decision): one integer when
+// allowed, else an array of two or three.
+std::error_code decode_lone(const reply& r, std::int64_t capacity, std::vector<decision>& out) {
+  std::int64_t v[3];
+  std::size_t n = 0;
+  const bool packed = r.kind == reply::type::integer;
+  if (packed) {
+    v[n++] = r.integer;
+  } else {
+    if (r.kind != reply::type::array || r.elements.size() > 3) return errc::protocol_error;
+    for (const auto& e : r.elements) {
+      if (e.kind != reply::type::integer) return errc::protocol_error;
+      v[n++] = e.integer;
+    }
+  }
+  const auto d = lone_decision(capacity, packed, std::span<const std::int64_t>(v, n));
+  if (!d) return errc::protocol_error;
+  out.push_back(*d);
+  return {};
+}
+
+// What a call of check_call answers: five integers per item (the all-or-nothing scripts), or
+// a lone check's reply (the per-algorithm scripts).
+enum class check_reply : std::uint8_t { five_per_item, lone };
+
 class check_call final : public request {
  public:
-  check_call(std::size_t items, backend_handler handler)
-      : items_(items), handler_(std::move(handler)) {}
+  check_call(std::size_t items, backend_handler handler, check_reply shape = check_reply::five_per_item)
+      : items_(items), shape_(shape), handler_(std::move(handler)) {}
 
   void complete(std::error_code ec, reply* r) noexcept override {
+    if (!ec && shape_ == check_reply::lone) {
+      backend_reply out;
+      out.error = decode_lone(*r, part.capacity, out.decisions);
+      if (out.error) out.decisions.clear();
+      handler_(std::move(out));
+      return;
+    }
     if (!ec && r->kind != reply::type::array) ec = errc::protocol_error;
     finish(ec, ec ? std::span<const reply>{} : std::span<const reply>(r->elements));
   }
@@ -73,6 +105,7 @@ class check_call final : public request {
   }
 
   std::size_t items_;
+  check_reply shape_;
   backend_handler handler_;
 };
 
@@ -212,7 +245,10 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   const int slot = slot_of(items.front().key);
   for (const auto& item : items.subspan(1))
     if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
-  auto call = start_call(slot, std::make_unique<check_call>(items.size(), std::move(handler)));
+  const bool lone = items.size() == 1 && !any_penalty(items);
+  auto call = start_call(slot, std::make_unique<check_call>(
+                                   items.size(), std::move(handler),
+                                   lone ? check_reply::lone : check_reply::five_per_item));
   // As connections send it while the library is loaded: encoded once, sent as it is.
   const auto form = options_.use_functions ? script_call::fcall : script_call::evalsha;
   std::size_t size = 128;

@@ -14,11 +14,28 @@ if #KEYS ~= 1 or #ARGV ~= 5 then
                            '(limit, window_ms, burst, cost, now_ms), got ' .. #KEYS .. ' and ' ..
                            #ARGV)
 end
-local key, l, w, b, cost = KEYS[1], parse_lone(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
-if l == nil then return redis.error_reply(explain_item('', ARGV[1], ARGV[2], ARGV[3], ARGV[4])) end
-local clock = ARGV[5]
-local now, err = read_now(clock)
-if now == nil then return redis.error_reply(err) end
+local key, l, w, b, cost = KEYS[1], nil, nil, nil, nil
+-- parse_lone's lookup inline (a Lua call costs more than it), then parse_lone on a miss.
+local parsed = lone and lone.parsed[ARGV[1]]
+parsed = parsed and parsed[ARGV[2]]
+parsed = parsed and parsed[ARGV[3]]
+parsed = parsed and parsed[ARGV[4]]
+if parsed then
+  l, w, b, cost = parsed[1], parsed[2], parsed[3], parsed[4]
+else
+  l, w, b, cost = parse_lone(ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+  if l == nil then return redis.error_reply(explain_item('', ARGV[1], ARGV[2], ARGV[3], ARGV[4])) end
+end
+local clock, now = ARGV[5], nil
+if clock == '' then  -- read_now inline
+  local t = redis.call('TIME')
+  local us = t[2] + 0
+  now = t[1] * 1000 + (us - us % 1000) / 1000
+else
+  local err
+  now, err = read_now(clock)
+  if now == nil then return redis.error_reply(err) end
+end
 local out = lone and lone.out or {0, 0, 0, 0, 0}
 local value, ttl, failed = algorithms[algorithm](key, now, l, w, b, cost, out, 0)
 if failed then return failed end

@@ -39,9 +39,13 @@ end
 local out = lone and lone.out or {0, 0, 0, 0, 0}
 local value, ttl, failed = algorithms[algorithm](key, now, l, w, b, cost, out, 0)
 if failed then return failed end
-if value then
-  if ttl == nil or ttl < 0 or clock ~= '' then
-    write(key, value, ttl)
+if value then  -- write() inline (a Lua call costs more than these lines)
+  if ttl == nil then
+    value()
+  elseif ttl < 0 then
+    if type(redis.pcall('INCRBY', key, value)) == 'table' then add_without_incrby(key, value) end
+  elseif clock ~= '' then
+    redis.call('SET', key, value, 'PX', format('%d', ttl))
   else
     -- On Redis's clock the expiry is written as the instant it names (PXAT now + ttl, exactly
     -- the end the algorithm means: a window's end, gcra's second) rather than counted from

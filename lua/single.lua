@@ -29,8 +29,17 @@ end
 local clock, now = ARGV[5], nil
 if clock == '' then  -- read_now inline
   local t = redis.call('TIME')
-  local us = t[2] + 0
-  now = t[1] * 1000 + (us - us % 1000) / 1000
+  local us, seconds = t[2] + 0, t[1]
+  if lone == nil then
+    seconds = seconds * 1000
+  elseif lone.seconds == seconds then  -- (one string: Lua keeps one copy of each)
+    seconds = lone.seconds_ms
+  else
+    lone.seconds = seconds
+    seconds = seconds * 1000  -- (a coercion, strtod: ~0.7k instructions, once a second)
+    lone.seconds_ms = seconds
+  end
+  now = seconds + (us - us % 1000) / 1000
 else
   local err
   now, err = read_now(clock)

@@ -68,19 +68,19 @@ std::error_code decode_lone(const reply& r, std::int64_t capacity, std::vector<d
   return {};
 }
 
-// What a call of check_call answers: five integers per item (the all-or-nothing scripts), or
-// a lone check's reply (the per-algorithm scripts).
-enum class check_reply : std::uint8_t { five_per_item, lone };
-
 class check_call final : public request {
  public:
-  check_call(std::size_t items, backend_handler handler, check_reply shape = check_reply::five_per_item)
-      : items_(items), shape_(shape), handler_(std::move(handler)) {}
+  // `lone_capacity`: 0 when the call answers five integers per item (the all-or-nothing
+  // scripts), else the call is a lone check (a per-algorithm script) of that capacity, which
+  // its reply is read with. (Kept here: `part`, which carries it for batching, is cleared
+  // when a Cluster redirection sends the call again.)
+  check_call(std::size_t items, backend_handler handler, std::int64_t lone_capacity = 0)
+      : items_(items), lone_capacity_(lone_capacity), handler_(std::move(handler)) {}
 
   void complete(std::error_code ec, reply* r) noexcept override {
-    if (!ec && shape_ == check_reply::lone) {
+    if (!ec && lone_capacity_ > 0) {
       backend_reply out;
-      out.error = decode_lone(*r, part.capacity, out.decisions);
+      out.error = decode_lone(*r, lone_capacity_, out.decisions);
       if (out.error) out.decisions.clear();
       handler_(std::move(out));
       return;
@@ -105,7 +105,7 @@ class check_call final : public request {
   }
 
   std::size_t items_;
-  check_reply shape_;
+  std::int64_t lone_capacity_;
   backend_handler handler_;
 };
 
@@ -246,9 +246,9 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   for (const auto& item : items.subspan(1))
     if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
   const bool lone = items.size() == 1 && !any_penalty(items);
-  auto call = start_call(slot, std::make_unique<check_call>(
-                                   items.size(), std::move(handler),
-                                   lone ? check_reply::lone : check_reply::five_per_item));
+  auto call = start_call(
+      slot, std::make_unique<check_call>(items.size(), std::move(handler),
+                                         lone ? items.front().policy->capacity() : 0));
   // As connections send it while the library is loaded: encoded once, sent as it is.
   const auto form = options_.use_functions ? script_call::fcall : script_call::evalsha;
   std::size_t size = 128;

@@ -136,8 +136,8 @@ TEST(bad_input, scripts_reject_bad_arguments_and_write_nothing) {
   // And a good call does work, so the refusals above are about the arguments.
   const auto good =
       redis.command({"EVALSHA", std::string(gcra.sha1), "1", key, "10", "1000", "10", "1", ""});
-  ASSERT_EQ(good.kind, reply::array) << good.str;
-  EXPECT_EQ(good.elements.at(0).integer, 1);
+  ASSERT_EQ(good.kind, reply::number) << good.str;  // allowed, as a lone check answers it
+  EXPECT_EQ(good.integer % 11, 9);
 }
 
 }  // namespace

@@ -266,8 +266,9 @@ end
 local lone = redis.register_function and {parsed = {}, size = 0, out = {0, 0, 0, 0, 0}} or nil
 
 -- parse_item(limit, window, burst, cost), remembered in lone.parsed (by the argument strings,
--- a table per argument: no string is made to look one up) when there is one. At most 4096
--- are kept: past that it starts again empty, so arguments that never repeat cost a bounded
+-- a table per argument: no string is made to look one up) when there is one. At most 1024
+-- are kept (a few hundred KB of Lua memory at worst; a deployment has a few policies and
+-- costs): past that it starts again empty, so arguments that never repeat cost a bounded
 -- table and a little more per call than parse_item alone.
 local function parse_lone(limit, window, burst, cost)
   if lone == nil then return parse_item(limit, window, burst, cost) end
@@ -279,7 +280,7 @@ local function parse_lone(limit, window, burst, cost)
   if t then return t[1], t[2], t[3], t[4] end
   local l, w, b, c = parse_item(limit, window, burst, cost)
   if l == nil then return nil end
-  if lone.size >= 4096 then
+  if lone.size >= 1024 then
     by = {}
     lone.parsed, lone.size = by, 0
   end

@@ -216,6 +216,24 @@ TEST_P(scripts, a_lone_reply_is_one_integer_when_allowed) {
   EXPECT_EQ(denied.elements[2].integer, -1);
 }
 
+// Under FCALL a lone check keeps the arguments it parsed (lua/prelude.lua: at most 1024, then
+// it starts again): more distinct ones than that, and the first ones again, decide as fresh.
+TEST(lone_reply, more_distinct_arguments_than_are_kept_decide_the_same) {
+  redis_server server;
+  script_client redis{server.port()};
+  for (int round = 0; round < 2; ++round) {
+    for (std::int64_t limit = 1; limit <= 1100; ++limit)
+      redis.append(script_client::eval(algorithm::fixed_window,
+                                       "m" + std::to_string(round) + ":" + std::to_string(limit),
+                                       {limit, 60'000, limit}, 1, now_ms));
+    for (std::int64_t limit = 1; limit <= 1100; ++limit) {
+      const auto d = ints_of(redis.read());
+      ASSERT_TRUE(d) << limit;
+      EXPECT_EQ(*d, (ints5{1, limit, limit - 1, 60'000, 0})) << limit;
+    }
+  }
+}
+
 TEST(lone_reply, two_integers_when_one_would_not_be_exact) {
   redis_server server;
   script_client redis{server.port()};

@@ -29,8 +29,8 @@ script_set all_scripts() {
           &script_library()};
 }
 
-// The scripts answer five integers per item: allowed (0/1), limit, remaining,
-// reset_after_ms, retry_after_ms (-1: never).
+// The all-or-nothing scripts (multi, multi_block) answer five integers per item: allowed
+// (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never).
 std::error_code decode(std::span<const reply> elements, std::size_t items,
                        std::vector<decision>& out) {
   if (elements.size() != 5 * items) return errc::protocol_error;

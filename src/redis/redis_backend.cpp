@@ -246,9 +246,9 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   for (const auto& item : items.subspan(1))
     if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
   const bool lone = items.size() == 1 && !any_penalty(items);
-  auto call = start_call(
-      slot, std::make_unique<check_call>(items.size(), std::move(handler),
-                                         lone ? items.front().policy->capacity() : 0));
+  auto call =
+      start_call(slot, std::make_unique<check_call>(items.size(), std::move(handler),
+                                                    lone ? items.front().policy->capacity() : 0));
   // As connections send it while the library is loaded: encoded once, sent as it is.
   const auto form = options_.use_functions ? script_call::fcall : script_call::evalsha;
   std::size_t size = 128;

@@ -73,8 +73,8 @@ TEST(fake_redis, well_formed_replies_of_the_wrong_shape_are_protocol_errors) {
        {"*4\r\n:1\r\n:10\r\n:9\r\n:0\r\n"s, "*5\r\n:2\r\n:10\r\n:9\r\n:0\r\n:0\r\n"s,
         "*5\r\n:1\r\n:10\r\n:-9\r\n:0\r\n:0\r\n"s, "*5\r\n:0\r\n:10\r\n:9\r\n:0\r\n:-2\r\n"s,
         "*5\r\n:1\r\n$2\r\n10\r\n:9\r\n:0\r\n:0\r\n"s, ":-1\r\n"s, "*2\r\n:-1\r\n:0\r\n"s,
-        "*3\r\n:1\r\n:0\r\n:0\r\n"s, "*3\r\n:-1\r\n:0\r\n:-2\r\n"s, "*1\r\n:1\r\n"s,
-        "+OK\r\n"s, "$-1\r\n"s}) {
+        "*3\r\n:1\r\n:0\r\n:0\r\n"s, "*3\r\n:-1\r\n:0\r\n:-2\r\n"s, "*1\r\n:1\r\n"s, "+OK\r\n"s,
+        "$-1\r\n"s}) {
     fake_redis fake(answering(bad));
     const auto r = check_once(fake.url());
     EXPECT_EQ(r.error, errc::protocol_error) << bad;

@@ -241,8 +241,8 @@ TEST(lone_reply, two_integers_when_one_would_not_be_exact) {
   // back (lag 2 x 10^15), so (burst + 1) x reset_after is far above 2^53.
   const core::params p{1, 1000, 5};
   redis.run(script_client::eval(algorithm::token_bucket, "b", p, 1, 1'000'000'000'000'000));
-  const reply r =
-      redis.run_raw(script_client::eval(algorithm::token_bucket, "b", p, 0, -1'000'000'000'000'000));
+  const reply r = redis.run_raw(
+      script_client::eval(algorithm::token_bucket, "b", p, 0, -1'000'000'000'000'000));
   ASSERT_EQ(r.kind, reply::array) << r.str;
   ASSERT_EQ(r.elements.size(), 2u);
   EXPECT_EQ(r.elements[0].integer, 4);

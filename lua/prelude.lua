@@ -119,11 +119,18 @@ local function digit_count(y)
   return d
 end
 
+-- When x > 0, every digit count is below 10 and the packed digits' value is below 2^53, the
+-- value is that one integer, made with one conversion: string.format costs Redis ~1.4k
+-- instructions a call and ~1k more for each further conversion (bench/lua_cost).
 local function pack(x, y, z)
   if z == nil then  -- (digit_count inline: a Lua call costs more than the loop)
     if y == 0 then return format('%d0', x) end
     local d, p = 1, 10
     while y >= p do d, p = d + 1, p * 10 end
+    if x > 0 and d < 10 then
+      local v = (x * p + y) * 10 + d
+      if v < two53 then return format('%d', v) end
+    end
     return format('%d%d%c', x, y, 48 + d)
   end
   local dy, dz = digit_count(y), digit_count(z)
@@ -132,6 +139,13 @@ local function pack(x, y, z)
     return format('%d%d0%c', x, z, 48 + dz)
   end
   if z == 0 then return format('%d%d%c0', x, y, 48 + dy) end
+  if x > 0 and dy < 10 and dz < 10 then
+    local py, pz = 1, 1
+    for _ = 1, dy do py = py * 10 end
+    for _ = 1, dz do pz = pz * 10 end
+    local v = ((x * py + y) * pz + z) * 100 + dy * 10 + dz
+    if v < two53 then return format('%d', v) end
+  end
   return format('%d%d%d%c%c', x, y, z, 48 + dy, 48 + dz)
 end
 
@@ -230,11 +244,55 @@ end
 local function read_now(arg)
   if arg == '' then
     local t = redis.call('TIME')
-    return t[1] * 1000 + floor_div(t[2] + 0, 1000)
+    local us = t[2] + 0  -- below 10^6: the floor inline is exact (see floor_div)
+    return t[1] * 1000 + (us - us % 1000) / 1000
   end
   if #arg <= 20 and find(arg, '^%-?%d+$') then
     local n = arg + 0
     if n >= -max_value and n <= max_value then return n end
   end
   return nil, explain_item('now', arg)
+end
+
+-- What a lone check (single.lua) keeps from one call to the next where the scripts are a
+-- function library (FCALL), whose top level runs once, when it loads: nil under EVALSHA, where
+-- this file runs on every call (`redis.register_function` exists only while a library loads).
+-- A lone check pays Redis's per-call costs for one decision, so a few thousand instructions
+-- are a tenth of it (bench/lua_cost): parse_item's pattern and four coercions (~6k) are made
+-- once per distinct (limit, window_ms, burst, cost) instead of per call, the decision's table
+-- is made once, and the digits of the last expiry written with PXAT are kept (~1.4k a
+-- string.format), which every key whose state ends at the same instant shares (a window's
+-- end, gcra's second).
+local lone = redis.register_function and {parsed = {}, size = 0, out = {0, 0, 0, 0, 0}} or nil
+
+-- parse_item(limit, window, burst, cost), remembered in lone.parsed (by the argument strings,
+-- a table per argument: no string is made to look one up) when there is one. At most 1024
+-- are kept (a few hundred KB of Lua memory at worst; a deployment has a few policies and
+-- costs): past that it starts again empty, so arguments that never repeat cost a bounded
+-- table and a little more per call than parse_item alone.
+local function parse_lone(limit, window, burst, cost)
+  if lone == nil then return parse_item(limit, window, burst, cost) end
+  local by = lone.parsed
+  local t = by[limit]
+  t = t and t[window]
+  t = t and t[burst]
+  t = t and t[cost]
+  if t then return t[1], t[2], t[3], t[4] end
+  local l, w, b, c = parse_item(limit, window, burst, cost)
+  if l == nil then return nil end
+  if lone.size >= 1024 then
+    by = {}
+    lone.parsed, lone.size = by, 0
+  end
+  lone.size = lone.size + 1
+  for _, s in ipairs({limit, window, burst}) do
+    local next = by[s]
+    if next == nil then
+      next = {}
+      by[s] = next
+    end
+    by = next
+  end
+  by[cost] = {l, w, b, c}
+  return l, w, b, c
 end

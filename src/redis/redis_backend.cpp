@@ -29,8 +29,8 @@ script_set all_scripts() {
           &script_library()};
 }
 
-// The scripts answer five integers per item: allowed (0/1), limit, remaining,
-// reset_after_ms, retry_after_ms (-1: never).
+// The all-or-nothing scripts (multi, multi_block) answer five integers per item: allowed
+// (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never).
 std::error_code decode(std::span<const reply> elements, std::size_t items,
                        std::vector<decision>& out) {
   if (elements.size() != 5 * items) return errc::protocol_error;
@@ -47,12 +47,44 @@ std::error_code decode(std::span<const reply> elements, std::size_t items,
   return {};
 }
 
+// A lone check's reply (lua/single.lua, script_decision.hpp's lone_decision): one integer when
+// allowed, else an array of two or three.
+std::error_code decode_lone(const reply& r, std::int64_t capacity, std::vector<decision>& out) {
+  std::int64_t v[3];
+  std::size_t n = 0;
+  const bool packed = r.kind == reply::type::integer;
+  if (packed) {
+    v[n++] = r.integer;
+  } else {
+    if (r.kind != reply::type::array || r.elements.size() > 3) return errc::protocol_error;
+    for (const auto& e : r.elements) {
+      if (e.kind != reply::type::integer) return errc::protocol_error;
+      v[n++] = e.integer;
+    }
+  }
+  const auto d = lone_decision(capacity, packed, std::span<const std::int64_t>(v, n));
+  if (!d) return errc::protocol_error;
+  out.push_back(*d);
+  return {};
+}
+
 class check_call final : public request {
  public:
-  check_call(std::size_t items, backend_handler handler)
-      : items_(items), handler_(std::move(handler)) {}
+  // `lone_capacity`: 0 when the call answers five integers per item (the all-or-nothing
+  // scripts), else the call is a lone check (a per-algorithm script) of that capacity, which
+  // its reply is read with. (Kept here: `part`, which carries it for batching, is cleared
+  // when a Cluster redirection sends the call again.)
+  check_call(std::size_t items, backend_handler handler, std::int64_t lone_capacity = 0)
+      : items_(items), lone_capacity_(lone_capacity), handler_(std::move(handler)) {}
 
   void complete(std::error_code ec, reply* r) noexcept override {
+    if (!ec && lone_capacity_ > 0) {
+      backend_reply out;
+      out.error = decode_lone(*r, lone_capacity_, out.decisions);
+      if (out.error) out.decisions.clear();
+      handler_(std::move(out));
+      return;
+    }
     if (!ec && r->kind != reply::type::array) ec = errc::protocol_error;
     finish(ec, ec ? std::span<const reply>{} : std::span<const reply>(r->elements));
   }
@@ -73,6 +105,7 @@ class check_call final : public request {
   }
 
   std::size_t items_;
+  std::int64_t lone_capacity_;
   backend_handler handler_;
 };
 
@@ -212,7 +245,10 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   const int slot = slot_of(items.front().key);
   for (const auto& item : items.subspan(1))
     if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
-  auto call = start_call(slot, std::make_unique<check_call>(items.size(), std::move(handler)));
+  const bool lone = items.size() == 1 && !any_penalty(items);
+  auto call =
+      start_call(slot, std::make_unique<check_call>(items.size(), std::move(handler),
+                                                    lone ? items.front().policy->capacity() : 0));
   // As connections send it while the library is loaded: encoded once, sent as it is.
   const auto form = options_.use_functions ? script_call::fcall : script_call::evalsha;
   std::size_t size = 128;

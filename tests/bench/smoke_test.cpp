@@ -171,9 +171,9 @@ TEST_F(bench_smoke, print_library_gives_the_library_floodgate_loads) {
   EXPECT_EQ(redis_->command({"FUNCTION", "LOAD", "REPLACE", r.out}).str, lib.name);
   const auto decided = redis_->command({"FCALL", std::string(lib.name) + "_gcra", "1",
                                         "smoke:gc:{k}", "10", "1000", "10", "1", ""});
-  ASSERT_EQ(decided.elements.size(), 5u) << decided.str;
-  EXPECT_EQ(decided.elements[0].integer, 1);
-  EXPECT_EQ(decided.elements[2].integer, 9);
+  // Allowed, as a lone check answers it (lua/single.lua): remaining 9 + (10 + 1) x reset_after.
+  ASSERT_EQ(decided.kind, reply::number) << decided.str;
+  EXPECT_EQ(decided.integer % 11, 9);
 }
 
 TEST_F(bench_smoke, bad_flags_exit_2_with_a_message) {

@@ -186,7 +186,8 @@ class check_request final : public redis::request {
   }
   void complete(std::error_code ec, redis::reply* r) noexcept override {
     ec_ = ec;
-    if (!ec && r != nullptr && r->elements.size() == 5) remaining_ = r->elements[2].integer;
+    // A lone check's reply (lua/single.lua): allowed, one integer (capacity 10).
+    if (!ec && r != nullptr && r->kind == redis::reply::type::integer) remaining_ = r->integer % 11;
     counter_.done();
   }
   void complete_part(const decision& d) noexcept override {  // decided in a batch

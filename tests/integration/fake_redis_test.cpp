@@ -15,7 +15,8 @@ using namespace std::chrono_literals;
 using namespace std::string_literals;
 
 const policy p{"p", algorithm::gcra, 10, 1s};
-const std::string good_reply = "*5\r\n:1\r\n:10\r\n:9\r\n:100\r\n:0\r\n";
+// A lone check allowed (lua/single.lua): remaining 9 + (capacity 10 + 1) x reset_after 100.
+const std::string good_reply = ":1109\r\n";
 
 bool is_function_load(const fake_redis::command& c) {
   return c.size() == 3 && c[0] == "FUNCTION" && c[1] == "LOAD";
@@ -71,7 +72,9 @@ TEST(fake_redis, well_formed_replies_of_the_wrong_shape_are_protocol_errors) {
   for (const std::string& bad :
        {"*4\r\n:1\r\n:10\r\n:9\r\n:0\r\n"s, "*5\r\n:2\r\n:10\r\n:9\r\n:0\r\n:0\r\n"s,
         "*5\r\n:1\r\n:10\r\n:-9\r\n:0\r\n:0\r\n"s, "*5\r\n:0\r\n:10\r\n:9\r\n:0\r\n:-2\r\n"s,
-        "*5\r\n:1\r\n$2\r\n10\r\n:9\r\n:0\r\n:0\r\n"s, ":1\r\n"s, "+OK\r\n"s, "$-1\r\n"s}) {
+        "*5\r\n:1\r\n$2\r\n10\r\n:9\r\n:0\r\n:0\r\n"s, ":-1\r\n"s, "*2\r\n:-1\r\n:0\r\n"s,
+        "*3\r\n:1\r\n:0\r\n:0\r\n"s, "*3\r\n:-1\r\n:0\r\n:-2\r\n"s, "*1\r\n:1\r\n"s, "+OK\r\n"s,
+        "$-1\r\n"s}) {
     fake_redis fake(answering(bad));
     const auto r = check_once(fake.url());
     EXPECT_EQ(r.error, errc::protocol_error) << bad;

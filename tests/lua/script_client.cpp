@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "redis/script_decision.hpp"
 #include "redis/scripts.hpp"
 
 namespace floodgate::test {
@@ -120,6 +121,36 @@ script_client::~script_client() {
   if (context_) redisFree(context_);
 }
 
+namespace {
+
+// Whether `name` (a SHA1 or a function name) is one of the per-algorithm scripts.
+bool is_lone_script(std::string_view name) {
+  for (auto a : {algorithm::sliding_log, algorithm::sliding_window, algorithm::fixed_window,
+                 algorithm::token_bucket, algorithm::gcra}) {
+    const auto& s = redis::script_for(a);
+    if (name == s.sha1 || name == s.function) return true;
+  }
+  return false;
+}
+
+// The burst of a well-formed call of a per-algorithm script (the capacity its reply is read
+// with), else nullopt.
+std::optional<std::int64_t> lone_capacity(const std::vector<std::string>& args) {
+  if (args.size() != 9 || (args[0] != "EVALSHA" && args[0] != "FCALL") ||
+      !is_lone_script(args[1]) || args[2] != "1")
+    return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const long long b = std::stoll(args[6], &used);
+    if (used != args[6].size() || b < 1) return std::nullopt;
+    return b;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 void script_client::append(const std::vector<std::string>& args) {
   if (fcall_ && args.size() >= 2 && args[0] == "EVALSHA") {
     if (const auto* s = script_with_sha(args[1])) {
@@ -132,6 +163,7 @@ void script_client::append(const std::vector<std::string>& args) {
       return;
     }
   }
+  lone_capacity_.push_back(lone_capacity(args));
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const auto& a : args) {
@@ -143,14 +175,45 @@ void script_client::append(const std::vector<std::string>& args) {
     throw std::runtime_error(std::string("script_client: append: ") + context_->errstr);
 }
 
-reply script_client::read() {
+reply script_client::read_raw() {
   void* raw = nullptr;
   if (redisGetReply(context_, &raw) != REDIS_OK || !raw)
     throw std::runtime_error(std::string("script_client: read: ") + context_->errstr);
+  if (!lone_capacity_.empty()) lone_capacity_.pop_front();
   auto* r = static_cast<redisReply*>(raw);
   reply out = flatten(r);
   freeReplyObject(r);
   return out;
+}
+
+reply script_client::read() {
+  const auto capacity = lone_capacity_.empty() ? std::nullopt : lone_capacity_.front();
+  reply out = read_raw();
+  if (!capacity) return out;
+  // A lone check's reply, read as the backend reads it (script_decision.hpp), as five integers.
+  std::vector<std::int64_t> v;
+  const bool packed = out.kind == reply::number;
+  if (packed) {
+    v.push_back(out.integer);
+  } else if (out.kind == reply::array) {
+    for (const auto& e : out.elements) {
+      if (e.kind != reply::number) return out;
+      v.push_back(e.integer);
+    }
+  } else {
+    return out;
+  }
+  const auto d = redis::lone_decision(*capacity, packed, v);
+  if (!d) return out;
+  reply five;
+  five.kind = reply::array;
+  for (long long x : as_ints(*d)) {
+    reply e;
+    e.kind = reply::number;
+    e.integer = x;
+    five.elements.push_back(e);
+  }
+  return five;
 }
 
 std::vector<std::string> script_client::eval(algorithm a, const std::string& key,

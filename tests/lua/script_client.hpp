@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,11 +45,19 @@ class script_client {
   script_client& operator=(const script_client&) = delete;
 
   // Pipelining: append any number of commands, then read their replies in order.
+  // A lone check's reply (lua/single.lua: one integer, or two or three) is read as the backend
+  // reads it (redis::lone_decision) and answered as the five integers of the other scripts;
+  // read_raw() answers it as Redis sent it.
   void append(const std::vector<std::string>& args);
   reply read();
+  reply read_raw();
   reply run(const std::vector<std::string>& args) {
     append(args);
     return read();
+  }
+  reply run_raw(const std::vector<std::string>& args) {
+    append(args);
+    return read_raw();
   }
 
   // EVALSHA of an algorithm's script; now = nullopt sends "" (Redis's TIME).
@@ -79,6 +88,8 @@ class script_client {
   // and each EVALSHA of one of floodgate's scripts goes as FCALL of its function instead, so
   // every test here holds for the scripts as functions as well.
   bool fcall_ = false;
+  // Per command appended and not yet read: the capacity a lone check's reply is read with.
+  std::deque<std::optional<std::int64_t>> lone_capacity_;
 };
 
 // One key as the C++ step functions see it, plus what its last write told Redis.

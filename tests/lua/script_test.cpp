@@ -195,6 +195,65 @@ TEST_P(scripts, redis_time_is_the_clock_without_a_test_clock) {
   EXPECT_GT(pttl("u"), 0);
 }
 
+// A lone check's reply as Redis sends it (lua/single.lua): one integer, remaining + (burst + 1)
+// x reset_after, when allowed; the batch item's three integers when denied; its two when the
+// one integer would not be exact (2^53 or more). (script_client reads every other lone reply
+// through redis::lone_decision, as the backend does.)
+TEST_P(scripts, a_lone_reply_is_one_integer_when_allowed) {
+  const core::params p = policy_of(algo());
+  model_key m{algo()};
+  const decision d = m.decide(now_ms, p, 1);
+  const reply allowed = redis_.run_raw(script_client::eval(algo(), "r", p, 1, now_ms));
+  ASSERT_EQ(allowed.kind, reply::number) << allowed.str;
+  EXPECT_EQ(allowed.integer, d.remaining + (p.burst + 1) * d.reset_after.count());
+  const reply denied = redis_.run_raw(script_client::eval(algo(), "r", p, p.burst + 1, now_ms));
+  ASSERT_EQ(denied.kind, reply::array) << denied.str;
+  ASSERT_EQ(denied.elements.size(), 3u);
+  m.commit(now_ms, p, 1);
+  const decision never = m.decide(now_ms, p, p.burst + 1);
+  EXPECT_EQ(denied.elements[0].integer, -1 - never.remaining);
+  EXPECT_EQ(denied.elements[1].integer, never.reset_after.count());
+  EXPECT_EQ(denied.elements[2].integer, -1);
+}
+
+// Under FCALL a lone check keeps the arguments it parsed (lua/prelude.lua: at most 1024, then
+// it starts again): more distinct ones than that, and the first ones again, decide as fresh.
+TEST(lone_reply, more_distinct_arguments_than_are_kept_decide_the_same) {
+  redis_server server;
+  script_client redis{server.port()};
+  for (int round = 0; round < 2; ++round) {
+    for (std::int64_t limit = 1; limit <= 1100; ++limit)
+      redis.append(script_client::eval(algorithm::fixed_window,
+                                       "m" + std::to_string(round) + ":" + std::to_string(limit),
+                                       {limit, 60'000, limit}, 1, now_ms));
+    for (std::int64_t limit = 1; limit <= 1100; ++limit) {
+      const auto d = ints_of(redis.read());
+      ASSERT_TRUE(d) << limit;
+      EXPECT_EQ(*d, (ints5{1, limit, limit - 1, 60'000, 0})) << limit;
+    }
+  }
+}
+
+TEST(lone_reply, two_integers_when_one_would_not_be_exact) {
+  redis_server server;
+  script_client redis{server.port()};
+  // A bucket written at 10^15 and peeked at -10^15: the refill waits for the clock to come
+  // back (lag 2 x 10^15), so (burst + 1) x reset_after is far above 2^53.
+  const core::params p{1, 1000, 5};
+  redis.run(script_client::eval(algorithm::token_bucket, "b", p, 1, 1'000'000'000'000'000));
+  const reply r = redis.run_raw(
+      script_client::eval(algorithm::token_bucket, "b", p, 0, -1'000'000'000'000'000));
+  ASSERT_EQ(r.kind, reply::array) << r.str;
+  ASSERT_EQ(r.elements.size(), 2u);
+  EXPECT_EQ(r.elements[0].integer, 4);
+  EXPECT_GT(r.elements[1].integer, 2'000'000'000'000'000);
+  // And read back as the backend reads it.
+  EXPECT_EQ(ints_of(redis.run(script_client::eval(algorithm::token_bucket, "b", p, 0,
+                                                  -1'000'000'000'000'000)))
+                ->at(2),
+            4);
+}
+
 // A random workload on many keys, on Redis's clock and on test clocks (so also big clock steps
 // both ways): afterwards no key is without a TTL.
 TEST(ttl, every_key_written_has_one) {

@@ -40,15 +40,19 @@ TEST(sentinel_epochs, stale_answers_never_move_the_client_back) {
   std::this_thread::sleep_for(300ms);
   const auto moves = l.get_backend().stats().failovers_seen;
   int allowed = 0;
+  int unanswered = 0;  // past the 50 ms deadline on a loaded machine: written or not
   const auto until = std::chrono::steady_clock::now() + 2500ms;  // two rechecks or more
   for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
-    allowed += l.check("after" + std::to_string(i), p).outcome == outcome::allowed ? 1 : 0;
+    const auto r = l.check("after" + std::to_string(i), p);
+    allowed += r.outcome == outcome::allowed ? 1 : 0;
+    unanswered += r.outcome == outcome::backend_error ? 1 : 0;
     std::this_thread::sleep_for(5ms);
   }
   EXPECT_EQ(l.get_backend().stats().failovers_seen, moves);
   EXPECT_EQ(keys_matching(old_primary, o.redis.key_prefix + "*after*"), 0u);
-  EXPECT_EQ(keys_matching(new_primary, o.redis.key_prefix + "*after*"),
-            static_cast<std::size_t>(allowed));
+  const auto written = keys_matching(new_primary, o.redis.key_prefix + "*after*");
+  EXPECT_GE(written, static_cast<std::size_t>(allowed));
+  EXPECT_LE(written, static_cast<std::size_t>(allowed + unanswered));
   EXPECT_GT(allowed, 50);
 }
 

@@ -41,7 +41,7 @@ bool wait_ready(const floodgated_process& fg) {
 TEST(floodgated_cluster, groups_share_a_slot_and_a_group_that_cannot_is_refused_at_load) {
   redis_cluster cluster;
   floodgated_process::options opts;
-  opts.extra_args = {"--redis", cluster.url()};
+  opts.extra_args = {"--redis", cluster.url() + "?timeout=2s"};  // (deadlines: not tested here)
   floodgated_process fg(rules, opts);
   ASSERT_TRUE(wait_ready(fg)) << fg.log();
   http_connection c(fg.port());
@@ -119,7 +119,7 @@ TEST(floodgated_cluster, groups_share_a_slot_and_a_group_that_cannot_is_refused_
 TEST(floodgated_cluster, leases_refunds_and_penalties_on_every_master) {
   redis_cluster cluster;
   floodgated_process::options opts;
-  opts.extra_args = {"--redis", cluster.url()};
+  opts.extra_args = {"--redis", cluster.url() + "?timeout=2s"};  // (deadlines: not tested here)
   floodgated_process fg(R"(rules:
   - {name: exports, algorithm: concurrency, limit: 2, lease: 1h}
   - {name: upstream, algorithm: sliding_log, limit: 2, window: 1h}

@@ -113,6 +113,13 @@ struct item {
   bool backend_failed = false;
 };
 
+struct call;
+// Gives a call back to the pool (call_pool below) when its last owner lets it go.
+struct call_return {
+  void operator()(call* c) const noexcept;
+};
+using call_handle = std::unique_ptr<call, call_return>;
+
 struct call {
   request req;
   std::shared_ptr<const envoy_config> config;
@@ -134,8 +141,84 @@ struct call {
   std::int64_t live_now_ms = 0;
   // The call while its checks are out: the last answer takes it. (Their handlers then hold a
   // pointer and a group number: small enough for std::function to keep without allocating.)
-  std::shared_ptr<call> self;
+  call_handle self;
+
+  // Back to what a fresh call holds, keeping the vectors' capacity and the last request (the
+  // next call's move-assignment frees it, on the thread that made it).
+  void reset() noexcept {
+    config.reset();
+    overrides.clear();
+    slots.clear();
+    items.clear();
+    order.clear();
+    starts.clear();
+    handler = nullptr;
+    metrics = nullptr;
+    pending = 0;
+    backend_error = {};
+    live.reset();
+    live_now_ms = 0;
+  }
 };
+
+// Calls are reused rather than allocated: a call is made on a connection's thread and let go
+// on the backend's (the last answer's), so a fresh one per call was a malloc on one thread and
+// a free on another each time, with its slots', items' and request's memory (glibc then hands
+// the memory back to the other thread's arena, under its lock). A reused call keeps its
+// vectors' capacity, and its last request is freed when the next one is moved in, on the
+// thread that parsed it. Process-wide, and never destroyed: a call may come back after its
+// rls_service is gone (at shutdown).
+class call_pool {
+ public:
+  static call_pool& instance() {
+    static auto* pool = new call_pool;  // never destroyed: see above
+    return *pool;
+  }
+
+  call_handle take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!spare_.empty()) {
+        call* c = spare_.back();
+        spare_.pop_back();
+        return call_handle(c);
+      }
+    }
+    return call_handle(new call);
+  }
+
+  void give(call* c) noexcept {
+    c->reset();
+    // A call that held a large request keeps no more than a usual one's worth of memory.
+    if (c->slots.capacity() <= max_pooled_descriptors && small(c->req)) {
+      std::lock_guard lock(mutex_);
+      if (spare_.size() < max_spare) {
+        spare_.push_back(c);
+        return;
+      }
+    }
+    delete c;
+  }
+
+ private:
+  call_pool() { spare_.reserve(max_spare); }
+  // More calls than this in flight at once are allocated as before (and freed when they end).
+  static constexpr std::size_t max_spare = 1024;
+  static constexpr std::size_t max_pooled_descriptors = 16;
+  static constexpr std::size_t max_pooled_request_bytes = 4096;
+  static bool small(const request& r) noexcept {
+    std::size_t bytes = r.domain.capacity();
+    for (const auto& d : r.descriptors)
+      for (const auto& e : d.entries) bytes += e.key.capacity() + e.value.capacity();
+    return bytes <= max_pooled_request_bytes;
+  }
+  std::mutex mutex_;
+  std::vector<call*> spare_;
+};
+
+void call_return::operator()(call* c) const noexcept {
+  call_pool::instance().give(c);
+}
 
 // The run-time entry for `value` under the rate_limit of policy `p`, or nullptr. The snapshot
 // is loaded once a call, and the clock read only when it holds entries (most never do).
@@ -238,7 +321,7 @@ void finish(call& c) {
 
 // Records the answer of check_all `group`; the last answer finishes.
 void settle(call* c, std::size_t group, const floodgate::multi_check_result& r) {
-  std::shared_ptr<call> last;
+  call_handle last;
   {
     // One group (starts empty, set before any check went out): its answer is the only one.
     std::unique_lock lock(c->mutex, std::defer_lock);
@@ -314,7 +397,7 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     r.message = std::move(problem);
     return handler(std::move(r));
   }
-  auto c = std::make_shared<call>();
+  auto c = call_pool::instance().take();
   c->req = std::move(req);
   c->config = store_.get();
   c->handler = std::move(handler);
@@ -495,9 +578,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     all = large;
   }
   c->pending = groups;
-  c->self = c;
   auto* raw = c.get();
-  c.reset();  // the call is its own until the last answer
+  raw->self = std::move(c);  // the call is its own until the last answer
   for (std::size_t g = 0; g < groups; ++g) {
     // The limiter copies the items: the spans may go when this returns.
     const auto batch =

@@ -53,8 +53,10 @@ std::uint64_t fnv1a(std::string_view s) {
 // its own counter (as upstream's cache key). ',', '=' and '%' are escaped: no two descriptors
 // share a key. Longer than `max_plain`: '#' and its SHA-256 (no escaped key starts with '#'
 // and has no '=').
-std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_t max_plain) {
-  std::string out;
+// Written into `out` (its memory reused: a pooled call's key from an earlier call).
+void counter_key(const std::vector<descriptor_entry>& entries, std::size_t max_plain,
+                 std::string& out) {
+  out.clear();
   std::size_t plain = entries.size();  // the separators
   for (const auto& e : entries) plain += e.key.size() + e.value.size();
   out.reserve(plain);  // one allocation at most, when nothing is escaped
@@ -65,8 +67,7 @@ std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_
     out += '=';
     put(entries[i].value);
   }
-  if (out.size() > max_plain) return "#" + sha256_hex(out);
-  return out;
+  if (out.size() > max_plain) out = "#" + sha256_hex(out);
 }
 
 // Until the end of the current window, aligned to the epoch as upstream counts: what a limit
@@ -120,12 +121,17 @@ struct call_return {
 };
 using call_handle = std::unique_ptr<call, call_return>;
 
+constexpr std::size_t max_spare_keys = 16;
+
 struct call {
   request req;
   std::shared_ptr<const envoy_config> config;
   std::forward_list<floodgate::policy> overrides;  // stable addresses; none: no allocation
   std::vector<slot> slots;
   std::vector<item> items;
+  // The keys of an earlier call's items, kept for this one's: a key is a string longer than
+  // fits in place, freed otherwise on the backend's thread where the call ends.
+  std::vector<std::string> spare_keys;
   // With several groups: the items' indices group after group, and where each group starts
   // (one more: the end). Empty with one group.
   std::vector<std::size_t> order;
@@ -149,6 +155,8 @@ struct call {
     config.reset();
     overrides.clear();
     slots.clear();
+    for (auto& it : items)
+      if (spare_keys.size() < max_spare_keys) spare_keys.push_back(std::move(it.key));
     items.clear();
     order.clear();
     starts.clear();
@@ -478,8 +486,13 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
               : &c->overrides.emplace_front(name, algorithm::fixed_window,
                                             d.limit->requests_per_unit, *window_of(d.limit->per));
     }
-    std::string key =
-        counter_key(s.counter.empty() ? d.entries : s.counter, options_.caps.max_plain_counter_key);
+    std::string key;
+    if (!c->spare_keys.empty()) {
+      key = std::move(c->spare_keys.back());
+      c->spare_keys.pop_back();
+    }
+    counter_key(s.counter.empty() ? d.entries : s.counter, options_.caps.max_plain_counter_key,
+                key);
     std::size_t found = no_item;
     for (std::size_t j = 0; j < c->items.size(); ++j)
       if (c->items[j].key == key && c->items[j].policy && p &&

@@ -53,8 +53,10 @@ std::uint64_t fnv1a(std::string_view s) {
 // its own counter (as upstream's cache key). ',', '=' and '%' are escaped: no two descriptors
 // share a key. Longer than `max_plain`: '#' and its SHA-256 (no escaped key starts with '#'
 // and has no '=').
-std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_t max_plain) {
-  std::string out;
+// Written into `out` (its memory reused: a pooled call's key from an earlier call).
+void counter_key(const std::vector<descriptor_entry>& entries, std::size_t max_plain,
+                 std::string& out) {
+  out.clear();
   std::size_t plain = entries.size();  // the separators
   for (const auto& e : entries) plain += e.key.size() + e.value.size();
   out.reserve(plain);  // one allocation at most, when nothing is escaped
@@ -65,8 +67,7 @@ std::string counter_key(const std::vector<descriptor_entry>& entries, std::size_
     out += '=';
     put(entries[i].value);
   }
-  if (out.size() > max_plain) return "#" + sha256_hex(out);
-  return out;
+  if (out.size() > max_plain) out = "#" + sha256_hex(out);
 }
 
 // Until the end of the current window, aligned to the epoch as upstream counts: what a limit
@@ -113,12 +114,24 @@ struct item {
   bool backend_failed = false;
 };
 
+struct call;
+// Gives a call back to the pool (call_pool below) when its last owner lets it go.
+struct call_return {
+  void operator()(call* c) const noexcept;
+};
+using call_handle = std::unique_ptr<call, call_return>;
+
+constexpr std::size_t max_spare_keys = 16;
+
 struct call {
   request req;
   std::shared_ptr<const envoy_config> config;
   std::forward_list<floodgate::policy> overrides;  // stable addresses; none: no allocation
   std::vector<slot> slots;
   std::vector<item> items;
+  // The keys of an earlier call's items, kept for this one's: a key is a string longer than
+  // fits in place, freed otherwise on the backend's thread where the call ends.
+  std::vector<std::string> spare_keys;
   // With several groups: the items' indices group after group, and where each group starts
   // (one more: the end). Empty with one group.
   std::vector<std::size_t> order;
@@ -134,8 +147,86 @@ struct call {
   std::int64_t live_now_ms = 0;
   // The call while its checks are out: the last answer takes it. (Their handlers then hold a
   // pointer and a group number: small enough for std::function to keep without allocating.)
-  std::shared_ptr<call> self;
+  call_handle self;
+
+  // Back to what a fresh call holds, keeping the vectors' capacity and the last request (the
+  // next call's move-assignment frees it, on the thread that made it).
+  void reset() noexcept {
+    config.reset();
+    overrides.clear();
+    slots.clear();
+    for (auto& it : items)
+      if (spare_keys.size() < max_spare_keys) spare_keys.push_back(std::move(it.key));
+    items.clear();
+    order.clear();
+    starts.clear();
+    handler = nullptr;
+    metrics = nullptr;
+    pending = 0;
+    backend_error = {};
+    live.reset();
+    live_now_ms = 0;
+  }
 };
+
+// Calls are reused rather than allocated: a call is made on a connection's thread and let go
+// on the backend's (the last answer's), so a fresh one per call was a malloc on one thread and
+// a free on another each time, with its slots', items' and request's memory (glibc then hands
+// the memory back to the other thread's arena, under its lock). A reused call keeps its
+// vectors' capacity, and its last request is freed when the next one is moved in, on the
+// thread that parsed it. Process-wide, and never destroyed: a call may come back after its
+// rls_service is gone (at shutdown).
+class call_pool {
+ public:
+  static call_pool& instance() {
+    static auto* pool = new call_pool;  // never destroyed: see above
+    return *pool;
+  }
+
+  call_handle take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!spare_.empty()) {
+        call* c = spare_.back();
+        spare_.pop_back();
+        return call_handle(c);
+      }
+    }
+    return call_handle(new call);
+  }
+
+  void give(call* c) noexcept {
+    c->reset();
+    // A call that held a large request keeps no more than a usual one's worth of memory.
+    if (c->slots.capacity() <= max_pooled_descriptors && small(c->req)) {
+      std::lock_guard lock(mutex_);
+      if (spare_.size() < max_spare) {
+        spare_.push_back(c);
+        return;
+      }
+    }
+    delete c;
+  }
+
+ private:
+  call_pool() { spare_.reserve(max_spare); }
+  // More calls than this in flight at once are allocated as before (and freed when they end).
+  static constexpr std::size_t max_spare = 1024;
+  static constexpr std::size_t max_pooled_descriptors = 16;
+  static constexpr std::size_t max_pooled_request_bytes = 4096;
+  static bool small(const request& r) noexcept {
+    std::size_t bytes = r.domain.capacity();
+    for (const auto& d : r.descriptors)
+      for (const auto& e : d.entries) bytes += e.key.capacity() + e.value.capacity();
+    return bytes <= max_pooled_request_bytes;
+  }
+  std::mutex mutex_;
+  std::vector<call*> spare_;
+};
+
+void call_return::operator()(call* c) const noexcept {
+  call_pool::instance().give(c);
+}
 
 // The run-time entry for `value` under the rate_limit of policy `p`, or nullptr. The snapshot
 // is loaded once a call, and the clock read only when it holds entries (most never do).
@@ -238,7 +329,7 @@ void finish(call& c) {
 
 // Records the answer of check_all `group`; the last answer finishes.
 void settle(call* c, std::size_t group, const floodgate::multi_check_result& r) {
-  std::shared_ptr<call> last;
+  call_handle last;
   {
     // One group (starts empty, set before any check went out): its answer is the only one.
     std::unique_lock lock(c->mutex, std::defer_lock);
@@ -314,7 +405,7 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     r.message = std::move(problem);
     return handler(std::move(r));
   }
-  auto c = std::make_shared<call>();
+  auto c = call_pool::instance().take();
   c->req = std::move(req);
   c->config = store_.get();
   c->handler = std::move(handler);
@@ -395,8 +486,13 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
               : &c->overrides.emplace_front(name, algorithm::fixed_window,
                                             d.limit->requests_per_unit, *window_of(d.limit->per));
     }
-    std::string key =
-        counter_key(s.counter.empty() ? d.entries : s.counter, options_.caps.max_plain_counter_key);
+    std::string key;
+    if (!c->spare_keys.empty()) {
+      key = std::move(c->spare_keys.back());
+      c->spare_keys.pop_back();
+    }
+    counter_key(s.counter.empty() ? d.entries : s.counter, options_.caps.max_plain_counter_key,
+                key);
     std::size_t found = no_item;
     for (std::size_t j = 0; j < c->items.size(); ++j)
       if (c->items[j].key == key && c->items[j].policy && p &&
@@ -495,9 +591,8 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     all = large;
   }
   c->pending = groups;
-  c->self = c;
   auto* raw = c.get();
-  c.reset();  // the call is its own until the last answer
+  raw->self = std::move(c);  // the call is its own until the last answer
   for (std::size_t g = 0; g < groups; ++g) {
     // The limiter copies the items: the spans may go when this returns.
     const auto batch =

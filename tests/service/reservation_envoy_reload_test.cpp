@@ -56,20 +56,28 @@ std::string envoy_state_key(const redis_server& redis, const std::string& counte
   return r.elements[0].str;
 }
 
+// floodgated on `redis`, ready, with the rules file and `t`'s edge.yaml (the user limit at 100),
+// its gRPC port in `t`.
+std::unique_ptr<floodgated_process> start_with_envoy(const redis_server& redis, grpc_target& t) {
+  write_file(t.scratch + "/edge.yaml", with_a_window_far_from_its_end(envoy_config(100)));
+  floodgated_process::options o;
+  o.extra_args = {"--redis",        redis.url() + "?timeout=2s", "--grpc-listen", "127.0.0.1:0",
+                  "--envoy-config", t.scratch + "/edge.yaml"};
+  auto fg = std::make_unique<floodgated_process>(with_a_window_far_from_its_end(rules), o);
+  t.port = fg->grpc_port();
+  if (!wait_for([&] { return http_request_once(fg->port(), "GET", "/readyz").status == 200; },
+                10s))
+    throw std::runtime_error("floodgated never became ready:\n" + fg->log());
+  return fg;
+}
+
 constexpr int checks = 8;  // grants of 1, 2, 4 and 8: 7 of the last held
 
 TEST(reservation_envoy_reload, a_changed_rate_limit_gives_back_its_units_only) {
   redis_server redis;
   grpc_target t{make_temp_dir("floodgate-reserve-envoy-")};
-  write_file(t.scratch + "/edge.yaml", with_a_window_far_from_its_end(envoy_config(100)));
-  floodgated_process::options o;
-  o.extra_args = {"--redis",        redis.url() + "?timeout=2s", "--grpc-listen", "127.0.0.1:0",
-                  "--envoy-config", t.scratch + "/edge.yaml"};
-  floodgated_process fg(with_a_window_far_from_its_end(rules), o);
-  t.port = fg.grpc_port();
-  ASSERT_TRUE(
-      wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; }, 10s))
-      << fg.log();
+  auto started = start_with_envoy(redis, t);
+  auto& fg = *started;
 
   json::array calls;
   for (int i = 0; i < checks; ++i) {
@@ -122,15 +130,8 @@ TEST(reservation_envoy_reload, a_changed_rate_limit_gives_back_its_units_only) {
 TEST(reservation_envoy_reload, a_grant_landing_after_the_reload_goes_back_once_its_call_answered) {
   redis_server redis;
   grpc_target t{make_temp_dir("floodgate-reserve-envoy-late-")};
-  write_file(t.scratch + "/edge.yaml", with_a_window_far_from_its_end(envoy_config(100)));
-  floodgated_process::options o;
-  o.extra_args = {"--redis",        redis.url() + "?timeout=2s", "--grpc-listen", "127.0.0.1:0",
-                  "--envoy-config", t.scratch + "/edge.yaml"};
-  floodgated_process fg(with_a_window_far_from_its_end(rules), o);
-  t.port = fg.grpc_port();
-  ASSERT_TRUE(
-      wait_for([&] { return http_request_once(fg.port(), "GET", "/readyz").status == 200; }, 10s))
-      << fg.log();
+  auto started = start_with_envoy(redis, t);
+  auto& fg = *started;
   // Grants of 1 and 2, all spent: the next call takes 4.
   const auto first = run_client(t, {check(request_of({{"user", "u"}})),
                                     check(request_of({{"user", "u"}})),

@@ -179,6 +179,23 @@ TEST(reservations, a_grant_is_sized_to_the_time_left_in_its_window) {
   }
 }
 
+// Each answer judged, in time order, by the algorithm's exact definition over what was admitted.
+struct exact_tally {
+  reference_key exact;
+  int checks = 0, wrongly_denied = 0, wrongly_admitted = 0;
+
+  void judge(const check_result& r, std::int64_t now) {
+    ++checks;
+    const bool admits = exact.decide(now, 1).allowed;
+    if (r.outcome != outcome::allowed) {
+      wrongly_denied += admits;
+      return;
+    }
+    wrongly_admitted += !admits;
+    exact.record(now, 1);
+  }
+};
+
 // A sliding_log key checked five times past its limit by two processes: a grant's entry counts
 // a spend span longer than its units would, and units held by one process deny the other's
 // checks, so reserving while the key was at its limit denied what the definition admits: 1,222
@@ -189,24 +206,17 @@ TEST(reservations, a_log_at_its_limit_is_not_denied_by_units_held_elsewhere) {
   auto b = shared_memory(clock);
   limiter one(b, on(clock)), two(b, on(clock));
   const auto p = policy{"hot", algorithm::sliding_log, 50, 1s}.with_reserve(20, 1s);
-  reference_key exact(policy{"hot", algorithm::sliding_log, 50, 1s});
+  exact_tally t{reference_key(policy{"hot", algorithm::sliding_log, 50, 1s})};
   std::mt19937_64 rng(3);
-  int checks = 0, wrongly_denied = 0, wrongly_admitted = 0;
-  for (; checks < 5000; ++checks) {  // 20 s at 250 a second
+  for (int i = 0; i < 5000; ++i) {  // 20 s at 250 a second
     clock.advance(static_cast<std::int64_t>(rng() % 8));
     const auto r = (rng() % 2 ? one : two).check("k", p);
     ASSERT_NE(r.outcome, outcome::backend_error);
-    const bool admits = exact.decide(clock.now(), 1).allowed;
-    if (r.outcome == outcome::allowed) {
-      wrongly_admitted += !admits;
-      exact.record(clock.now(), 1);
-    } else {
-      wrongly_denied += admits;
-    }
+    t.judge(r, clock.now());
   }
-  std::cout << "[ stats    ] " << wrongly_denied << " wrongly denied of " << checks << "\n";
-  EXPECT_LE(wrongly_denied, checks / 100);
-  EXPECT_EQ(wrongly_admitted, 0);
+  std::cout << "[ stats    ] " << t.wrongly_denied << " wrongly denied of " << t.checks << "\n";
+  EXPECT_LE(t.wrongly_denied, t.checks / 100);
+  EXPECT_EQ(t.wrongly_admitted, 0);
 }
 
 // token_bucket and gcra cannot give units back: one left unspent is lost to every process until
@@ -222,19 +232,11 @@ TEST(reservations, a_bucket_grant_strands_no_units_on_a_key_checked_in_pairs) {
     auto b = shared_memory(clock);
     limiter one(b, on(clock)), two(b, on(clock));
     const auto p = policy{"pairs", a, 10, 1s}.with_reserve(2, 1s);  // spend span 100 ms
-    reference_key exact(policy{"pairs", a, 10, 1s});
-    int checks = 0, wrongly_denied = 0, wrongly_admitted = 0;
+    exact_tally t{reference_key(policy{"pairs", a, 10, 1s})};
     const auto judge = [&](limiter& l) {
       const auto r = l.check("k", p);
       ASSERT_NE(r.outcome, outcome::backend_error);
-      const bool admits = exact.decide(clock.now(), 1).allowed;
-      if (r.outcome == outcome::allowed) {
-        wrongly_admitted += !admits;
-        exact.record(clock.now(), 1);
-      } else {
-        wrongly_denied += admits;
-      }
-      ++checks;
+      t.judge(r, clock.now());
     };
     // 4 s of pairs, below the limit (about 9 a second)...
     for (int i = 0; i < 17; ++i) {
@@ -250,8 +252,8 @@ TEST(reservations, a_bucket_grant_strands_no_units_on_a_key_checked_in_pairs) {
     }
     const auto s = one.stats();
     EXPECT_EQ(s.reserved_units, s.reserved_decisions) << "units reserved and never spent";
-    EXPECT_LE(wrongly_denied, checks / 100) << checks << " checks";
-    EXPECT_EQ(wrongly_admitted, 0);
+    EXPECT_LE(t.wrongly_denied, t.checks / 100) << t.checks << " checks";
+    EXPECT_EQ(t.wrongly_admitted, 0);
   }
 }
 

@@ -135,6 +135,19 @@ TEST_F(bench_smoke, a_loop_answered_locally_does_not_hold_up_other_replies) {
       << "a reply waited behind a loop carried on its I/O thread";
 }
 
+// --burst N: every thread fires exactly N requests. A slot handed back after 64 carried answers
+// must not spend one of them: run()'s loop calls another() (a fetch_sub of the burst's count)
+// before it checks `calls == carried_answers` and returns.
+TEST_F(bench_smoke, a_handed_back_slot_loses_no_burst_request) {
+  redis_->command({"FLUSHALL"});
+  const auto o = run_json({"--redis", redis_->url(), "--algorithm", "fixed_window", "--keys", "1",
+                           "--limit", "100", "--window", "1h", "--reserve", "100", "--threads",
+                           "1", "--burst", "5000"});
+  expect_report_shape(o);
+  EXPECT_EQ(integer(o, "errors"), 0);
+  EXPECT_EQ(integer(o, "decisions"), 5000);
+}
+
 TEST_F(bench_smoke, the_naive_limiter_over_admits_a_burst) {
   // 4 processes x 4 threads x 25 requests on one key, limit 5: every worker's first GET races.
   // A race needs two workers between one GET and its SET; on a loaded machine the scheduler

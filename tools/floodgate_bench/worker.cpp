@@ -176,8 +176,9 @@ class driver {
   // `carried`: called from a completion (a thread not the driver's).
   void run(slot& s, bool carried) {
     const auto cost = plan_.opts.cost;
-    for (int calls = 0; another(); ++calls) {
-      if (carried && calls == carried_answers) return hand_back(s);
+    for (int calls = 0;; ++calls) {
+      if (carried && calls == carried_answers) return hand_back(s);  // before another() spends one
+      if (!another()) break;
       const auto key = static_cast<std::uint32_t>(plan_.distribution.pick(s.rng));
       const auto send_us = now_us();
       s.phase.store(calling);

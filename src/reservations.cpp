@@ -12,6 +12,9 @@
 namespace floodgate::detail {
 namespace {
 
+// GCC's 128-bit integer, for a product of two 64-bit counts (__extension__: no -Wpedantic).
+__extension__ typedef __int128 wide;
+
 constexpr std::size_t shard_count = 16;
 
 }  // namespace
@@ -222,7 +225,9 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
       e.recent = 0;
       e.recent_at = at;
     }
-    e.recent += cost;
+    // Saturating: a flooded key of large costs (denied ones count too) cannot overflow it.
+    constexpr std::int64_t most = std::int64_t{1} << 61;
+    e.recent = cost >= most - e.recent ? most : e.recent + cost;
   }
   if (now < e.until && e.left >= cost) {
     e.left -= cost;
@@ -256,7 +261,9 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     // stranded a unit in 3 of 4 grants of 2 on keys checked a few times a second. A grant of
     // only the request buys nothing over a check (and a sliding_log one counts longer).
     const std::int64_t within = e.life - now % e.life;
-    const std::int64_t seen = e.recent + e.before * within / e.life;
+    // (The product in 128 bits: `before` is up to 2^61; the sum stays below 2^62.)
+    const std::int64_t seen =
+        e.recent + static_cast<std::int64_t>(static_cast<wide>(e.before) * within / e.life);
     wanted = std::min(p.reserve(), seen / 3);
     // sliding_log: never from the last quarter of the log. Every unit of a grant counts until
     // the end of its spend span plus W, so on a key that then sits at its limit each one

@@ -257,6 +257,25 @@ TEST(reservations, a_bucket_grant_strands_no_units_on_a_key_checked_in_pairs) {
   }
 }
 
+// A token_bucket key flooded with large costs: the units asked for in a span (denied ones too:
+// 10^13 here) weighed by the time left of the next span (up to 10^6 ms) are past 2^63, and the
+// grant's size overflowed there (undefined behaviour, which the sanitizer lane's UBSan stops
+// on). Now counted saturating and weighed in 128 bits; the key, at its limit, takes no grant.
+TEST(reservations, a_key_flooded_with_large_costs_is_sized_without_overflow) {
+  test_clock clock;
+  limiter l(shared_memory(clock), on(clock));
+  constexpr std::int64_t limit = 100'000'000;  // limit x window in ms: 10^15, the most
+  const auto p = policy{"big", algorithm::token_bucket, limit, 10000s}.with_reserve(limit, 1000s);
+  clock.advance(1'000'000 - clock.now() % 1'000'000);  // a span's start (W / 10: 10^6 ms)
+  for (int i = 0; i < 100'000; ++i) {
+    ASSERT_NE(l.check("k", p, limit).outcome, outcome::backend_error);
+    if (i % 100 == 99) clock.advance(1);
+  }
+  clock.advance(1'000'000 - clock.now() % 1'000'000 + 1);  // the next span, all of it ahead
+  EXPECT_NE(l.check("k", p, 1).outcome, outcome::backend_error);
+  EXPECT_EQ(l.stats().reservations, 0u) << "a key at its limit takes no grant";
+}
+
 // A sliding_log grant's entry counts from the end of its spend span: a grant of only the
 // request held the key's log W / 10 longer than the check would have. A key checked three
 // times in a span (a third of that: one, the request) goes to the backend check by check, and

@@ -266,20 +266,15 @@ end
 local lone = redis.register_function and {parsed = {}, size = 0, out = {0, 0, 0, 0, 0}} or nil
 
 -- parse_item(limit, window, burst, cost), remembered in lone.parsed (by the argument strings,
--- a table per argument: no string is made to look one up) when there is one. At most 1024
+-- a table per argument: no string is made to look one up) when there is one. Called on a miss:
+-- single.lua looks the arguments up itself (a Lua call costs more than the lookup). At most 1024
 -- are kept (a few hundred KB of Lua memory at worst; a deployment has a few policies and
 -- costs): past that it starts again empty, so arguments that never repeat cost a bounded
 -- table and a little more per call than parse_item alone.
 local function parse_lone(limit, window, burst, cost)
-  if lone == nil then return parse_item(limit, window, burst, cost) end
-  local by = lone.parsed
-  local t = by[limit]
-  t = t and t[window]
-  t = t and t[burst]
-  t = t and t[cost]
-  if t then return t[1], t[2], t[3], t[4] end
   local l, w, b, c = parse_item(limit, window, burst, cost)
-  if l == nil then return nil end
+  if l == nil or lone == nil then return l, w, b, c end
+  local by = lone.parsed
   if lone.size >= 1024 then
     by = {}
     lone.parsed, lone.size = by, 0

@@ -15,7 +15,8 @@ if #KEYS ~= 1 or #ARGV ~= 5 then
                            #ARGV)
 end
 local key, l, w, b, cost = KEYS[1], nil, nil, nil, nil
--- parse_lone's lookup inline (a Lua call costs more than it), then parse_lone on a miss.
+-- The parsed arguments looked up inline (a Lua call costs more than the lookup); parse_lone
+-- parses and remembers them on a miss.
 local parsed = lone and lone.parsed[ARGV[1]]
 parsed = parsed and parsed[ARGV[2]]
 parsed = parsed and parsed[ARGV[3]]

@@ -238,6 +238,12 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
     return out;
   }
   if (e.taking) return out;  // one reservation at a time; meanwhile checks ask the backend
+  // token_bucket, gcra, sliding_log: none within a window of the key being at its limit (a
+  // denial, or an answer or grant that left nothing). Their units held elsewhere deny here until
+  // spent (and sliding_log's count a spend span longer), so on a key at its limit each grant
+  // denies checks the definition admits; one check at a time is exact there, and the deny cache
+  // answers its denials. (Before sizing a grant: on a flooded key every check comes here.)
+  if (!windowed && now - e.denied_at < p.window().count()) return out;
   // A window's grant can be given back and ends with its window, so what the key had left is
   // stale once a grant ended. The others' grants cannot be given back, and a sliding_log grant
   // counts a spend span longer than its units would: their figure is kept, refreshed by every
@@ -275,7 +281,7 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   // No more than this process spends before the window ends (at its rate over the last grant):
   // units left at the end are lost to every process, and sliding_window weighs them on the
   // next window too. Window ends repeat every W from the last grant's (estimated early).
-  if (e.window_end > 0 && core::windowed(p.algo())) {
+  if (e.window_end > 0 && windowed) {
     const std::int64_t w = p.window().count();
     std::int64_t end = e.window_end;
     if (now >= end) end += w * ((now - end) / w + 1);
@@ -288,12 +294,6 @@ reservations::plan reservations::plan_check(std::string_view key, const policy& 
   // units are decided by the backend one check at a time, each answer refreshing what is left
   // (a stale low figure costs one backend check, never a grant too large).
   if (e.key_left >= 0) wanted = std::min(wanted, e.key_left / 2);
-  // token_bucket, gcra, sliding_log: none within a window of the key being at its limit (a
-  // denial, or an answer or grant that left nothing). Their units held elsewhere deny here until
-  // spent (and sliding_log's count a spend span longer), so on a key at its limit each grant
-  // denies checks the definition admits; one check at a time is exact there, and the deny cache
-  // answers its denials.
-  if (!core::windowed(p.algo()) && now - e.denied_at < p.window().count()) return out;
   if (wanted < cost || (!windowed && wanted == cost)) return out;  // (a grant of cost: above)
   e.taking = true;
   out.step = plan::take;

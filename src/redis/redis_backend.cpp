@@ -245,7 +245,8 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   const int slot = slot_of(items.front().key);
   for (const auto& item : items.subspan(1))
     if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
-  const bool lone = items.size() == 1 && !any_penalty(items);
+  const bool penalty = any_penalty(items);
+  const bool lone = items.size() == 1 && !penalty;
   auto call =
       start_call(slot, std::make_unique<check_call>(items.size(), std::move(handler),
                                                     lone ? items.front().policy->capacity() : 0));
@@ -255,7 +256,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   for (const auto& item : items) size += 96 + state_key_size(keys, *item.policy, item.key);
   std::string& out = call->command;
   out.reserve(size);
-  if (any_penalty(items)) {
+  if (penalty) {
     // Never batched: the batch script knows no penalties (and checks without one pay nothing
     // for them).
     begin_script_call(*call, multi_block_script(), form, 2 * items.size(), 1 + 6 * items.size());
@@ -266,7 +267,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
       append_item(out, *item.policy, item.cost);
       append_bulk(out, static_cast<std::int64_t>(item.policy->block_for().count()));
     }
-  } else if (items.size() == 1) {
+  } else if (lone) {
     const auto& item = items.front();
     const policy& p = *item.policy;
     begin_script_call(*call, script_for(p.algo()), form, 1, 5);

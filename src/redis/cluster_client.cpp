@@ -79,12 +79,10 @@ class cluster_client final : public pool_client, public call_router {
   // Followed or retried here (call_done); one that runs out of redirections fails the call
   // with the reply all the same.
   bool routing_reply(std::string_view error) const noexcept override {
-    for (std::string_view code : {"MOVED ", "ASK ", "TRYAGAIN "})
-      if (error.starts_with(code)) return true;
-    return false;
+    return error.starts_with("MOVED ") || error.starts_with("ASK ") ||
+           error.starts_with("TRYAGAIN ");
   }
 
-  // call_router: a call's node answered it (and heard of it first: request::finish).
   void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
     if (pool_.torn_down()) return c->complete(ec, r);
     if (r != nullptr && r->is_error()) {
@@ -153,7 +151,6 @@ class cluster_client final : public pool_client, public call_router {
   }
 
  private:
-  // A node of the cluster: the seeds' credentials and TLS, db 0.
   node* node_for(const std::string& host, std::uint16_t port) {
     redis_endpoint ep = credentials_;
     ep.host = host;
@@ -216,7 +213,6 @@ class cluster_client final : public pool_client, public call_router {
     node* n = candidates[refresh_cursor_++ % candidates.size()];
     connection* c = n->pick();
     if (c == nullptr) return request_refresh();
-    // CLUSTER SLOTS, sent by the client itself.
     auto call = on_reply([this, n](std::error_code ec, reply* r) { on_slots(n, ec, r); });
     append_command(call->command, {"CLUSTER", "SLOTS"});
     call->deadline = steady::now() + pool_.options().connect_timeout;

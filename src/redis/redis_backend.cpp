@@ -102,7 +102,6 @@ class check_call final : public request {
   backend_handler handler_;
 };
 
-// Whether `r` is an array of `n` integers, as most scripts answer.
 bool integers(const reply& r, std::size_t n) noexcept {
   return r.kind == reply::type::array && r.elements.size() == n &&
          std::all_of(r.elements.begin(), r.elements.end(),
@@ -208,10 +207,6 @@ int redis_backend::slot_of(std::string_view caller_key) const {
   return static_cast<int>(crc16(caller_key) % cluster_slots);
 }
 
-key_format redis_backend::keys() const noexcept {
-  return {options_.key_prefix, options_.max_plain_key_size};
-}
-
 request_ptr redis_backend::start_call(int slot, request_ptr call) const {
   call->deadline = request::clock::now() + options_.timeout;
   call->slot = slot;
@@ -282,18 +277,14 @@ void redis_backend::async_refund(const check_item& item, std::string_view idempo
         if (!ec && !integers(*r, 7)) ec = errc::protocol_error;
         if (!ec) {
           const auto& e = r->elements;
-          if (e[5].integer < 0 || e[5].integer > cost || (e[6].integer != 0 && e[6].integer != 1))
+          out.refunded = e[5].integer;
+          out.replayed = e[6].integer == 1;
+          if (out.refunded < 0 || out.refunded > cost || (e[6].integer != 0 && e[6].integer != 1))
             ec = errc::protocol_error;
           else
             ec = decode(std::span<const reply>(e).first(5), 1, out.decisions);
         }
-        if (ec) {
-          out.error = ec;
-          out.decisions.clear();
-        } else {
-          out.refunded = r->elements[5].integer;
-          out.replayed = r->elements[6].integer == 1;
-        }
+        if (ec) out = {ec, {}};
         handler(std::move(out));
       }));
   const bool keyed = !idempotency_key.empty();
@@ -388,12 +379,10 @@ void redis_backend::async_give_back(std::string_view key, const policy& p, std::
                                     backend_handler handler) {
   auto call = start_call(slot_of(key),
                          on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
-                           backend_reply out;
+                           backend_reply out{ec, {}};
                            if (!ec && (!integers(*r, 2) || r->elements[0].integer < 0))
-                             ec = errc::protocol_error;
-                           if (ec) {
-                             out.error = ec;
-                           } else {
+                             out.error = errc::protocol_error;
+                           if (!out.error) {
                              out.refunded = r->elements[0].integer;
                              out.replayed = r->elements[1].integer == 1;
                            }

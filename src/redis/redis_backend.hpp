@@ -67,7 +67,7 @@ class redis_backend final : public backend, public lease_backend {
  private:
   // On a Cluster, the slot of a caller key's state (the calls carry it); elsewhere -1.
   int slot_of(std::string_view caller_key) const;
-  key_format keys() const noexcept;
+  key_format keys() const noexcept { return {options_.key_prefix, options_.max_plain_key_size}; }
   // `call`, due within the timeout, for `slot`.
   std::unique_ptr<request> start_call(int slot, std::unique_ptr<request> call) const;
 

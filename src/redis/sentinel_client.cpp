@@ -50,9 +50,7 @@ class sentinel_client final : public pool_client, public call_router {
           std::make_unique<peer>(*this, sentinel_stream_config(s, options, pool_.tls())));
   }
 
-  // Waits for the first primary (settle) or every sentinel failing, connect_timeout
-  // at most: the sentinels are asked together, so one that never answers costs nothing when a
-  // majority does.
+  // The start-up wait the header describes (settle() ends it).
   void run() {
     pool_client::run();
     std::unique_lock lock(mutex_);
@@ -102,7 +100,6 @@ class sentinel_client final : public pool_client, public call_router {
     healthy_.store(false, std::memory_order_relaxed);
   }
 
-  // To the current primary; with none known, not_connected at once (and the sentinels asked).
   void route(request_ptr r, bool fresh) override {
     if (fresh)
       r->route = {.by = this};
@@ -119,7 +116,6 @@ class sentinel_client final : public pool_client, public call_router {
   void readiness_changed(node&, bool) override { update_health(); }
   void breaker_changed(node&, breaker::change) override { update_health(); }
 
-  // call_router, on the io thread (its node heard first: request::finish).
   void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
     // NOREPLICAS (min-replicas-to-write) is not held: it also means a replica is down, and
     // then every call would wait its whole deadline (docs/operations.md measures both).
@@ -128,8 +124,7 @@ class sentinel_client final : public pool_client, public call_router {
                            r->str.find("READONLY You can't write") != std::string::npos);
     // The primary it was sent to is a replica now, whatever a sentinel says (sentinel_answer.hpp).
     if (readonly) refused_epoch_ = c->route.epoch;
-    if (!pool_.torn_down() && (readonly || ec == errc::not_connected || ec == errc::timeout))
-      request_round();
+    if (readonly || ec == errc::not_connected || ec == errc::timeout) request_round();
     if (readonly && !pool_.torn_down() && c->route.redirects == 0 && steady::now() < c->deadline) {
       // Held until the new primary is known or its deadline passes; sent there afresh (the
       // primary's node admits it again), on the next turn if it is known already.
@@ -164,7 +159,7 @@ class sentinel_client final : public pool_client, public call_router {
     bool epoch_read = false;    // this question's SENTINEL MASTER reply is in: the address next
     std::optional<std::uint64_t> epoch;  // what it said
     std::uint64_t ask_round = 0;         // the round it belongs to
-    backoff resubscribe;  // jittered as a connection's reconnects (backoff.hpp)
+    backoff resubscribe;                 // jittered as a connection's reconnects (backoff.hpp)
   };
 
   void note_error(const std::string& why) {
@@ -213,11 +208,9 @@ class sentinel_client final : public pool_client, public call_router {
     p.ask_timer.cancel();
   }
 
-  // After each sentinel's answer or failure. Start-up, no primary yet: the first answer to come
-  // may be from a sentinel that has not heard of the last failover, naming an old primary that
-  // still takes writes, so answers are gathered until a majority of the sentinels gave one, or
-  // none is still asked, and the newest is taken (the epoch rule, as for every later answer).
-  // The constructor is released once a primary is known or no sentinel is still asked.
+  // After each sentinel's answer or failure: at start-up, the newest answer once a majority
+  // gave one or none is still asked (the header says why); the constructor is released once a
+  // primary is known or no sentinel is still asked.
   void settle() {
     const bool all_in =
         std::none_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->asking; });

@@ -24,7 +24,7 @@ constexpr auto unhealthy_refresh_interval = 500ms;
 constexpr auto periodic_refresh_interval = 5s;
 constexpr auto tryagain_backoff = 5ms;
 
-// As the header says; request::route: where redirections sent a call so far.
+// The router the header describes (request::route: where redirections sent a call so far).
 class cluster_client final : public pool_client, public call_router {
  public:
   cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,

@@ -30,8 +30,9 @@ namespace {
 constexpr auto resolve_min_interval = 100ms;
 constexpr auto recheck_interval = 1s;
 
-// On the pool's io thread, as the header says; callers' threads read the health (atomics,
-// pool_health) and the start-up state (mutex_). request::route.epoch: the primary a call went to.
+// The router the header describes, on the pool's io thread; callers' threads read the health
+// (atomics, pool_health) and the start-up state (mutex_). request::route.epoch: the primary a
+// call went to.
 class sentinel_client final : public pool_client, public call_router {
  public:
   // The pool's TLS context (rediss+sentinel://) is the sentinels' too.

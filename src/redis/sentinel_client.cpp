@@ -31,8 +31,7 @@ constexpr auto resolve_min_interval = 100ms;
 constexpr auto recheck_interval = 1s;
 
 // The router the header describes, on the pool's io thread; callers' threads read the health
-// (atomics, pool_health) and the start-up state (mutex_). request::route.epoch: the primary a
-// call went to.
+// (atomics, pool_health) and the start-up state (mutex_).
 class sentinel_client final : public pool_client, public call_router {
  public:
   // The pool's TLS context (rediss+sentinel://) is the sentinels' too.
@@ -110,7 +109,7 @@ class sentinel_client final : public pool_client, public call_router {
       request_round();
       return r->complete(errc::not_connected, nullptr);
     }
-    r->route.epoch = epoch_;
+    r->route.epoch = epoch_;  // the primary it goes to
     if (!pool_.send(std::move(r), *primary_)) request_round();
   }
 

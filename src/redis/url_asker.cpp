@@ -8,7 +8,6 @@
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
 #include "redis/stream.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
 

@@ -131,6 +131,12 @@ void append_block(std::string& out, const key_format& f, const policy& p, std::s
   out.append("\r\n");
 }
 
+bool any_penalty(std::span<const check_item> items) noexcept {
+  for (const auto& item : items)
+    if (item.policy->block_for().count() > 0) return true;
+  return false;
+}
+
 // <FCALL function | EVALSHA sha1> <numkeys>: the header every script call starts with, in
 // `form`. Records where the arguments after the function or SHA1 begin, so a connection can
 // send the call in another form (connection::append_call) after a refusal or NOSCRIPT. Calls
@@ -219,9 +225,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   const int slot = slot_of(items.front().key);
   for (const auto& item : items.subspan(1))
     if (slot_of(item.key) != slot) return handler({make_error_code(errc::cross_slot), {}});
-  const bool penalty = std::any_of(items.begin(), items.end(), [](const check_item& item) {
-    return item.policy->block_for().count() > 0;
-  });
+  const bool penalty = any_penalty(items);
   const bool lone = items.size() == 1 && !penalty;
   auto call =
       start_call(slot, std::make_unique<check_call>(items.size(), std::move(handler),

@@ -12,20 +12,11 @@
 // master-name[/db] names sentinels (port 26379 by default), the master, and the primary's
 // credentials and db. Throws config_error (password masked) for anything else.
 //
-// Options in the query string (url_options.cpp) let a URL alone (floodgated --redis,
-// make_backend) tune the client, e.g. redis://127.0.0.1:6379/0?timeout=100ms&connections=4:
-//
-//   timeout          a call's deadline (redis_options::timeout), e.g. 50ms, 1s
-//   connect_timeout  connect + handshake deadline (redis_options::connect_timeout)
-//   connections      connections per server, 1..1024 (redis_options::connections)
-//   key_prefix       prepended to every key: letters, digits and _ - . : only
-//   breaker_failures, breaker_open_for   a Cluster node's circuit breaker (redis_options)
-//   sentinel_user, sentinel_password     the sentinels' own credentials (masked in messages)
-//   tls_ca_file, tls_cert_file, tls_key_file, tls_server_name, tls_verify=yes|no
-//                    redis_options::tls, for rediss:// (paths as they are: no %-escapes)
-//
-// A URL's options override the redis_options given in code. Unknown names, repeated names,
-// empty values and bad values are config_errors naming the URL (password masked) and the option.
+// Options in the query string (url_options.cpp; docs/operations.md lists them), e.g.
+// redis://127.0.0.1:6379/0?timeout=100ms&connections=4, override the redis_options given in
+// code, so a URL alone (floodgated --redis, make_backend) can tune the client. Unknown names,
+// repeated names, empty values and bad values are config_errors naming the URL (password
+// masked) and the option.
 #pragma once
 
 #include <string>

@@ -7,15 +7,10 @@
 //   if (!a.error.empty()) report(a.error);   // "127.0.0.1:7000: no answer within 500 ms"
 //   else use(a.value.str);
 //
-// The URL is read as make_backend reads it (TLS, credentials, key_prefix: key_prefix() says it;
-// the caller names keys whole), and a command goes where the backend would send it: for
-// redis:// and rediss:// the URL's node; for redis+cluster:// the key's slot master (the seeds
-// in turn, a MOVED followed, an ASK once after ASKING, at most 5 redirections); for
-// redis+sentinel:// the primary of the newest configuration the sentinels name, asked at each
-// call (so a failover is followed at the next call).
-//
-// Blocking, on connections of its own (closed after any failure): each connect and each answer
-// takes at most `timeout`. Not thread-safe, except stop(). Never throws once built.
+// The URL is read, and a command goes where the backend would send it, as redis_inspector's
+// questions (floodgate/inspect.hpp); key_prefix() says the URL's prefix: the caller names keys
+// whole. Blocking, on connections of its own (closed after any failure): each connect and each
+// answer takes at most `timeout`. Not thread-safe, except stop(). Never throws once built.
 #pragma once
 
 #include <chrono>
@@ -64,9 +59,9 @@ class redis_caller {
   // The URL's key_prefix ("floodgate:" unless the URL says otherwise).
   const std::string& key_prefix() const noexcept;
 
-  // `command` run on the node that holds `key` (every key it names must share key's slot).
-  // On a Cluster the slot's master is found by MOVED from the first seed that answers, at
-  // each call (as the inspector finds a key's), not from a slot map kept here.
+  // `command` run on the node that holds `key` (every key it names must share key's slot),
+  // found again at each call (a Cluster's by MOVED, the Sentinel's primary asked again), so a
+  // failover is followed at the next call.
   redis_answer call(std::string_view key, const std::vector<std::string>& command);
 
   // Any thread: the call in progress and every later one return at once ("stopped").

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <chrono>
-#include <cstdlib>
 #include <optional>
 #include <string>
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -18,11 +19,10 @@
 namespace floodgate::service {
 namespace {
 
-struct node_state {
-  std::string label;  // host:port
-  bool up = false;    // the last sample answered
+// Written by the sampler thread only (under mutex), which reads it without.
+struct node_state : node_clock {
   std::optional<redis_info> info;
-  std::optional<clock_sample> clock;  // the latest TIME sample
+  bool clock_alarm = false;  // skew logged as over
 };
 
 void log_failure(const std::string& node, std::string_view command, const std::string& error) {
@@ -34,15 +34,12 @@ void log_failure(const std::string& node, std::string_view command, const std::s
 
 struct redis_sampler::impl {
   redis_sampler_options options;
-  bool enabled = false;  // the URL names nodes to sample
   // The library's questions to the URL's nodes, TLS and credentials as the backend's; the
   // sampler thread's (stop() from any).
   std::unique_ptr<redis_inspector> inspector;
-  std::vector<std::string> links;  // the nodes sampled; the sampler thread's
-  std::vector<bool> clock_alarm;   // the sampler thread's: skew logged as over
   mutable std::mutex mutex;
-  std::vector<node_state> nodes;  // under mutex
-  std::jthread thread;            // last: joined before the rest goes
+  std::vector<node_state> nodes;  // the nodes sampled
+  std::jthread thread;            // last: joined before the rest goes; none: nothing to sample
 
   // The nodes the URL names now (Sentinel: the primary the sentinels name, asked each time).
   // When they change, the old nodes' figures go (their series end), the new ones' start at the
@@ -51,31 +48,27 @@ struct redis_sampler::impl {
     auto now = inspector->nodes();
     if (!now.error.empty())
       spdlog::debug("msg=\"redis sample: no primary\" error={}", quote(now.error));
-    if (now.nodes == links) return;
-    links = std::move(now.nodes);
-    clock_alarm.assign(links.size(), false);
+    if (std::ranges::equal(now.nodes, nodes, {}, {}, &node_state::node)) return;
     std::lock_guard lock(mutex);
     nodes.clear();
-    for (const auto& l : links) nodes.push_back({l, false, {}, {}});
+    for (auto& n : now.nodes) nodes.emplace_back().node = std::move(n);
   }
 
-  // INFO from node i; nullopt when it did not answer.
   std::optional<redis_info> sample(std::size_t i) {
-    auto r = inspector->info(links[i]);
+    auto r = inspector->info(nodes[i].node);
     if (!r.error.empty()) {
-      log_failure(links[i], "INFO", r.error);
+      log_failure(nodes[i].node, "INFO", r.error);
       return std::nullopt;
     }
     return parse_info(r.text);
   }
 
-  // Redis's clock against ours.
   std::optional<clock_sample> sample_clock(std::size_t i) {
     const auto sent = std::chrono::system_clock::now();
-    auto r = inspector->time(links[i]);
+    auto r = inspector->time(nodes[i].node);
     const auto received = std::chrono::system_clock::now();
     if (!r.error.empty()) {
-      log_failure(links[i], "TIME", r.error);
+      log_failure(nodes[i].node, "TIME", r.error);
       return std::nullopt;
     }
     return clock_offset(sent, r.since_epoch, received);
@@ -83,8 +76,8 @@ struct redis_sampler::impl {
   // One line when a node's skew crosses the threshold, one when it is back under.
   void note_clock(std::size_t i, const clock_sample& c) {
     const bool now = skewed(c, options.max_clock_skew);
-    if (now == clock_alarm[i]) return;
-    clock_alarm[i] = now;
+    if (now == nodes[i].clock_alarm) return;
+    nodes[i].clock_alarm = now;
     const auto ms = [](std::chrono::microseconds d) {
       return static_cast<double>(d.count()) / 1e3;
     };
@@ -93,11 +86,11 @@ struct redis_sampler::impl {
           "msg=\"clock skew with Redis over the threshold; decisions use Redis's clock, but "
           "retry_after and reset_after are off by this much for clients on this host's clock\" "
           "node={} offset_ms={:.1f} rtt_ms={:.1f} threshold_ms={}",
-          quote(nodes[i].label), ms(c.offset), ms(c.rtt), options.max_clock_skew.count() / 1000);
+          quote(nodes[i].node), ms(c.offset), ms(c.rtt), options.max_clock_skew.count() / 1000);
     else
       spdlog::info(
           "msg=\"clock skew with Redis back under the threshold\" node={} offset_ms={:.1f}",
-          quote(nodes[i].label), ms(c.offset));
+          quote(nodes[i].node), ms(c.offset));
   }
 
   void run(std::stop_token stop) {
@@ -107,7 +100,7 @@ struct redis_sampler::impl {
     std::condition_variable_any wake;
     while (!stop.stop_requested()) {
       follow_nodes();
-      for (std::size_t i = 0; i < links.size() && !stop.stop_requested(); ++i) {
+      for (std::size_t i = 0; i < nodes.size() && !stop.stop_requested(); ++i) {
         auto info = sample(i);
         const auto clock = info ? sample_clock(i) : std::nullopt;
         std::lock_guard lock(mutex);
@@ -130,21 +123,18 @@ redis_sampler::redis_sampler(redis_sampler_options options) : impl_(std::make_un
   s.inspector = std::make_unique<redis_inspector>(s.options.url, s.options.timeout);
   // memory://, or a URL the backend refused already: nothing to sample.
   if (!s.inspector->why_not().empty()) return;
-  s.enabled = true;
   s.thread = std::jthread([&s](std::stop_token stop) { s.run(stop); });
 }
 
 redis_sampler::~redis_sampler() = default;  // the jthread stops and joins first
 
 bool redis_sampler::enabled() const noexcept {
-  return impl_->enabled;
+  return impl_->thread.joinable();
 }
 
 std::vector<node_clock> redis_sampler::clocks() const {
-  std::vector<node_clock> out;
   std::lock_guard lock(impl_->mutex);
-  for (const auto& n : impl_->nodes) out.push_back({n.label, n.up, n.clock});
-  return out;
+  return {impl_->nodes.begin(), impl_->nodes.end()};
 }
 
 void redis_sampler::render(std::string& out) const {
@@ -159,7 +149,7 @@ void redis_sampler::render(std::string& out) const {
   // The rest only for nodes sampled at least once: a counter that never was is absent, not 0.
   auto sampled = [](auto fn) {
     return [fn](prometheus_family& f, const node_state& n) {
-      if (n.info) fn(f, n.label, *n.info);
+      if (n.info) fn(f, n.node, *n.info);
     };
   };
   // One INFO number, one series per node.
@@ -171,20 +161,20 @@ void redis_sampler::render(std::string& out) const {
   using enum metric_type;
   family("floodgate_redis_up", gauge, "1 when the last INFO sample of the node answered.",
          [](prometheus_family& f, const node_state& n) {
-           f.sample({{"node", n.label}}, n.up ? 1 : 0);
+           f.sample({{"node", n.node}}, n.up ? 1 : 0);
          });
   family("floodgate_redis_clock_offset_seconds", gauge,
          "Redis's clock minus this host's (TIME, round trip halved; exact within ± rtt/2). "
          "Decisions use Redis's clock; skew makes retry_after hints wrong for clients.",
          [](prometheus_family& f, const node_state& n) {
            if (n.clock)
-             f.sample({{"node", n.label}}, static_cast<double>(n.clock->offset.count()) / 1e6);
+             f.sample({{"node", n.node}}, static_cast<double>(n.clock->offset.count()) / 1e6);
          });
   family("floodgate_redis_clock_rtt_seconds", gauge,
          "Round trip of the TIME call behind the offset (its uncertainty is half this).",
          [](prometheus_family& f, const node_state& n) {
            if (n.clock)
-             f.sample({{"node", n.label}}, static_cast<double>(n.clock->rtt.count()) / 1e6);
+             f.sample({{"node", n.node}}, static_cast<double>(n.clock->rtt.count()) / 1e6);
          });
   family("floodgate_redis_cpu_seconds_total", counter,
          "CPU time the Redis server used (INFO used_cpu_sys, used_cpu_user), by mode.",

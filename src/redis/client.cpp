@@ -45,7 +45,6 @@ class single_client final : public pool_client {
     return node_->ready() > 0 && h.breakers_closed() && !h.lasting();
   }
 
-  // To the node's least loaded connection, unless its breaker is open; else not_connected now.
   void route(request_ptr r, bool) override { pool_.send(std::move(r), *node_); }
 
  private:

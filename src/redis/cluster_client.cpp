@@ -24,9 +24,7 @@ constexpr auto unhealthy_refresh_interval = 500ms;
 constexpr auto periodic_refresh_interval = 5s;
 constexpr auto tryagain_backoff = 5ms;
 
-// Routes each call by its slot (request::route: where redirections sent it so far) and
-// decides what its node's answer means: MOVED and ASK followed, TRYAGAIN retried, the rest
-// answered. The nodes, their health and the waiting room are the pool's (node_pool.hpp).
+// The router the header describes (request::route: where redirections sent a call so far).
 class cluster_client final : public pool_client, public call_router {
  public:
   cluster_client(std::vector<redis_endpoint> seeds, const redis_options& options,
@@ -37,8 +35,6 @@ class cluster_client final : public pool_client, public call_router {
         tick_timer_(pool_.context()) {
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
-
-  // --- pool_router (io thread) -------------------------------------------------------------
 
   void start() override {
     request_refresh();
@@ -63,7 +59,11 @@ class cluster_client final : public pool_client, public call_router {
     if (c.deadline <= steady::now()) return c.complete(errc::timeout, nullptr);
     node* n = c.route.target;
     if (!n && c.slot >= 0 && c.slot < cluster_slots) n = slots_[static_cast<std::size_t>(c.slot)];
-    if (!n) n = any_node();
+    if (!n) {
+      // Before the map is known, or for a slot it lacks: it answers MOVED for other slots.
+      const auto nodes = usable();
+      n = nodes.empty() ? nullptr : nodes.front();
+    }
     if (!n) return c.complete(errc::not_connected, nullptr);
     if (!pool_.send(std::move(r), *n))
       request_refresh();  // a failover may have given the slot to a reachable node
@@ -79,14 +79,10 @@ class cluster_client final : public pool_client, public call_router {
   // Followed or retried here (call_done); one that runs out of redirections fails the call
   // with the reply all the same.
   bool routing_reply(std::string_view error) const noexcept override {
-    for (std::string_view code : {"MOVED ", "ASK ", "TRYAGAIN "})
-      if (error.starts_with(code)) return true;
-    return false;
+    return error.starts_with("MOVED ") || error.starts_with("ASK ") ||
+           error.starts_with("TRYAGAIN ");
   }
 
-  // --- completions (io thread) -------------------------------------------------------------
-
-  // call_router: a call's node answered it (and heard of it first: request::finish).
   void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
     if (pool_.torn_down()) return c->complete(ec, r);
     if (r != nullptr && r->is_error()) {
@@ -155,9 +151,6 @@ class cluster_client final : public pool_client, public call_router {
   }
 
  private:
-  // --- nodes -------------------------------------------------------------------------------
-
-  // A node of the cluster: the seeds' credentials and TLS, db 0.
   node* node_for(const std::string& host, std::uint16_t port) {
     redis_endpoint ep = credentials_;
     ep.host = host;
@@ -192,15 +185,6 @@ class cluster_client final : public pool_client, public call_router {
     return out;
   }
 
-  // Before the map is known, or for a slot it lacks: any usable node (it answers MOVED for
-  // slots it does not serve).
-  node* any_node() {
-    const auto nodes = usable();
-    return nodes.empty() ? nullptr : nodes.front();
-  }
-
-  // --- routing -----------------------------------------------------------------------------
-
   // A call a node completed goes again: admitted afresh by the next node (route()), and
   // alone, never batched: a batch whose keys are partly on a node mid-migration is answered
   // TRYAGAIN, and would be again for as long as the migration lasts. Another node has another
@@ -211,8 +195,6 @@ class cluster_client final : public pool_client, public call_router {
     c.part = {};
     c.noscript_replies = 0;
   }
-
-  // --- slot map ----------------------------------------------------------------------------
 
   // At most one CLUSTER SLOTS in flight, and one per refresh_min_interval; always from a
   // timer, never inside a connection's callback.
@@ -231,7 +213,6 @@ class cluster_client final : public pool_client, public call_router {
     node* n = candidates[refresh_cursor_++ % candidates.size()];
     connection* c = n->pick();
     if (c == nullptr) return request_refresh();
-    // CLUSTER SLOTS, sent by the client itself.
     auto call = on_reply([this, n](std::error_code ec, reply* r) { on_slots(n, ec, r); });
     append_command(call->command, {"CLUSTER", "SLOTS"});
     call->deadline = steady::now() + pool_.options().connect_timeout;

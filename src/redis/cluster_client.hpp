@@ -15,15 +15,10 @@
 //   CLUSTERDOWN: re-sent after a short backoff. At most 5 redirections per call.
 // - A call that may have run (its connection was lost with it in flight, or it timed out) is
 //   never re-sent: it fails, and the policy's failure mode answers.
-// - Each node is a node.hpp, as a single server's: its circuit breaker (after 5 consecutive
-//   calls that timed out or lost their connection, calls for that node fail at once with
-//   not_connected for 500 ms; then one probe goes through, and its answer closes the breaker),
-//   and its problems in the server's words: last_error() is the newest node's, with its
-//   address (MOVED, ASK and TRYAGAIN are routing, not problems); healthy() is false while a
-//   slot has no reachable master, a master's breaker is open, or a node fails for a lasting
-//   reason (NOPERM) until it answers a call again.
-// - The library (or the scripts) is loaded on every node's connections as they connect;
-//   NOSCRIPT and a missing function as client.hpp.
+// - Each node is a node.hpp, with its breaker, scripts and problems as a single server's
+//   (client.hpp): last_error() is the newest node's (MOVED, ASK and TRYAGAIN are routing, not
+//   problems); healthy() is false while a slot has no reachable master, a master's breaker is
+//   open, or a node fails for a lasting reason (NOPERM) until it answers a call again.
 //
 // Threading, completion and shutdown: as client.hpp says.
 #pragma once

@@ -14,7 +14,6 @@ namespace floodgate {
 namespace {
 
 using redis::endpoint_label;
-using redis::redis_endpoint;
 using redis::reply;
 using command = redis::url_asker::command;
 
@@ -39,18 +38,15 @@ std::string describe(const reply& r) {
   return "(reply)";
 }
 
-bool is_memory_url(std::string_view url) noexcept {
-  return redis::iequals_prefix(url, "memory:") || url == "memory";
-}
-
 }  // namespace
 
 struct redis_inspector::impl {
   impl(std::string_view url, std::chrono::milliseconds timeout)
       : names_redis(redis::is_redis_url(url)),
         asker(url, timeout),
-        why_not(is_memory_url(url) ? "memory:// keeps state inside the process, not in Redis"
-                                   : asker.why_not()) {}
+        why_not(redis::iequals_prefix(url, "memory:") || url == "memory"
+                    ? "memory:// keeps state inside the process, not in Redis"
+                    : asker.why_not()) {}
 
   bool names_redis;
   redis::url_asker asker;
@@ -63,19 +59,20 @@ struct redis_inspector::impl {
       return std::nullopt;
     }
     const auto& nodes = asker.nodes();
-    const auto ep = std::find_if(nodes.begin(), nodes.end(), [&](const redis_endpoint& n) {
+    const auto ep = std::find_if(nodes.begin(), nodes.end(), [&](const auto& n) {
       return endpoint_label(n) == label;
     });
     if (ep == nodes.end()) {
       error = std::string(label) + ": not a node of this URL (nodes() names them)";
       return std::nullopt;
     }
-    auto r = asker.ask(*ep, c, error);
-    if (r && r->is_error()) {
-      error = r->str;
+    auto replies = asker.ask_all(*ep, redis::url_asker::peer::node, {c}, error);
+    if (replies.empty()) return std::nullopt;
+    if (replies.front().is_error()) {
+      error = replies.front().str;
       return std::nullopt;
     }
-    return r;
+    return std::move(replies.front());
   }
 };
 

@@ -25,28 +25,9 @@ std::string_view key_code(algorithm a) noexcept {
   return "?";
 }
 
-}  // namespace
-
-bool stored_as_hash(std::string_view caller_key, std::size_t max_plain_key_size) noexcept {
-  return caller_key.size() > max_plain_key_size || caller_key.starts_with('#') ||
-         caller_key.find_first_of("{}") != std::string_view::npos;
-}
-
-namespace {
-
 std::size_t tag_size(const key_format& f, std::string_view caller_key) noexcept {
   return stored_as_hash(caller_key, f.max_plain_key_size) ? hashed_size : caller_key.size();
 }
-
-}  // namespace
-
-std::size_t state_key_size(const key_format& f, const policy& p,
-                           std::string_view caller_key) noexcept {
-  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() +
-         core::state_unit(p).view().size() + 1 + 1 + tag_size(f, caller_key) + 1;
-}
-
-namespace {
 
 void append_tag(std::string& out, const key_format& f, std::string_view caller_key) {
   out.append(":{");
@@ -58,6 +39,17 @@ void append_tag(std::string& out, const key_format& f, std::string_view caller_k
 }
 
 }  // namespace
+
+bool stored_as_hash(std::string_view caller_key, std::size_t max_plain_key_size) noexcept {
+  return caller_key.size() > max_plain_key_size || caller_key.starts_with('#') ||
+         caller_key.find_first_of("{}") != std::string_view::npos;
+}
+
+std::size_t state_key_size(const key_format& f, const policy& p,
+                           std::string_view caller_key) noexcept {
+  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() +
+         core::state_unit(p).view().size() + 1 + 1 + tag_size(f, caller_key) + 1;
+}
 
 void append_state_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key) {

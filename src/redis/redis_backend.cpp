@@ -13,7 +13,6 @@
 #include "redis/sentinel_client.hpp"
 #include "redis/sha256.hpp"
 #include "redis/topology.hpp"
-#include "redis/url_options.hpp"
 
 namespace floodgate::redis {
 namespace {
@@ -29,8 +28,7 @@ script_set all_scripts() {
           &script_library()};
 }
 
-// The all-or-nothing scripts (multi, multi_block) answer five integers per item: allowed
-// (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never).
+// The all-or-nothing scripts' (multi, multi_block) five integers per item (script_decision).
 std::error_code decode(std::span<const reply> elements, std::size_t items,
                        std::vector<decision>& out) {
   if (elements.size() != 5 * items) return errc::protocol_error;
@@ -78,15 +76,17 @@ class check_call final : public request {
       : items_(items), lone_capacity_(lone_capacity), handler_(std::move(handler)) {}
 
   void complete(std::error_code ec, reply* r) noexcept override {
-    if (!ec && lone_capacity_ > 0) {
-      backend_reply out;
+    backend_reply out;
+    if (ec)
+      out.error = ec;
+    else if (lone_capacity_ > 0)
       out.error = decode_lone(*r, lone_capacity_, out.decisions);
-      if (out.error) out.decisions.clear();
-      handler_(std::move(out));
-      return;
-    }
-    if (!ec && r->kind != reply::type::array) ec = errc::protocol_error;
-    finish(ec, ec ? std::span<const reply>{} : std::span<const reply>(r->elements));
+    else if (r->kind != reply::type::array)
+      out.error = errc::protocol_error;
+    else
+      out.error = decode(r->elements, items_, out.decisions);
+    if (out.error) out.decisions.clear();
+    handler_(std::move(out));
   }
 
   // A batch item (only lone checks are batched): the decision is read already.
@@ -97,19 +97,11 @@ class check_call final : public request {
   }
 
  private:
-  void finish(std::error_code ec, std::span<const reply> elements) noexcept {
-    backend_reply out;
-    out.error = ec ? ec : decode(elements, items_, out.decisions);
-    if (out.error) out.decisions.clear();
-    handler_(std::move(out));
-  }
-
   std::size_t items_;
   std::int64_t lone_capacity_;
   backend_handler handler_;
 };
 
-// Whether `r` is an array of `n` integers, as most scripts answer.
 bool integers(const reply& r, std::size_t n) noexcept {
   return r.kind == reply::type::array && r.elements.size() == n &&
          std::all_of(r.elements.begin(), r.elements.end(),
@@ -147,9 +139,11 @@ bool any_penalty(std::span<const check_item> items) noexcept {
 
 // <FCALL function | EVALSHA sha1> <numkeys>: the header every script call starts with, in
 // `form`. Records where the arguments after the function or SHA1 begin, so a connection can
-// send the call in another form (connection::append_call) after a refusal or NOSCRIPT.
-void begin_script_call(request& r, const script& s, script_call form, std::size_t keys,
-                       std::size_t args) {
+// send the call in another form (connection::append_call) after a refusal or NOSCRIPT. Calls
+// off the decision path (refunds, leases) go as EVALSHA: the connection writes their header
+// as FCALL while the library is loaded. Returns the command, for the arguments to follow.
+std::string& begin_script_call(request& r, const script& s, std::size_t keys, std::size_t args,
+                               script_call form = script_call::evalsha) {
   r.script = &s;
   r.encoded = form;
   r.argument_count = 3 + keys + args;
@@ -157,12 +151,6 @@ void begin_script_call(request& r, const script& s, script_call form, std::size_
   append_script_head(r.command, s, form);
   r.body_offset = r.command.size();
   append_bulk(r.command, static_cast<std::int64_t>(keys));
-}
-
-// Calls off the decision path (refunds, leases): the connection writes their header as FCALL
-// while the library is loaded. Returns the command, for the arguments to follow.
-std::string& begin_evalsha(request& r, const script& s, std::size_t keys, std::size_t args) {
-  begin_script_call(r, s, script_call::evalsha, keys, args);
   return r.command;
 }
 
@@ -190,19 +178,15 @@ void append_now(std::string& out, const redis_options& o) {
     append_bulk(out, std::string_view{});
 }
 
-void check_prefix(const redis_options& o) {
-  if (o.key_prefix.find_first_of("{}") != std::string::npos)
-    throw config_error(
-        "redis_options: key_prefix must not contain '{' or '}' (it would move "
-        "the Redis Cluster hash tag)");
-}
-
 }  // namespace
 
 redis_backend::redis_backend(std::string_view full_url, const redis_options& options)
     : options_(options) {
   auto target = parse_topology(full_url, options_);
-  check_prefix(options_);
+  if (options_.key_prefix.find_first_of("{}") != std::string::npos)
+    throw config_error(
+        "redis_options: key_prefix must not contain '{' or '}' (it would move the Redis Cluster "
+        "hash tag)");
   switch (target.what) {
     case topology::kind::cluster:
       if (target.tls()) validate_tls_options(options_.tls);
@@ -227,10 +211,6 @@ int redis_backend::slot_of(std::string_view caller_key) const {
   if (stored_as_hash(caller_key, options_.max_plain_key_size))
     return key_slot("#" + sha256_hex(caller_key));
   return static_cast<int>(crc16(caller_key) % cluster_slots);
-}
-
-key_format redis_backend::keys() const noexcept {
-  return {options_.key_prefix, options_.max_plain_key_size};
 }
 
 request_ptr redis_backend::start_call(int slot, request_ptr call) const {
@@ -259,7 +239,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   if (penalty) {
     // Never batched: the batch script knows no penalties (and checks without one pay nothing
     // for them).
-    begin_script_call(*call, multi_block_script(), form, 2 * items.size(), 1 + 6 * items.size());
+    begin_script_call(*call, multi_block_script(), 2 * items.size(), 1 + 6 * items.size(), form);
     for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
     for (const auto& item : items) append_block(out, keys, *item.policy, item.key);
     append_now(out, options_);
@@ -270,7 +250,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
   } else if (lone) {
     const auto& item = items.front();
     const policy& p = *item.policy;
-    begin_script_call(*call, script_for(p.algo()), form, 1, 5);
+    begin_script_call(*call, script_for(p.algo()), 1, 5, form);
     // Where the batch script finds its parts (connection::flush may batch it).
     call->part.key = static_cast<std::uint32_t>(out.size());
     append_key(out, keys, p, item.key);
@@ -281,7 +261,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     call->part.capacity = p.capacity();
     append_now(out, options_);
   } else {
-    begin_script_call(*call, multi_script(), form, items.size(), 1 + 5 * items.size());
+    begin_script_call(*call, multi_script(), items.size(), 1 + 5 * items.size(), form);
     for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
     append_now(out, options_);
     for (const auto& item : items) append_item(out, *item.policy, item.cost);
@@ -301,22 +281,18 @@ void redis_backend::async_refund(const check_item& item, std::string_view idempo
         if (!ec && !integers(*r, 7)) ec = errc::protocol_error;
         if (!ec) {
           const auto& e = r->elements;
-          if (e[5].integer < 0 || e[5].integer > cost || (e[6].integer != 0 && e[6].integer != 1))
+          out.refunded = e[5].integer;
+          out.replayed = e[6].integer == 1;
+          if (out.refunded < 0 || out.refunded > cost || (e[6].integer != 0 && e[6].integer != 1))
             ec = errc::protocol_error;
           else
             ec = decode(std::span<const reply>(e).first(5), 1, out.decisions);
         }
-        if (ec) {
-          out.error = ec;
-          out.decisions.clear();
-        } else {
-          out.refunded = r->elements[5].integer;
-          out.replayed = r->elements[6].integer == 1;
-        }
+        if (ec) out = {ec, {}};
         handler(std::move(out));
       }));
   const bool keyed = !idempotency_key.empty();
-  std::string& out = begin_evalsha(*call, refund_script(), keyed ? 2 : 1, keyed ? 7 : 6);
+  std::string& out = begin_script_call(*call, refund_script(), keyed ? 2 : 1, keyed ? 7 : 6);
   append_key(out, keys(), p, item.key);
   if (keyed)
     append_bulk(out, state_key(keys(), p, item.key) + ":rf:" + std::string(idempotency_key));
@@ -331,7 +307,7 @@ void redis_backend::async_refund(const check_item& item, std::string_view idempo
 void redis_backend::async_acquire(std::string_view key, const concurrency_policy& p,
                                   std::string_view id, backend_handler handler) {
   auto call = start_call(slot_of(key), std::make_unique<check_call>(1, std::move(handler)));
-  std::string& out = begin_evalsha(*call, acquire_script(), 1, 4);
+  std::string& out = begin_script_call(*call, acquire_script(), 1, 4);
   append_bulk(out, lease_key(keys(), p, key));
   append_bulk(out, p.limit());
   append_bulk(out, static_cast<std::int64_t>(p.lease().count()));
@@ -349,7 +325,7 @@ void redis_backend::async_release(std::string_view key, const concurrency_policy
           ec = errc::protocol_error;
         handler({!ec && r->integer == 1, ec});
       }));
-  std::string& out = begin_evalsha(*call, release_script(), 1, 3);
+  std::string& out = begin_script_call(*call, release_script(), 1, 3);
   append_bulk(out, lease_key(keys(), p, key));
   append_bulk(out, id);
   append_bulk(out, static_cast<std::int64_t>(ttl.count()));
@@ -392,7 +368,7 @@ void redis_backend::async_reserve(std::string_view key, const policy& p, std::in
         if (ec) out = {ec, 0, 0, {}, {}};
         handler(std::move(out));
       }));
-  std::string& out = begin_evalsha(*call, reserve_script(), 1, 6);
+  std::string& out = begin_script_call(*call, reserve_script(), 1, 6);
   append_key(out, keys(), p, key);
   append_bulk(out, to_string(p.algo()));
   append_params(out, p);
@@ -407,18 +383,16 @@ void redis_backend::async_give_back(std::string_view key, const policy& p, std::
                                     backend_handler handler) {
   auto call = start_call(slot_of(key),
                          on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
-                           backend_reply out;
+                           backend_reply out{ec, {}};
                            if (!ec && (!integers(*r, 2) || r->elements[0].integer < 0))
-                             ec = errc::protocol_error;
-                           if (ec) {
-                             out.error = ec;
-                           } else {
+                             out.error = errc::protocol_error;
+                           if (!out.error) {
                              out.refunded = r->elements[0].integer;
                              out.replayed = r->elements[1].integer == 1;
                            }
                            handler(std::move(out));
                          }));
-  std::string& out = begin_evalsha(*call, give_back_script(), 2, 5);
+  std::string& out = begin_script_call(*call, give_back_script(), 2, 5);
   append_key(out, keys(), p, key);
   append_bulk(out, state_key(keys(), p, key) + ":gb:" + std::string(id));  // the key's hash slot
   append_bulk(out, to_string(p.algo()));
@@ -434,7 +408,6 @@ void redis_backend::async_heartbeat(std::string_view instance, std::chrono::mill
   const std::string key = options_.key_prefix + "{instances}";
   auto call = start_call(cluster_ ? key_slot(key) : -1,
                          on_reply([handler = std::move(handler)](std::error_code ec, reply* r) {
-                           if (!ec && r->is_error()) ec = error_for(*r);
                            if (!ec && (r->kind != reply::type::integer || r->integer < 1))
                              ec = errc::protocol_error;
                            handler(ec, ec ? 0 : r->integer);

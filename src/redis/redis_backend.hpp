@@ -1,15 +1,13 @@
 // The Redis backend: every decision is one Lua script run atomically inside Redis
-// (docs/algorithms.md), sent as EVALSHA over a pipelined client (client.hpp).
+// (docs/algorithms.md), encoded once here and sent through the URL's topology (transport.hpp:
+// client.hpp, cluster_client.hpp, sentinel_client.hpp).
 //
 //   auto b = std::make_shared<floodgate::redis::redis_backend>("redis://127.0.0.1:6379");
 //   floodgate::limiter limiter{b};
 //
-// A redis+cluster:// URL makes it route through a cluster_client (cluster_client.hpp): every
-// call carries its keys' hash slot, and a check_all whose items land in different slots fails
-// with errc::cross_slot (floodgate keys of one caller key always share a slot).
-//
-// A redis+sentinel:// URL goes through a sentinel_client (sentinel_client.hpp), which finds
-// the primary and follows failovers.
+// On a Cluster every call carries its keys' hash slot, and a check_all whose items land in
+// different slots fails with errc::cross_slot (floodgate keys of one caller key always share a
+// slot).
 //
 // One item is checked with its algorithm's script, several with the all-or-nothing multi
 // script; a reset is a DEL. Keys are laid out as key.hpp says. Calls fail with a backend
@@ -69,7 +67,7 @@ class redis_backend final : public backend, public lease_backend {
  private:
   // On a Cluster, the slot of a caller key's state (the calls carry it); elsewhere -1.
   int slot_of(std::string_view caller_key) const;
-  key_format keys() const noexcept;
+  key_format keys() const noexcept { return {options_.key_prefix, options_.max_plain_key_size}; }
   // `call`, due within the timeout, for `slot`.
   std::unique_ptr<request> start_call(int slot, std::unique_ptr<request> call) const;
 

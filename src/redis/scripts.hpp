@@ -8,10 +8,7 @@
 //                                               limit, window_ms, burst, cost}
 //   multi_block:   KEYS[1..2n] (state keys, then block keys); ARGV = {now_ms, then per item:
 //                  algorithm name, limit, window_ms, burst, cost, block_for_ms}
-//   now_ms is "" unless a test clock is set. multi and multi_block return 5 integers per item:
-//   allowed (0/1), limit, remaining, reset_after_ms, retry_after_ms (-1: never); a
-//   per-algorithm script (a lone check) returns one integer when allowed, remaining + (burst +
-//   1) x reset_after_ms, else the batch's item (script_decision.hpp: lone_decision).
+//   now_ms is "" unless a test clock is set. The replies: script_decision.hpp.
 #pragma once
 
 #include <cstdint>

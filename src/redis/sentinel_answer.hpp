@@ -14,7 +14,7 @@
 // ends, though its epoch is already the new one). In that order, a failover between the two
 // pairs the new address with the old epoch, never the old address with the new epoch.
 //
-//   auto a = read_answer(master_reply, address_reply, template_endpoint);
+//   auto a = read_answer(address_reply, read_config_epoch(master_reply), template_endpoint);
 //   if (a && choice.take(*a, have_primary, primary_refused)) switch_to(a->primary);
 //   if (switched_on_push) choice.pushed();
 //

@@ -25,19 +25,13 @@ using steady = request::clock;
 
 namespace {
 
-// Asks after a suspicion (READONLY, a lost connection, a timeout) start at most this often: a
-// storm of READONLY replies costs one question per sentinel per 100 ms.
+// A storm of READONLY replies costs one question per sentinel per resolve_min_interval; the
+// recheck catches a +switch-master missed by a subscription that died silently (half-open).
 constexpr auto resolve_min_interval = 100ms;
-// The sentinels are asked this often regardless, over the persistent connections: a safety
-// net for a +switch-master missed by a subscription that died silently (half-open).
 constexpr auto recheck_interval = 1s;
 
-// Runs on the pool's io thread (node_pool.hpp): the sentinel connections, the primary as the
-// pool's node, calls held after READONLY in the pool's waiting room, a retired primary.
-// Callers' threads read the health (atomics, pool_health) and the start-up state (mutex_).
-// Routes every call to the current primary and decides what its answer means: a READONLY (a
-// demoted primary: the script wrote nothing) is re-sent once, to the new primary, and
-// failures start a new look-up (request::route.epoch: the primary it went to).
+// The router the header describes, on the pool's io thread; callers' threads read the health
+// (atomics, pool_health) and the start-up state (mutex_).
 class sentinel_client final : public pool_client, public call_router {
  public:
   // The pool's TLS context (rediss+sentinel://) is the sentinels' too.
@@ -51,13 +45,12 @@ class sentinel_client final : public pool_client, public call_router {
     append_command(ask_command_, {"SENTINEL", "MASTER", config_.master_name});
     ask_command_ += address_command_;
     append_command(subscribe_command_, {"SUBSCRIBE", "+switch-master", "+promoted-slave"});
-    for (std::size_t i = 0; i < config_.sentinels.size(); ++i)
-      peers_.push_back(std::make_unique<peer>(*this, config_.sentinels[i]));
+    for (const auto& s : config_.sentinels)
+      peers_.push_back(
+          std::make_unique<peer>(*this, sentinel_stream_config(s, options, pool_.tls())));
   }
 
-  // Waits for the first primary (first_answer_due) or every sentinel failing, connect_timeout
-  // at most: the sentinels are asked together, so one that never answers costs nothing when a
-  // majority does.
+  // The start-up wait the header describes (settle() ends it).
   void run() {
     pool_client::run();
     std::unique_lock lock(mutex_);
@@ -90,8 +83,6 @@ class sentinel_client final : public pool_client, public call_router {
     return pool_.health().last_error();
   }
 
-  // --- pool_router (io thread) -------------------------------------------------------------
-
   void start() override {
     for (auto& p : peers_) subscribe(*p);
     ask_all();
@@ -109,7 +100,6 @@ class sentinel_client final : public pool_client, public call_router {
     healthy_.store(false, std::memory_order_relaxed);
   }
 
-  // To the current primary; with none known, not_connected at once (and the sentinels asked).
   void route(request_ptr r, bool fresh) override {
     if (fresh)
       r->route = {.by = this};
@@ -119,14 +109,13 @@ class sentinel_client final : public pool_client, public call_router {
       request_round();
       return r->complete(errc::not_connected, nullptr);
     }
-    r->route.epoch = epoch_;
+    r->route.epoch = epoch_;  // the primary it goes to
     if (!pool_.send(std::move(r), *primary_)) request_round();
   }
 
   void readiness_changed(node&, bool) override { update_health(); }
   void breaker_changed(node&, breaker::change) override { update_health(); }
 
-  // call_router, on the io thread (its node heard first: request::finish).
   void call_done(request_ptr c, std::error_code ec, reply* r) noexcept override {
     // NOREPLICAS (min-replicas-to-write) is not held: it also means a replica is down, and
     // then every call would wait its whole deadline (docs/operations.md measures both).
@@ -135,8 +124,7 @@ class sentinel_client final : public pool_client, public call_router {
                            r->str.find("READONLY You can't write") != std::string::npos);
     // The primary it was sent to is a replica now, whatever a sentinel says (sentinel_answer.hpp).
     if (readonly) refused_epoch_ = c->route.epoch;
-    if (!pool_.torn_down() && (readonly || ec == errc::not_connected || ec == errc::timeout))
-      request_round();
+    if (readonly || ec == errc::not_connected || ec == errc::timeout) request_round();
     if (readonly && !pool_.torn_down() && c->route.redirects == 0 && steady::now() < c->deadline) {
       // Held until the new primary is known or its deadline passes; sent there afresh (the
       // primary's node admits it again), on the next turn if it is known already.
@@ -152,11 +140,11 @@ class sentinel_client final : public pool_client, public call_router {
  private:
   // One sentinel: a connection for questions and one subscribed to +switch-master.
   struct peer {
-    peer(sentinel_client& owner, const redis_endpoint& ep)
-        : ask(owner.pool_.context(), owner.sentinel_at(ep),
+    peer(sentinel_client& owner, const stream_config& at)
+        : ask(owner.pool_.context(), at,
               {[&owner, this](reply& r) { owner.on_answer(*this, r); },
                [&owner, this](const std::string& why) { owner.on_ask_closed(*this, why); }}),
-          sub(owner.pool_.context(), owner.sentinel_at(ep),
+          sub(owner.pool_.context(), at,
               {[&owner, this](reply& r) { owner.on_message(*this, r); },
                [&owner, this](const std::string& why) { owner.on_sub_closed(*this, why); }}),
           ask_timer(owner.pool_.context()),
@@ -171,14 +159,8 @@ class sentinel_client final : public pool_client, public call_router {
     bool epoch_read = false;    // this question's SENTINEL MASTER reply is in: the address next
     std::optional<std::uint64_t> epoch;  // what it said
     std::uint64_t ask_round = 0;         // the round it belongs to
-    bool subscribed = false;
-    backoff resubscribe;  // jittered as a connection's reconnects (backoff.hpp)
+    backoff resubscribe;                 // jittered as a connection's reconnects (backoff.hpp)
   };
-
-  const redis_options& options() const noexcept { return pool_.options(); }
-  stream_config sentinel_at(const redis_endpoint& ep) const {
-    return sentinel_stream_config(ep, options(), pool_.tls());
-  }
 
   void note_error(const std::string& why) {
     std::lock_guard lock(mutex_);
@@ -191,10 +173,6 @@ class sentinel_client final : public pool_client, public call_router {
                    std::memory_order_relaxed);
   }
 
-  // --- asking -----------------------------------------------------------------------------
-
-  // Asks after a suspicion (READONLY, a lost connection, a timeout) start at most every
-  // resolve_min_interval.
   void request_round() {
     if (round_timer_.armed() || pool_.torn_down()) return;
     const auto at = last_round_at_ + resolve_min_interval;
@@ -202,9 +180,7 @@ class sentinel_client final : public pool_client, public call_router {
     round_timer_.at(at, [this] { ask_all(); });
   }
 
-  // SENTINEL get-master-addr-by-name of every sentinel at once, each on its persistent
-  // connection (opened if needed) and answered within connect_timeout or that connection is
-  // closed; the first answer naming another primary switches to it.
+  // Every sentinel at once, on its persistent connection (opened if need be).
   void ask_all() {
     round_timer_.cancel();
     last_round_at_ = steady::now();
@@ -217,7 +193,7 @@ class sentinel_client final : public pool_client, public call_router {
       p->epoch_read = p->address_only;
       p->asking = true;
       p->ask_round = round_;
-      p->ask_timer.after(options().connect_timeout, [this, q = p.get()] {
+      p->ask_timer.after(pool_.options().connect_timeout, [this, q = p.get()] {
         q->ask.close();  // its late answer must not be taken for the next question's
         note_error(endpoint_label(q->ask.endpoint()) + ": no answer within connect_timeout");
         answered(*q);
@@ -232,37 +208,26 @@ class sentinel_client final : public pool_client, public call_router {
     p.ask_timer.cancel();
   }
 
-  // After each sentinel's answer or failure: at start-up, the primary once enough have named
-  // one (first_answer_due); the constructor is released once one is known or no sentinel is
-  // still asked.
+  // After each sentinel's answer or failure: at start-up, the newest answer once a majority
+  // gave one or none is still asked (the header says why); the constructor is released once a
+  // primary is known or no sentinel is still asked.
   void settle() {
-    first_answer_due();
-    if (first_round_over_) return;
-    for (auto& q : peers_)
-      if (q->asking) return;
+    const bool all_in =
+        std::none_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->asking; });
+    const bool majority = 2 * first_answers_.size() > peers_.size();
+    if (primary_ == nullptr && !first_answers_.empty() && (majority || all_in)) {
+      std::vector<sentinel_answer> answers;
+      for (auto& [from, a] : first_answers_) answers.push_back(std::move(a));
+      first_answers_.clear();
+      const auto best = best_answer(answers);
+      if (best && choice_.take(*best, false, false)) learned(best->primary);
+    }
+    if (first_round_over_ || !all_in) return;
     {
       std::lock_guard lock(mutex_);
       first_round_over_ = true;
     }
     cv_.notify_all();
-  }
-
-  // Start-up, no primary yet: the first answer to come may be from a sentinel that has not
-  // heard of the last failover, naming an old primary that still takes writes. Answers are
-  // gathered until a majority of the sentinels gave one, or none is still asked (each within
-  // connect_timeout), and the newest is taken: the epoch rule, applied to the first answer as
-  // to every later one.
-  void first_answer_due() {
-    if (primary_ != nullptr || first_answers_.empty()) return;
-    const bool majority = 2 * first_answers_.size() > peers_.size();
-    const bool all_in =
-        std::none_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->asking; });
-    if (!majority && !all_in) return;
-    std::vector<sentinel_answer> answers;
-    for (auto& [from, a] : first_answers_) answers.push_back(std::move(a));
-    first_answers_.clear();
-    const auto best = best_answer(answers);
-    if (best && choice_.take(*best, false, false)) learned(best->primary);
   }
 
   void on_answer(peer& p, reply& r) {
@@ -305,14 +270,11 @@ class sentinel_client final : public pool_client, public call_router {
     settle();
   }
 
-  // --- subscribing ------------------------------------------------------------------------
-
   void subscribe(peer& p) {
-    p.subscribed = false;
     p.sub.open();
     p.sub.send(subscribe_command_);
     // A sentinel that accepts and never confirms is tried again later.
-    p.sub_timer.after(options().connect_timeout, [this, q = &p] {
+    p.sub_timer.after(pool_.options().connect_timeout, [this, q = &p] {
       q->sub.close();
       on_sub_closed(*q, endpoint_label(q->sub.endpoint()) +
                             ": SUBSCRIBE not confirmed within connect_timeout");
@@ -321,7 +283,6 @@ class sentinel_client final : public pool_client, public call_router {
 
   void on_sub_closed(peer& p, const std::string& why) {
     note_error(why);
-    p.subscribed = false;
     p.sub_timer.after(p.resubscribe.next(), [this, q = &p] { subscribe(*q); });
   }
 
@@ -336,7 +297,6 @@ class sentinel_client final : public pool_client, public call_router {
     const std::string& kind = r.elements[0].str;
     if (kind == "subscribe") {
       if (r.elements[1].str != "+switch-master") return;
-      p.subscribed = true;
       p.resubscribe.reset();
       p.sub_timer.cancel();
       return request_round();  // a switch may have been missed while not subscribed
@@ -359,19 +319,17 @@ class sentinel_client final : public pool_client, public call_router {
     if (ep && learned(*ep)) choice_.pushed();
   }
 
-  // --- switching --------------------------------------------------------------------------
-
   // The pool's node for a new primary; the old one retired (kept while its calls in flight
   // finish), held calls on to the new one. False: no move.
   bool learned(const redis_endpoint& address) {
-    if (pool_.torn_down() || (primary_ != nullptr && primary_address_ == address)) return false;
+    if (pool_.torn_down() || (primary_ != nullptr && primary_->config().endpoint == address))
+      return false;
     node* next = pool_.node_for(address);  // connects in background
     if (primary_ != nullptr) {
-      pool_.retire(*primary_, steady::now() + 2 * options().timeout);
+      pool_.retire(*primary_, steady::now() + 2 * pool_.options().timeout);
       pool_.health().failovers_seen.fetch_add(1, std::memory_order_relaxed);
     }
     primary_ = next;
-    primary_address_ = address;
     ++epoch_;
     update_health();
     {
@@ -393,7 +351,6 @@ class sentinel_client final : public pool_client, public call_router {
 
   // io thread
   node* primary_ = nullptr;  // the pool's node for it; null until a sentinel names one
-  redis_endpoint primary_address_;
   std::uint64_t epoch_ = 0;  // primaries named so far
   // The epoch_ of the last primary that answered READONLY (~0: none yet).
   std::uint64_t refused_epoch_ = ~std::uint64_t{0};

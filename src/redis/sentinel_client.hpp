@@ -29,9 +29,6 @@
 #pragma once
 
 #include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "redis/scripts.hpp"
 #include "redis/topology.hpp"

@@ -26,7 +26,6 @@ target_sources(floodgate PRIVATE
   redis/inspector.cpp
   redis/inspect_text.cpp
   redis/redis_caller.cpp
-  redis/redis_subscription.cpp
   redis/redis_backend.cpp)
 # GCC 12 reports -Wnull-dereference inside Asio's scheduler after inlining it into our code
 # (a false positive the system-header rule cannot silence: it fires after inlining), and,

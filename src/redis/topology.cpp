@@ -6,7 +6,6 @@
 #include <string>
 
 #include "floodgate/errors.hpp"
-#include "redis/url_options.hpp"
 
 namespace floodgate::redis {
 namespace {

@@ -1,6 +1,5 @@
-// Which topology a Redis URL names, read in one place for everyone who takes a URL: the
-// backend (redis_backend.cpp), make_backend's scheme check (backend_url.cpp) and the inspection
-// API (inspector.cpp), so they never disagree about a URL.
+// Which topology a Redis URL names, and the options in its query, read in one place for
+// everyone who takes a URL (docs/architecture.md), so they never disagree about a URL.
 //
 //   redis_options o;
 //   const topology t = parse_topology("redis+cluster://10.0.0.1:7000?key_prefix=rl:", o);
@@ -12,6 +11,12 @@
 // database other than 0 is refused. redis+sentinel://[user:password@]host[:port][,...]/
 // master-name[/db] names sentinels (port 26379 by default), the master, and the primary's
 // credentials and db. Throws config_error (password masked) for anything else.
+//
+// Options in the query string (url_options.cpp; docs/operations.md lists them), e.g.
+// redis://127.0.0.1:6379/0?timeout=100ms&connections=4, override the redis_options given in
+// code, so a URL alone (floodgated --redis, make_backend) can tune the client. Unknown names,
+// repeated names, empty values and bad values are config_errors naming the URL (password
+// masked) and the option.
 #pragma once
 
 #include <string>
@@ -44,7 +49,7 @@ struct topology {
 // rediss, redis+cluster, rediss+cluster, redis+sentinel, rediss+sentinel.
 bool is_redis_url(std::string_view url) noexcept;
 
-// The topology of a Redis URL: its query's options applied to `options` (url_options.hpp),
+// The topology of a Redis URL: its query's options applied to `options` (apply_url_options),
 // then its nodes by scheme (anything but a cluster or sentinel URL is read as redis:// by
 // url.hpp). Throws config_error (password masked) for a URL the backend refuses.
 topology parse_topology(std::string_view url, redis_options& options);
@@ -53,6 +58,9 @@ topology parse_topology(std::string_view url, redis_options& options);
 // reason in `why_not` ("not a Redis URL: ..." for another scheme), instead of an exception.
 bool parse_topology(std::string_view url, redis_options& options, topology& out,
                     std::string& why_not);
+
+// Applies the query string's options (if any) to `options`; returns the URL without it.
+std::string_view apply_url_options(std::string_view url, redis_options& options);
 
 bool is_cluster_url(std::string_view url) noexcept;
 // The seeds of a redis+cluster:// URL without its query.

@@ -106,36 +106,29 @@ redis_endpoint parse_redis_url(std::string_view url) {
   std::string_view authority = rest.substr(0, slash);
   const std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash + 1);
 
-  std::string_view port_text;
-  bool has_port = false;
+  std::optional<std::string_view> port_text;
   if (!authority.empty() && authority.front() == '[') {
     const auto close = authority.find(']');
     if (close == std::string_view::npos) return fail("unterminated '[' in IPv6 host");
     ep.host = std::string(authority.substr(1, close - 1));
     const auto after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return fail("expected ':port' after ']'");
-      port_text = after.substr(1);
-      has_port = true;
-    }
+    if (!after.empty() && after.front() != ':') return fail("expected ':port' after ']'");
+    if (!after.empty()) port_text = after.substr(1);
     if (ep.host.empty() ||
         ep.host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
       return fail("malformed IPv6 host");
   } else {
     const auto colon = authority.find(':');
     ep.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) {
-      port_text = authority.substr(colon + 1);
-      has_port = true;
-    }
+    if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
     if (ep.host.empty()) return fail("missing host");
     for (char c : ep.host)
       if (!is_host_char(c)) return fail("invalid character in host '" + ep.host + "'");
   }
-  if (has_port) {
-    const auto port = parse_number<std::uint32_t>(port_text);
+  if (port_text) {
+    const auto port = parse_number<std::uint32_t>(*port_text);
     if (!port || *port == 0 || *port > 65535)
-      return fail("port must be a number from 1 to 65535, got '" + std::string(port_text) + "'");
+      return fail("port must be a number from 1 to 65535, got '" + std::string(*port_text) + "'");
     ep.port = static_cast<std::uint16_t>(*port);
   }
   if (!path.empty()) {
@@ -149,15 +142,9 @@ redis_endpoint parse_redis_url(std::string_view url) {
 
 std::string endpoint_label(std::string_view host, std::uint16_t port) {
   // Only an IPv6 address holds a ':'; host names and IPv4 addresses never do.
-  const bool v6 = host.find(':') != std::string_view::npos;
-  std::string out;
-  out.reserve(host.size() + 8);
-  if (v6) out += '[';
-  out += host;
-  if (v6) out += ']';
-  out += ':';
-  out += std::to_string(port);
-  return out;
+  const std::string h(host);
+  return (host.find(':') != std::string_view::npos ? "[" + h + "]:" : h + ":") +
+         std::to_string(port);
 }
 
 std::string endpoint_label(const redis_endpoint& ep) {

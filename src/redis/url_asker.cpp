@@ -8,7 +8,6 @@
 #include "redis/resp_writer.hpp"
 #include "redis/sentinel_answer.hpp"
 #include "redis/stream.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
 
@@ -33,7 +32,7 @@ std::string link_name(const redis_endpoint& ep, url_asker::peer kind) {
 }  // namespace
 
 struct url_asker::impl {
-  impl(const redis_options& o, tls_context_result t) : options(o), tls(std::move(t)) {}
+  explicit impl(tls_context_result t) : tls(std::move(t)) {}
   ~impl() {
     // The sockets' cancelled handlers still name their links: run them before the links go.
     for (auto& [name, l] : links) l->socket.close();
@@ -41,17 +40,7 @@ struct url_asker::impl {
     io.run();
   }
 
-  link& link_to(const redis_endpoint& ep, peer kind) {
-    auto& slot = links[link_name(ep, kind)];
-    if (slot) return *slot;
-    slot =
-        std::make_unique<link>(io, kind == peer::node ? node_stream_config(ep, options, tls)
-                                                      : sentinel_stream_config(ep, options, tls));
-    return *slot;
-  }
-
   boost::asio::io_context io;  // run only inside exchange() and the destructor
-  const redis_options& options;
   tls_context_result tls;
   std::atomic<bool> stopped{false};
   std::map<std::string, std::unique_ptr<link>> links;  // last: closed before io goes
@@ -59,9 +48,8 @@ struct url_asker::impl {
 
 url_asker::url_asker(std::string_view url, std::chrono::milliseconds timeout) : timeout_(timeout) {
   if (!parse_topology(url, options_, target_, why_not_)) return;
-  impl_ = std::make_unique<impl>(
-      options_, target_.tls() ? make_tls_context(options_.tls) : tls_context_result{});
-  if (target_.what != topology::kind::sentinel) nodes_ = target_.nodes;
+  impl_ =
+      std::make_unique<impl>(target_.tls() ? make_tls_context(options_.tls) : tls_context_result{});
 }
 
 url_asker::~url_asker() = default;
@@ -71,7 +59,12 @@ std::optional<std::string> url_asker::exchange(
     std::chrono::steady_clock::time_point until,
     const std::function<bool(const std::vector<reply>&)>& enough, std::vector<reply>& replies) {
   auto& s = *impl_;
-  auto& l = s.link_to(ep, kind);
+  auto& slot = s.links[link_name(ep, kind)];
+  if (!slot)
+    slot = std::make_unique<link>(s.io, kind == peer::node
+                                            ? node_stream_config(ep, options_, s.tls)
+                                            : sentinel_stream_config(ep, options_, s.tls));
+  auto& l = *slot;
   if (!l.socket.is_open()) {
     l.socket.config().connect_timeout = timeout_;
     l.socket.open();
@@ -121,10 +114,8 @@ void url_asker::close(const redis_endpoint& ep, peer kind) {
     it->second->socket.close();
 }
 
-// The primary the sentinels name: every sentinel is asked (SENTINEL MASTER for its
-// config-epoch, then get-master-addr-by-name, in one write; the address alone where the first
-// is refused) and the newest configuration wins (sentinel_answer.hpp: right after a failover a
-// sentinel may still name the old primary). The connection to one that is one no more goes.
+// Every sentinel asked SENTINEL MASTER and get-master-addr-by-name in one write; the newest
+// configuration wins (sentinel_answer.hpp).
 bool url_asker::find_nodes(std::string& error) {
   if (target_.what != topology::kind::sentinel) return true;
   const auto& cfg = target_.sentinel;
@@ -154,18 +145,12 @@ bool url_asker::find_nodes(std::string& error) {
     error = "no sentinel named the primary: " + error;
     return false;
   }
-  if (nodes_.empty() || nodes_.front() != best->primary) {
-    if (!nodes_.empty()) close(nodes_.front(), peer::node);
-    nodes_.assign(1, std::move(best->primary));
+  auto& nodes = target_.nodes;
+  if (nodes.empty() || nodes.front() != best->primary) {
+    if (!nodes.empty()) close(nodes.front(), peer::node);
+    nodes.assign(1, std::move(best->primary));
   }
   return true;
-}
-
-std::optional<reply> url_asker::ask(const redis_endpoint& ep, const command& c,
-                                    std::string& error) {
-  auto replies = ask_all(ep, peer::node, {c}, error);
-  if (replies.empty()) return std::nullopt;
-  return std::move(replies.front());
 }
 
 void url_asker::stop() {

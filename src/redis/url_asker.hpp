@@ -1,10 +1,7 @@
 // Questions to the Redis behind a backend URL from a thread that waits for each answer: what
-// the inspection API (inspector.cpp), redis_caller and redis_subscription (where it subscribes)
-// are made of. The URL
-// is read as make_backend reads it, and a key's commands go where the backend would send them:
-// the URL's node; on a Cluster the key's slot master (the seeds in turn until one answers, a
-// MOVED followed for good, an ASK once after ASKING, at most max_cluster_redirects); through
-// Sentinel the primary the sentinels name now.
+// the inspection API (inspector.cpp), redis_caller and redis_subscription are made of. The URL
+// is read as make_backend reads it, and a key's commands go where the backend would send them
+// (key_reader: the URL's node, a Cluster's slot master, the primary the sentinels name now).
 //
 //   url_asker u{"redis+cluster://127.0.0.1:7000", 1s};
 //   std::string error;
@@ -48,16 +45,13 @@ class url_asker {
 
   const std::string& why_not() const noexcept { return why_not_; }
   const redis_options& options() const noexcept { return options_; }
-  const topology& target() const noexcept { return target_; }
 
   // The nodes a key's commands start from, in nodes(): the URL's; through Sentinel the primary
   // the sentinels name now (the connection to one that is one no more is closed). False, with
   // `error`, when no sentinel names one: nodes() keeps the one named last (none before).
   bool find_nodes(std::string& error);
-  const std::vector<redis_endpoint>& nodes() const noexcept { return nodes_; }
+  const std::vector<redis_endpoint>& nodes() const noexcept { return target_.nodes; }
 
-  // `c`'s reply from `ep` (an error reply is a reply), or nullopt with `error` naming `ep`.
-  std::optional<reply> ask(const redis_endpoint& ep, const command& c, std::string& error);
   // The replies to `commands`, written together to `ep` (connecting first), all due within the
   // timeout, connecting included; or none, with `error` naming the endpoint.
   std::vector<reply> ask_all(const redis_endpoint& ep, peer kind,
@@ -101,9 +95,8 @@ class url_asker {
  private:
   std::chrono::milliseconds timeout_;
   std::string why_not_;
-  redis_options options_;  // the URL's: key_prefix, TLS files, the sentinels' credentials
-  topology target_;
-  std::vector<redis_endpoint> nodes_;
+  redis_options options_;       // the URL's: key_prefix, TLS files, the sentinels' credentials
+  topology target_;             // through Sentinel, its nodes are the primary found last
   struct impl;                  // the connections
   std::unique_ptr<impl> impl_;  // when why_not_ is empty
 };

@@ -1,12 +1,10 @@
-#include "redis/url_options.hpp"
-
+// apply_url_options (topology.hpp): the options in a Redis URL's query string.
 #include <optional>
 #include <string>
 
 #include "floodgate/duration.hpp"
 #include "floodgate/errors.hpp"
 #include "redis/topology.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
 namespace {

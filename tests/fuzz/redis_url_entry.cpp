@@ -10,7 +10,6 @@
 #include "redis/sentinel_client.hpp"
 #include "redis/topology.hpp"
 #include "redis/url.hpp"
-#include "redis/url_options.hpp"
 
 namespace floodgate::fuzz {
 namespace {

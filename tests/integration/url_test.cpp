@@ -5,7 +5,7 @@
 
 #include "floodgate/errors.hpp"
 #include "floodgate/limiter.hpp"
-#include "redis/url_options.hpp"
+#include "redis/topology.hpp"
 
 namespace floodgate::redis {
 namespace {

@@ -23,9 +23,10 @@ using clock = std::chrono::steady_clock;
 using fault = fault_relay::fault;
 
 // A timer fires late, a thread wakes late on a loaded 2-core machine (208 ms against a 100 ms
-// deadline was seen at load 10). Still below connect_timeout (500 ms) without sanitizers: a
-// call held to the connection's end instead of its own deadline is caught.
-constexpr auto slack = 200ms * timing_factor;
+// deadline was seen at load 10, 330 ms at load 12). The deadline plus this stays below
+// connect_timeout (500 ms) without sanitizers: a call held to the connection's end instead of
+// its own deadline is still caught.
+constexpr auto slack = 290ms * timing_factor;
 
 // What a stream of checks saw while a fault lasted.
 struct observed {

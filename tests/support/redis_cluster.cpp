@@ -31,7 +31,9 @@ redis_cluster::redis_cluster(options opts) : node_timeout_(opts.node_timeout) {
     }
     nodes_.push_back(std::make_unique<redis_server>(o));
   }
-  std::string cmd = "redis-cli --cluster create";
+  // Bounded: a redis-cli stuck waiting for the nodes to agree would hold the test until ctest's
+  // own timeout (1,500 s) instead of failing it here.
+  std::string cmd = "timeout 60 redis-cli --cluster create";
   for (const auto& n : nodes_) cmd += " 127.0.0.1:" + std::to_string(n->port());
   cmd += " --cluster-replicas 1 --cluster-yes >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) throw std::runtime_error("redis_cluster: create failed");

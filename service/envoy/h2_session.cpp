@@ -286,14 +286,20 @@ h2_session::h2_session(events& e, h2_limits limits) : events_(e), limits_(limits
     throw std::bad_alloc();
   }
   nghttp2_option_set_no_http_messaging(opts, 1);
+  // No closed streams kept, and no RFC 7540 priority tree (SETTINGS_NO_RFC7540_PRIORITIES):
+  // they serve only the dependency tree, which orders nothing here (an answer is a few dozen
+  // bytes, sent as soon as its flow-control window lets it), and cost every stream its place in
+  // the tree and a closed stream's bookkeeping after it ends.
+  nghttp2_option_set_no_closed_streams(opts, 1);
   const int rc = nghttp2_session_server_new2(&session_, cbs, this, opts);
   nghttp2_option_del(opts);
   nghttp2_session_callbacks_del(cbs);
   if (rc != 0) throw std::bad_alloc();
-  const std::array<nghttp2_settings_entry, 2> settings{
+  const std::array<nghttp2_settings_entry, 3> settings{
       nghttp2_settings_entry{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_streams},
       nghttp2_settings_entry{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-                             static_cast<std::uint32_t>(limits_.max_header_bytes)}};
+                             static_cast<std::uint32_t>(limits_.max_header_bytes)},
+      nghttp2_settings_entry{NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
 }
 

@@ -341,25 +341,52 @@ class connection final : public grpc_connection,
   // Writes what the session has to send, one batch at a time; closes once it is over.
   void flush() {
     if (writing_ || closed_ || !handshaken_) return;
-    out_.clear();
-    session_.send(out_, write_batch_bytes);
-    // Short of the batch, yet answers left: the client's flow-control window holds them.
-    if (out_.size() < write_batch_bytes && session_.unsent_answers() > 0 && !stalled_)
-      watch_stall(steady::now());
-    if (out_.empty()) {
-      if (broken_ || !session_.alive() || (draining_ && session_.open_streams() == 0)) shut();
-      return;
+    std::size_t sent = 0;
+    for (;;) {
+      out_.clear();
+      session_.send(out_, write_batch_bytes);
+      // Short of the batch, yet answers left: the client's flow-control window holds them.
+      if (out_.size() < write_batch_bytes && session_.unsent_answers() > 0 && !stalled_)
+        watch_stall(steady::now());
+      if (out_.empty()) {
+        if (broken_ || !session_.alive() || (draining_ && session_.open_streams() == 0)) shut();
+        return;
+      }
+      // A batch usually fits the socket's buffer: written at once, as the HTTP server's
+      // answers are, with no asynchronous write (its operation, its completion through the
+      // scheduler, and this flush again from it). Only what does not fit waits, under the
+      // write deadline.
+      sent = write_now();
+      if (sent == out_.size()) continue;
+      if (closed_) return;
+      break;
     }
     writing_ = true;
     write_started_ = steady::now();
     arm(write_started_ + s_.write_timeout);
-    asio::async_write(stream_, asio::buffer(out_),
+    asio::async_write(stream_, asio::buffer(out_) + sent,
                       [self = this->shared_from_this()](const error_code& ec, std::size_t) {
                         self->writing_ = false;
                         if (self->closed_) return;
                         if (ec) return self->shut();
                         self->flush();
                       });
+  }
+
+  // What of out_ the socket takes now without waiting (none over TLS, whose stream has no
+  // such write); a socket error shuts the connection.
+  std::size_t write_now() {
+    if constexpr (tls) {
+      return 0;
+    } else {
+      error_code ec;
+      if (!stream_.non_blocking()) stream_.non_blocking(true, ec);
+      if (ec) return 0;
+      const auto n = stream_.write_some(asio::buffer(out_), ec);
+      if (!ec) return n;
+      if (ec != asio::error::would_block && ec != asio::error::try_again) shut();
+      return 0;
+    }
   }
 
   // An answer the client's window holds back is watched: when the same one is still held a

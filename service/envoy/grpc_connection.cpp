@@ -234,7 +234,7 @@ class connection final : public grpc_connection,
           } else {
             asio::post(io_, [this, stream, r = std::move(r)]() mutable {
               decided(stream, r);
-              flush();
+              flush_after_answers();
               release_decision();  // last: it may end the connection
             });
           }
@@ -311,6 +311,21 @@ class connection final : public grpc_connection,
     message_.clear();
     serialize_rls_response(r.response, message_);
     session_.answer(stream, message_);
+  }
+
+  // An answer from the backend's thread is written at once when it is the connection's only
+  // decision out (a connection of one call at a time); with others out, their answers may be
+  // queued right behind it (one backend reply decides many calls), so the write waits for them
+  // (one handler later) and takes them all in one write, as the asynchronous write's completion
+  // used to gather them.
+  void flush_after_answers() {
+    if (deciding_here_ <= 1) return flush();
+    if (flush_posted_) return;
+    flush_posted_ = true;
+    asio::post(io_, [self = this->shared_from_this()] {
+      self->flush_posted_ = false;
+      self->flush();
+    });
   }
 
   // On this thread, once a decision is done with: the last one lets the connection go.
@@ -490,6 +505,7 @@ class connection final : public grpc_connection,
   std::optional<std::uint64_t> stalled_;
   steady::time_point stalled_since_;
   bool in_receive_ = false;
+  bool flush_posted_ = false;  // a flush_after_answers() handler is queued
   bool handshaken_ = false;
   bool writing_ = false;
   bool armed_ = false;

@@ -38,6 +38,8 @@ constexpr std::size_t read_chunk_bytes = 16 * 1024;
 constexpr std::size_t write_batch_bytes = 64 * 1024;
 // Ended calls' map nodes kept for new ones, as h2_session keeps its streams'.
 constexpr std::size_t spare_calls = 16;
+// A parsed request's descriptors whose memory a connection keeps for the next one.
+constexpr std::size_t kept_descriptors = 16;
 
 grpc_status status_of(rls_result::kind k) {
   switch (k) {
@@ -214,8 +216,7 @@ class connection final : public grpc_connection,
       end_call(it);
       return answer_health(stream, message);
     }
-    auto req = parse_rls_request(message);
-    if (!req) {
+    if (!parse_rls_request(message, request_)) {
       s_.metrics.observe_request(steady::now() - c.start, grpc_code_class::invalid_argument);
       end_call(it);
       return session_.fail(stream, grpc_status::invalid_argument, "not a RateLimitRequest");
@@ -224,8 +225,8 @@ class connection final : public grpc_connection,
     // The connection lives while it has decisions out (keep_), so the handler holds only a
     // pointer and the stream: small enough for std::function to keep without allocating.
     if (deciding_here_++ == 0) keep_ = this->shared_from_this();
-    s_.service.async_should_rate_limit(
-        std::move(*req), c.deadline, [this, stream](rls_result r) {
+    s_.service.async_should_rate_limit_trading(
+        request_, c.deadline, [this, stream](rls_result r) {
           auto& shared = s_;
           // On the memory backend the answer comes on this stack: no hop.
           if (io_.get_executor().running_in_this_thread() && in_receive_) {
@@ -240,6 +241,8 @@ class connection final : public grpc_connection,
           }
           --shared.deciding;  // last: the server's shutdown waits for it before its threads end
         });
+    // A large request's memory (one refused, not traded) is not kept for the next.
+    if (request_.descriptors.capacity() > kept_descriptors) request_ = request{};
   }
 
   void on_closed(std::int32_t stream) override {
@@ -497,6 +500,8 @@ class connection final : public grpc_connection,
   std::string out_;
   // The answer being serialized, kept for the next (at most an answer to max_descriptors).
   std::string message_;
+  // The request being parsed: an earlier call's, its memory reused (rls_service trades it).
+  request request_;
   steady::time_point write_started_;
   steady::time_point armed_at_;         // when the timer fires, while armed_
   std::uint64_t timer_generation_ = 0;  // of the latest wait: an earlier one was cancelled

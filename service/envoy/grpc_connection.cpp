@@ -38,6 +38,8 @@ constexpr std::size_t read_chunk_bytes = 16 * 1024;
 constexpr std::size_t write_batch_bytes = 64 * 1024;
 // Ended calls' map nodes kept for new ones, as h2_session keeps its streams'.
 constexpr std::size_t spare_calls = 16;
+// A parsed request's descriptors whose memory a connection keeps for the next one.
+constexpr std::size_t kept_descriptors = 16;
 
 grpc_status status_of(rls_result::kind k) {
   switch (k) {
@@ -214,8 +216,7 @@ class connection final : public grpc_connection,
       end_call(it);
       return answer_health(stream, message);
     }
-    auto req = parse_rls_request(message);
-    if (!req) {
+    if (!parse_rls_request(message, request_)) {
       s_.metrics.observe_request(steady::now() - c.start, grpc_code_class::invalid_argument);
       end_call(it);
       return session_.fail(stream, grpc_status::invalid_argument, "not a RateLimitRequest");
@@ -224,8 +225,8 @@ class connection final : public grpc_connection,
     // The connection lives while it has decisions out (keep_), so the handler holds only a
     // pointer and the stream: small enough for std::function to keep without allocating.
     if (deciding_here_++ == 0) keep_ = this->shared_from_this();
-    s_.service.async_should_rate_limit(
-        std::move(*req), c.deadline, [this, stream](rls_result r) {
+    s_.service.async_should_rate_limit_trading(
+        request_, c.deadline, [this, stream](rls_result r) {
           auto& shared = s_;
           // On the memory backend the answer comes on this stack: no hop.
           if (io_.get_executor().running_in_this_thread() && in_receive_) {
@@ -234,12 +235,14 @@ class connection final : public grpc_connection,
           } else {
             asio::post(io_, [this, stream, r = std::move(r)]() mutable {
               decided(stream, r);
-              flush();
+              flush_after_answers();
               release_decision();  // last: it may end the connection
             });
           }
           --shared.deciding;  // last: the server's shutdown waits for it before its threads end
         });
+    // A large request's memory (one refused, not traded) is not kept for the next.
+    if (request_.descriptors.capacity() > kept_descriptors) request_ = request{};
   }
 
   void on_closed(std::int32_t stream) override {
@@ -313,6 +316,21 @@ class connection final : public grpc_connection,
     session_.answer(stream, message_);
   }
 
+  // An answer from the backend's thread is written at once when it is the connection's only
+  // decision out (a connection of one call at a time); with others out, their answers may be
+  // queued right behind it (one backend reply decides many calls), so the write waits for them
+  // (one handler later) and takes them all in one write, as the asynchronous write's completion
+  // used to gather them.
+  void flush_after_answers() {
+    if (deciding_here_ <= 1) return flush();
+    if (flush_posted_) return;
+    flush_posted_ = true;
+    asio::post(io_, [self = this->shared_from_this()] {
+      self->flush_posted_ = false;
+      self->flush();
+    });
+  }
+
   // On this thread, once a decision is done with: the last one lets the connection go.
   void release_decision() {
     if (--deciding_here_ > 0) return;
@@ -341,25 +359,52 @@ class connection final : public grpc_connection,
   // Writes what the session has to send, one batch at a time; closes once it is over.
   void flush() {
     if (writing_ || closed_ || !handshaken_) return;
-    out_.clear();
-    session_.send(out_, write_batch_bytes);
-    // Short of the batch, yet answers left: the client's flow-control window holds them.
-    if (out_.size() < write_batch_bytes && session_.unsent_answers() > 0 && !stalled_)
-      watch_stall(steady::now());
-    if (out_.empty()) {
-      if (broken_ || !session_.alive() || (draining_ && session_.open_streams() == 0)) shut();
-      return;
+    std::size_t sent = 0;
+    for (;;) {
+      out_.clear();
+      session_.send(out_, write_batch_bytes);
+      // Short of the batch, yet answers left: the client's flow-control window holds them.
+      if (out_.size() < write_batch_bytes && session_.unsent_answers() > 0 && !stalled_)
+        watch_stall(steady::now());
+      if (out_.empty()) {
+        if (broken_ || !session_.alive() || (draining_ && session_.open_streams() == 0)) shut();
+        return;
+      }
+      // A batch usually fits the socket's buffer: written at once, as the HTTP server's
+      // answers are, with no asynchronous write (its operation, its completion through the
+      // scheduler, and this flush again from it). Only what does not fit waits, under the
+      // write deadline.
+      sent = write_now();
+      if (sent == out_.size()) continue;
+      if (closed_) return;
+      break;
     }
     writing_ = true;
     write_started_ = steady::now();
     arm(write_started_ + s_.write_timeout);
-    asio::async_write(stream_, asio::buffer(out_),
+    asio::async_write(stream_, asio::buffer(out_) + sent,
                       [self = this->shared_from_this()](const error_code& ec, std::size_t) {
                         self->writing_ = false;
                         if (self->closed_) return;
                         if (ec) return self->shut();
                         self->flush();
                       });
+  }
+
+  // What of out_ the socket takes now without waiting (none over TLS, whose stream has no
+  // such write); a socket error shuts the connection.
+  std::size_t write_now() {
+    if constexpr (tls) {
+      return 0;
+    } else {
+      error_code ec;
+      if (!stream_.non_blocking()) stream_.non_blocking(true, ec);
+      if (ec) return 0;
+      const auto n = stream_.write_some(asio::buffer(out_), ec);
+      if (!ec) return n;
+      if (ec != asio::error::would_block && ec != asio::error::try_again) shut();
+      return 0;
+    }
   }
 
   // An answer the client's window holds back is watched: when the same one is still held a
@@ -455,6 +500,8 @@ class connection final : public grpc_connection,
   std::string out_;
   // The answer being serialized, kept for the next (at most an answer to max_descriptors).
   std::string message_;
+  // The request being parsed: an earlier call's, its memory reused (rls_service trades it).
+  request request_;
   steady::time_point write_started_;
   steady::time_point armed_at_;         // when the timer fires, while armed_
   std::uint64_t timer_generation_ = 0;  // of the latest wait: an earlier one was cancelled
@@ -463,6 +510,7 @@ class connection final : public grpc_connection,
   std::optional<std::uint64_t> stalled_;
   steady::time_point stalled_since_;
   bool in_receive_ = false;
+  bool flush_posted_ = false;  // a flush_after_answers() handler is queued
   bool handshaken_ = false;
   bool writing_ = false;
   bool armed_ = false;

@@ -2,9 +2,13 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 namespace floodgate::service::envoy {
@@ -111,6 +115,104 @@ constexpr std::string_view content_type = "application/grpc";
 constexpr std::size_t spare_streams = 16;
 
 }  // namespace
+
+// nghttp2's memory for one session, its small blocks recycled: each call has nghttp2 allocate
+// about seven (its stream, the answer's frames and their header arrays) and free them when it
+// ends, so a connection's calls after the first reuse them rather than go to malloc. A block
+// carries its size class in a 16-byte header (malloc's alignment is kept); larger ones, and
+// more than spare_blocks of a class, go back to free(). One session, one thread: no lock.
+class h2_session::block_pool {
+ public:
+  block_pool() = default;
+  block_pool(const block_pool&) = delete;
+  block_pool& operator=(const block_pool&) = delete;
+  ~block_pool() {
+    for (auto* head : spare_)
+      while (head) {
+        auto* next = head->next;
+        std::free(head);
+        head = next;
+      }
+  }
+
+  nghttp2_mem* mem() noexcept { return &mem_; }
+
+ private:
+  static constexpr std::size_t header_bytes = 16;
+  static constexpr std::array<std::size_t, 5> class_bytes{64, 128, 256, 512, 1024};
+  static constexpr std::uint32_t unpooled = class_bytes.size();
+  static constexpr std::size_t spare_blocks = 16;  // per class
+
+  struct header {
+    std::uint32_t size_class;  // unpooled: a block of exactly `size` bytes, freed at once
+    std::size_t size;          // what was asked for
+  };
+  static_assert(sizeof(header) <= header_bytes);
+  struct free_block {
+    free_block* next;
+  };
+
+  static std::uint32_t class_of(std::size_t size) noexcept {
+    for (std::uint32_t c = 0; c < class_bytes.size(); ++c)
+      if (size <= class_bytes[c]) return c;
+    return unpooled;
+  }
+  static header* header_of(void* p) noexcept {
+    return reinterpret_cast<header*>(static_cast<char*>(p) - header_bytes);
+  }
+
+  void* allocate(std::size_t size) noexcept {
+    const auto c = class_of(size);
+    void* block = nullptr;
+    if (c != unpooled && spare_[c]) {
+      block = spare_[c];
+      spare_[c] = spare_[c]->next;
+      --spares_[c];
+    } else {
+      block = std::malloc(header_bytes + (c == unpooled ? size : class_bytes[c]));
+      if (!block) return nullptr;
+    }
+    auto* h = ::new (block) header{c, size};
+    return reinterpret_cast<char*>(h) + header_bytes;
+  }
+
+  void release(void* p) noexcept {
+    if (!p) return;
+    auto* h = header_of(p);
+    const auto c = h->size_class;
+    if (c == unpooled || spares_[c] == spare_blocks) return std::free(h);
+    spare_[c] = ::new (static_cast<void*>(h)) free_block{spare_[c]};
+    ++spares_[c];
+  }
+
+  void* reallocate(void* p, std::size_t size) noexcept {
+    if (!p) return allocate(size);
+    auto* h = header_of(p);
+    if (h->size_class != unpooled && size <= class_bytes[h->size_class]) {
+      h->size = size;
+      return p;
+    }
+    void* moved = allocate(size);
+    if (!moved) return nullptr;  // nghttp2 keeps p, as after a failed realloc
+    std::memcpy(moved, p, std::min(size, h->size));
+    release(p);
+    return moved;
+  }
+
+  static block_pool& self(void* user) noexcept { return *static_cast<block_pool*>(user); }
+  nghttp2_mem mem_{
+      this, [](std::size_t size, void* user) { return self(user).allocate(size); },
+      [](void* p, void* user) { self(user).release(p); },
+      [](std::size_t n, std::size_t size, void* user) -> void* {
+        if (size != 0 && n > SIZE_MAX / size) return nullptr;  // n * size overflows
+        void* p = self(user).allocate(n * size);
+        if (p) std::memset(p, 0, n * size);
+        return p;
+      },
+      [](void* p, std::size_t size, void* user) { return self(user).reallocate(p, size); }};
+  std::array<free_block*, class_bytes.size()> spare_{};
+  std::array<std::size_t, class_bytes.size()> spares_{};
+};
 
 struct h2_session::callbacks {
   static h2_session& self(void* user) { return *static_cast<h2_session*>(user); }
@@ -267,7 +369,8 @@ struct h2_session::callbacks {
   }
 };
 
-h2_session::h2_session(events& e, h2_limits limits) : events_(e), limits_(limits) {
+h2_session::h2_session(events& e, h2_limits limits)
+    : events_(e), limits_(limits), blocks_(std::make_unique<block_pool>()) {
   nghttp2_session_callbacks* cbs = nullptr;
   if (nghttp2_session_callbacks_new(&cbs) != 0) throw std::bad_alloc();
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, &callbacks::begin_headers);
@@ -286,18 +389,25 @@ h2_session::h2_session(events& e, h2_limits limits) : events_(e), limits_(limits
     throw std::bad_alloc();
   }
   nghttp2_option_set_no_http_messaging(opts, 1);
-  const int rc = nghttp2_session_server_new2(&session_, cbs, this, opts);
+  // No closed streams kept, and no RFC 7540 priority tree (SETTINGS_NO_RFC7540_PRIORITIES):
+  // they serve only the dependency tree, which orders nothing here (an answer is a few dozen
+  // bytes, sent as soon as its flow-control window lets it), and cost every stream its place in
+  // the tree and a closed stream's bookkeeping after it ends.
+  nghttp2_option_set_no_closed_streams(opts, 1);
+  const int rc = nghttp2_session_server_new3(&session_, cbs, this, opts, blocks_->mem());
   nghttp2_option_del(opts);
   nghttp2_session_callbacks_del(cbs);
   if (rc != 0) throw std::bad_alloc();
-  const std::array<nghttp2_settings_entry, 2> settings{
+  const std::array<nghttp2_settings_entry, 3> settings{
       nghttp2_settings_entry{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, limits_.max_streams},
       nghttp2_settings_entry{NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-                             static_cast<std::uint32_t>(limits_.max_header_bytes)}};
+                             static_cast<std::uint32_t>(limits_.max_header_bytes)},
+      nghttp2_settings_entry{NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings.data(), settings.size());
 }
 
-// nghttp2 frees its streams without calling back; streams_ frees ours after.
+// nghttp2 frees its streams without calling back; streams_ frees ours after, and blocks_ what
+// nghttp2 gave back.
 h2_session::~h2_session() {
   nghttp2_session_del(session_);
 }

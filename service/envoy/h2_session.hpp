@@ -99,10 +99,12 @@ class h2_session {
 
   struct stream_state;  // h2_session.cpp
   struct callbacks;     // h2_session.cpp: nghttp2's callbacks, friends of this class
+  class block_pool;     // h2_session.cpp: nghttp2's memory for this session
 
  private:
   events& events_;
   h2_limits limits_;
+  std::unique_ptr<block_pool> blocks_;  // outlives session_ (deleted in ~h2_session)
   ::nghttp2_session* session_ = nullptr;
   bool established_ = false;
   std::uint64_t answers_ = 0;  // answers with a message so far: the next one's place

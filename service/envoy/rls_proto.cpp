@@ -260,19 +260,34 @@ bool read_descriptor(std::string_view bytes, int depth, descriptor& d) {
 }  // namespace
 
 // RateLimitRequest: domain = 1, descriptors = 2, hits_addend = 3.
-std::optional<request> parse_rls_request(std::string_view bytes) {
-  request out;
+bool parse_rls_request(std::string_view bytes, request& out) {
+  // Into what `out` held: its descriptors (and their entries' vectors) are cleared and filled
+  // again, their memory kept; those left over at the end are dropped.
+  out.domain.clear();
+  out.hits_addend = 0;
+  std::size_t used = 0;
   const bool ok = read_message(bytes, 0, [&](std::uint32_t t, wire_reader& r) -> int {
     if (t == tag_of(1, length_wire)) return read_string(r, out.domain);
     if (t == tag_of(2, length_wire)) {
       std::string_view sub;
       if (!r.length(sub)) return -1;
-      return read_descriptor(sub, 1, out.descriptors.emplace_back()) ? 1 : -1;
+      if (used == out.descriptors.size()) out.descriptors.emplace_back();
+      auto& d = out.descriptors[used++];
+      d.entries.clear();
+      d.limit.reset();
+      d.hits_addend.reset();
+      return read_descriptor(sub, 1, d) ? 1 : -1;
     }
     if (t == tag_of(3, varint_wire)) return read_varint(r, out.hits_addend);
     return 0;
   });
-  if (!ok) return std::nullopt;
+  out.descriptors.resize(used);
+  return ok;
+}
+
+std::optional<request> parse_rls_request(std::string_view bytes) {
+  request out;
+  if (!parse_rls_request(bytes, out)) return std::nullopt;
   return out;
 }
 

@@ -12,6 +12,9 @@ namespace floodgate::service::envoy {
 
 // A serialized RateLimitRequest; none: the bytes are not one.
 std::optional<request> parse_rls_request(std::string_view bytes);
+// The same, into `out`, whose memory (its descriptors' and their entries' vectors) is reused;
+// false: the bytes are not one (`out` then holds what was read of them).
+bool parse_rls_request(std::string_view bytes, request& out);
 // A serialized RateLimitResponse.
 std::string serialize_rls_response(const response& r);
 // The same, appended to `out` (a buffer kept between calls: no allocation per answer).

@@ -150,7 +150,7 @@ struct call {
   call_handle self;
 
   // Back to what a fresh call holds, keeping the vectors' capacity and the last request (the
-  // next call's move-assignment frees it, on the thread that made it).
+  // next call swaps it out: its caller parses a later request into it, or frees it).
   void reset() noexcept {
     config.reset();
     overrides.clear();
@@ -173,9 +173,9 @@ struct call {
 // on the backend's (the last answer's), so a fresh one per call was a malloc on one thread and
 // a free on another each time, with its slots', items' and request's memory (glibc then hands
 // the memory back to the other thread's arena, under its lock). A reused call keeps its
-// vectors' capacity, and its last request is freed when the next one is moved in, on the
-// thread that parsed it. Process-wide, and never destroyed: a call may come back after its
-// rls_service is gone (at shutdown).
+// vectors' capacity, and its last request goes back to the caller of the next one, in
+// exchange for that one's (async_should_rate_limit_trading). Process-wide, and never
+// destroyed: a call may come back after its rls_service is gone (at shutdown).
 class call_pool {
  public:
   static call_pool& instance() {
@@ -399,6 +399,11 @@ std::string rls_service::validate(const request& req) const {
 
 void rls_service::async_should_rate_limit(request req, clock::time_point deadline,
                                           std::function<void(rls_result)> handler) {
+  async_should_rate_limit_trading(req, deadline, std::move(handler));
+}
+
+void rls_service::async_should_rate_limit_trading(request& req, clock::time_point deadline,
+                                                  std::function<void(rls_result)> handler) {
   if (auto problem = validate(req); !problem.empty()) {
     rls_result r;
     r.outcome = rls_result::kind::invalid_argument;
@@ -406,7 +411,7 @@ void rls_service::async_should_rate_limit(request req, clock::time_point deadlin
     return handler(std::move(r));
   }
   auto c = call_pool::instance().take();
-  c->req = std::move(req);
+  std::swap(c->req, req);  // the caller gets the call's last request, to parse into
   c->config = store_.get();
   c->handler = std::move(handler);
   c->options = options_;

@@ -140,6 +140,10 @@ class rls_service {
   // Past `deadline` nothing is sent to the backend (deadline_exceeded).
   void async_should_rate_limit(request req, clock::time_point deadline,
                                std::function<void(rls_result)> handler);
+  // The same, taking `req`'s contents and leaving in it an earlier call's request, whose memory
+  // the next one can be parsed into (rls_proto.hpp): a connection's calls allocate none.
+  void async_should_rate_limit_trading(request& req, clock::time_point deadline,
+                                       std::function<void(rls_result)> handler);
 
   // Checks a request against the caps; an empty string when it is fine.
   std::string validate(const request& req) const;

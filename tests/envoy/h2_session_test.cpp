@@ -459,5 +459,34 @@ TEST(h2_session, a_stream_after_ended_ones_starts_clean) {
   EXPECT_EQ(server.unsent_answers(), 0u);
 }
 
+// nghttp2's memory comes from the session's recycled blocks: rounds of many calls in flight at
+// once (more than a size class keeps), with header values of every size (the largest beyond
+// any class) and messages in pieces, each answered once and whole, round after round.
+TEST(h2_session, many_calls_in_flight_round_after_round_are_each_answered_whole) {
+  recorder r;
+  h2_session server(r, {});
+  r.reply = [&](std::int32_t id, std::string_view m) { server.answer(id, "re:" + std::string(m)); };
+  client c;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::pair<std::int32_t, std::string>> calls;
+    for (int i = 0; i < 60; ++i) {
+      const std::string message(static_cast<std::size_t>(1 + 97 * i),
+                                static_cast<char>('a' + i % 26));
+      const std::string padding(static_cast<std::size_t>(31 * i * (round + 1)), 'p');
+      calls.emplace_back(c.call("/m", grpc_frame(message), true, {{"x-padding", padding}},
+                                static_cast<std::size_t>(5 + i)),
+                         message);
+    }
+    c.exchange(server);
+    for (const auto& [id, message] : calls) {
+      EXPECT_EQ(c.responses[id].data, grpc_frame("re:" + message)) << "round " << round;
+      EXPECT_EQ(c.responses[id].headers["grpc-status"], "0") << "round " << round;
+      EXPECT_EQ(r.calls[id].closed, 1) << "round " << round;
+    }
+  }
+  EXPECT_TRUE(c.server_ok);
+  EXPECT_EQ(server.open_streams(), 0u);
+}
+
 }  // namespace
 }  // namespace floodgate::service::envoy

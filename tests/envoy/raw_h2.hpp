@@ -36,7 +36,12 @@ class raw_h2 {
     std::string payload;
   };
 
-  explicit raw_h2(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  // `receive_buffer` (bytes, 0: the system's): SO_RCVBUF, set before connecting, so that a
+  // client that does not read soon fills the server's socket.
+  explicit raw_h2(int port, int receive_buffer = 0)
+      : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    if (fd_ >= 0 && receive_buffer > 0)
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<std::uint16_t>(port));
@@ -141,6 +146,7 @@ class raw_h2 {
   }
 
   bool closed() const noexcept { return closed_; }
+  int fd() const noexcept { return fd_; }
 
  private:
   static void append32(std::string& s, std::uint32_t v) {

@@ -173,11 +173,17 @@ TEST(rls_proto, a_request_is_read_as_libprotobuf_reads_it) {
     }
   }
   int accepted = 0;
+  // Each input also parsed into what the one before left (grpc_connection reuses a request's
+  // memory so): nothing of an earlier request may show in a later one.
+  request reused;
   for (const auto& in : inputs) {
     const auto want = by_libprotobuf(in);
     accepted += want ? 1 : 0;
     ASSERT_EQ(describe(parse_rls_request(in)), describe(want))
         << "bytes (" << in.size() << "): " << testing::PrintToString(in);
+    const bool read = parse_rls_request(in, reused);
+    ASSERT_EQ(describe(read ? std::optional<request>(reused) : std::nullopt), describe(want))
+        << "into a used request, bytes (" << in.size() << "): " << testing::PrintToString(in);
   }
   EXPECT_GT(accepted, 3000) << "too few well-formed inputs to say much";
   EXPECT_LT(accepted, static_cast<int>(inputs.size()) - 3000) << "too few refused ones";

@@ -4,6 +4,7 @@
 
 #include "floodgate/errors.hpp"
 #include "redis/batch.hpp"
+#include "redis/node.hpp"
 #include "redis/resp_writer.hpp"
 #include "redis/url.hpp"
 
@@ -35,8 +36,7 @@ stream_config stream_config_for(const connection_config& c) {
 
 }  // namespace
 
-connection::connection(boost::asio::io_context& io, const connection_config& config,
-                       connection_owner& owner)
+connection::connection(boost::asio::io_context& io, const connection_config& config, node& owner)
     : config_(config),
       owner_(owner),
       stream_config_(stream_config_for(config)),
@@ -47,16 +47,12 @@ connection::connection(boost::asio::io_context& io, const connection_config& con
 
 connection::~connection() = default;
 
-void connection::start() {
-  connect();
-}
-
 // --- connecting -------------------------------------------------------------------------
 
 // The greeting (stream.hpp) loads every script, so a ready connection never meets NOSCRIPT
 // unless the scripts are flushed later; calls wait until it is answered: a connection is ready
 // only when it is fully usable.
-void connection::connect() {
+void connection::start() {
   state_ = state::connecting;
   stream_.open(stream_config_);
 }
@@ -65,7 +61,7 @@ void connection::stream_ready() {
   state_ = state::ready;
   functions_ = stream_.functions_loaded();
   backoff_.reset();
-  owner_.readiness_changed(*this, true);
+  owner_.readiness_changed(true);
   flush();
 }
 
@@ -115,7 +111,7 @@ void connection::take_unsent(std::vector<request_ptr>& out) {
 
 void connection::schedule_reconnect() {
   state_timer_.after(backoff_.next(), [this] {
-    if (state_ == state::backoff) connect();
+    if (state_ == state::backoff) start();
   });
 }
 
@@ -131,15 +127,11 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
   writes_in_flight_ = 0;
   std::vector<request_ptr> waiting;
   take_unsent(waiting);
-  if (was_ready) owner_.readiness_changed(*this, false);
-  connect();
-  fail_in_flight(flight, for_in_flight);
-  owner_.redispatch(std::move(waiting));
-}
-
-void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code ec) {
+  if (was_ready) owner_.readiness_changed(false);
+  start();
   for (auto& f : flight)
-    f.each_call([ec](request_ptr& r) { request::finish(std::move(r), ec, nullptr); });
+    f.each_call([&](request_ptr& r) { request::finish(std::move(r), for_in_flight, nullptr); });
+  owner_.redispatch(std::move(waiting));
 }
 
 void connection::stop(std::vector<request_ptr>& out) {
@@ -195,13 +187,13 @@ void connection::flush() {
   std::string& out = stream_.out();  // empty: a write is not in progress
   for (const script* s : loads_) {
     append_command(out, {"SCRIPT", "LOAD", s->source});
-    in_flight_.push_back({in_flight::kind::load, nullptr, s, now});
+    in_flight_.push_back({.what = in_flight::kind::load, .loaded = s, .written = now});
     loading_.push_back(s);
   }
   loads_.clear();
   if (load_library_) {
     append_command(out, {"FUNCTION", "LOAD", config_.scripts.library->source});
-    in_flight_.push_back({in_flight::kind::load, nullptr, nullptr, now});
+    in_flight_.push_back({.what = in_flight::kind::load, .written = now});
     load_library_ = false;
     library_loading_ = true;
   }
@@ -233,7 +225,7 @@ void connection::flush() {
       if (r->asking) {
         // Back to back with the call on this connection: ASKING applies to the next command.
         append_command(out, {"ASKING"});
-        in_flight_.push_back({in_flight::kind::asking, nullptr, nullptr, now});
+        in_flight_.push_back({.what = in_flight::kind::asking, .written = now});
       }
       send_call(out, std::move(r), now);
     }
@@ -250,56 +242,49 @@ void connection::flush() {
 void connection::add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
                               request::clock::time_point now) {
   const std::size_t size = batch_item_size(*r);
-  for (auto& b : open) {
-    if (!can_share(*b.items.front(), *r)) continue;
-    if (b.items.size() < config_.options.max_batch_items && b.bytes + size <= max_batch_bytes) {
-      b.bytes += size;
-      b.items.push_back(std::move(r));
-      return;
+  auto b = std::find_if(open.begin(), open.end(),
+                        [&](const open_batch& o) { return can_share(*o.items.front(), *r); });
+  if (b == open.end()) {
+    // Few open at once: on one server every check shares (one slot, Redis's clock); on a
+    // Cluster each slot has its own.
+    constexpr std::size_t max_open = 16;
+    if (open.size() == max_open) {
+      send_batch(out, open.front(), now);
+      open.erase(open.begin());
     }
+    b = open.emplace(open.end());
+  } else if (b->items.size() >= config_.options.max_batch_items ||
+             b->bytes + size > max_batch_bytes) {
     // Full: sent now, so a later batch never carries this key's checks before its own.
-    send_batch(out, b, now);
-    b.items.clear();
-    b.bytes = size;
-    b.items.push_back(std::move(r));
-    return;
+    send_batch(out, *b, now);
   }
-  // Few open at once: on one server every check shares (one slot, Redis's clock); on a
-  // Cluster each slot has its own.
-  constexpr std::size_t max_open = 16;
-  if (open.size() == max_open) {
-    send_batch(out, open.front(), now);
-    open.erase(open.begin());
-  }
-  open.push_back({});
-  open.back().bytes = size;
-  open.back().items.push_back(std::move(r));
+  b->bytes += size;
+  b->items.push_back(std::move(r));
 }
 
 void connection::send_call(std::string& out, request_ptr r, request::clock::time_point now) {
   const auto form = form_for(r->noscript_replies);
   append_call(out, *r, form);
-  in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
-  in_flight_.back().form = form;
+  in_flight_.push_back(
+      {.what = in_flight::kind::call, .call = std::move(r), .form = form, .written = now});
 }
 
 void connection::send_batch(std::string& out, open_batch& b, request::clock::time_point now) {
-  if (b.items.empty()) return;
   if (b.items.size() == 1) {
     send_call(out, std::move(b.items.front()), now);
-    b.items.clear();
-    return;
+  } else {
+    // As its item that met the most missing scripts would go alone (form_for).
+    std::uint8_t not_run = 0;
+    for (const auto& r : b.items) not_run = std::max(not_run, r->noscript_replies);
+    const auto form = form_for(not_run);
+    append_batch(out, *config_.scripts.batch, b.items, form);
+    in_flight_.push_back({.what = in_flight::kind::batch,
+                          .form = form,
+                          .written = now,
+                          .batch = std::move(b.items)});
   }
-  // As its item that met the most missing scripts would go alone (form_for).
-  std::uint8_t not_run = 0;
-  for (const auto& r : b.items) not_run = std::max(not_run, r->noscript_replies);
-  const auto form = form_for(not_run);
-  append_batch(out, *config_.scripts.batch, b.items, form);
-  in_flight f{in_flight::kind::batch, nullptr, nullptr, now};
-  f.form = form;
-  f.batch = std::move(b.items);
-  in_flight_.push_back(std::move(f));
   b.items.clear();
+  b.bytes = 0;
 }
 
 void connection::stream_reply(reply& r) {

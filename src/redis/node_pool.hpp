@@ -1,8 +1,9 @@
 // The one pool of Redis nodes under every topology's client (client.cpp: one server;
 // cluster_client.cpp: the slots' masters; sentinel_client.cpp: the primary the sentinels
 // name): one io thread, nodes by address (node.hpp: connections, least-loaded pick, breaker,
-// problems in the server's words), the one waiting room for calls held until a time or a
-// topology change, and retiring of nodes that left. What a topology adds is a router
+// problems in the server's words), the one waiting room for calls held back until a time (a
+// Cluster's TRYAGAIN backoff, a redirection on the next turn) or until taken (a Sentinel call
+// waiting for the new primary), and retiring of nodes that left. What a topology adds is a router
 // (pool_router): where a call goes, and what its node's answer means.
 //
 //   class my_client final : public pool_client {   // pool_: its node_pool
@@ -35,8 +36,8 @@
 #include "redis/connection.hpp"
 #include "redis/node.hpp"
 #include "redis/pool_health.hpp"
+#include "redis/timer.hpp"
 #include "redis/transport.hpp"
-#include "redis/waiting_room.hpp"
 
 namespace floodgate::redis {
 
@@ -105,10 +106,12 @@ class node_pool final {
   // Writes what send() queued.
   void flush();
 
-  // The waiting room: `r` routed again at `until` (waiting_room::until_taken: only when
-  // taken), answered errc::timeout at its deadline if that comes first.
-  void hold(request_ptr r, clock::time_point until) { room_.hold(std::move(r), until); }
-  std::vector<request_ptr> take_held() { return room_.take_all(); }
+  // The waiting room: `r` routed again at `until` (until_taken: only by take_held()), answered
+  // errc::timeout at its deadline if that comes first.
+  static constexpr clock::time_point until_taken = clock::time_point::max();
+  void hold(request_ptr r, clock::time_point until);
+  // Every call held, oldest first.
+  std::vector<request_ptr> take_held();
 
   // Takes `n` out of the pool: its address is free for a new node, its problem and open
   // breaker leave the health, calls held for it are routed afresh. Stopped now if it holds no
@@ -130,8 +133,14 @@ class node_pool final {
     std::unique_ptr<node> n;
     bool stopped = false;
   };
+  struct held_call {
+    request_ptr call;
+    clock::time_point until;
+  };
 
-  void route_all(std::vector<request_ptr>& calls);
+  // One timer for the waiting room, at the earliest `until` or deadline of a call held.
+  void arm_room(clock::time_point wake);
+  void wake_room();
   void stop_retired(retired_node& r);
   // The calls submitted since the last drain, routed fresh.
   void drain();
@@ -157,7 +166,8 @@ class node_pool final {
   std::map<std::string, std::unique_ptr<node>> nodes_;  // by endpoint_label()
   std::vector<retired_node> retired_;
   std::vector<connection*> dirty_;  // queued on since the last flush()
-  waiting_room room_;
+  std::vector<held_call> held_;     // the waiting room, oldest first
+  timer room_timer_;
   std::uint64_t retired_count_ = 0;
   bool started_ = false;  // nodes made from now on start connecting at once
   bool torn_down_ = false;

@@ -292,37 +292,32 @@ void connection::stream_reply(reply& r) {
   in_flight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   if (f.ends_write) --writes_in_flight_;
-  switch (f.what) {
-    case in_flight::kind::asking:  // +OK; an error shows up on the call that follows
+  if (f.what == in_flight::kind::asking) return;  // +OK; an error shows up on the call after it
+  if (f.what == in_flight::kind::load) {
+    if (f.loaded == nullptr) {  // FUNCTION LOAD: calls go as FCALL again once it is back
+      library_loading_ = false;
+      functions_ = library_loaded(r);
       return;
-    case in_flight::kind::load:
-      if (f.loaded == nullptr) {  // FUNCTION LOAD: calls go as FCALL again once it is back
-        library_loading_ = false;
-        functions_ = library_loaded(r);
-        return;
-      }
-      // An error here shows up again as NOSCRIPT on the retry, which then falls back to EVAL.
-      if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
-        loading_.erase(it);
-      return;
-    case in_flight::kind::call: {
-      // Smoothed like TCP's SRTT (7/8 old, 1/8 new): steady under jitter, quick to follow load.
-      // A late reply counts too: it is how slow the server is.
-      round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
-      if (!f.call) return;  // timed out already: its reply is dropped here, in its place
-      --in_flight_calls_;
-      return on_call_reply(std::move(f.call), r, f.form);
     }
-    case in_flight::kind::batch: {
-      round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
-      // Items that timed out are null: the reply's parts stay matched by position.
-      const auto live = static_cast<std::size_t>(std::count_if(
-          f.batch.begin(), f.batch.end(), [](const request_ptr& item) { return item != nullptr; }));
-      if (live == 0) return;
-      in_flight_calls_ -= live;
-      return on_batch_reply(std::move(f.batch), r, f.form);
-    }
+    // An error here shows up again as NOSCRIPT on the retry, which then falls back to EVAL.
+    if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
+      loading_.erase(it);
+    return;
   }
+  // Smoothed like TCP's SRTT (7/8 old, 1/8 new): steady under jitter, quick to follow load.
+  // A late reply counts too: it is how slow the server is.
+  round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
+  if (f.what == in_flight::kind::call) {
+    if (!f.call) return;  // timed out already: its reply is dropped here, in its place
+    --in_flight_calls_;
+    return on_call_reply(std::move(f.call), r, f.form);
+  }
+  // Items that timed out are null: the reply's parts stay matched by position.
+  const auto live = static_cast<std::size_t>(std::count_if(
+      f.batch.begin(), f.batch.end(), [](const request_ptr& item) { return item != nullptr; }));
+  if (live == 0) return;
+  in_flight_calls_ -= live;
+  on_batch_reply(std::move(f.batch), r, f.form);
 }
 
 bool connection::function_missing(const reply& r) {
@@ -418,12 +413,11 @@ void connection::on_deadline() {
   bool expiring = false;
   for (auto& f : in_flight_)
     f.each_call([&](request_ptr& r) { expiring = expiring || r->deadline <= now; });
-  if (!deadline_deferred_ && state_ == state::ready && stream_.is_open() && expiring) {
-    if (stream_.bytes_waiting()) {
-      deadline_deferred_ = true;
-      arm_deadline(now + deadline_granularity);
-      return;
-    }
+  if (!deadline_deferred_ && state_ == state::ready && stream_.is_open() && expiring &&
+      stream_.bytes_waiting()) {
+    deadline_deferred_ = true;
+    arm_deadline(now + deadline_granularity);
+    return;
   }
   deadline_deferred_ = false;
   std::vector<request_ptr> expired;

@@ -202,8 +202,4 @@ void name_tls_peer(boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>& tls,
 // the same name already was.
 bool library_loaded(const reply& r) noexcept;
 
-// HELLO's reply judged: empty when the server will do (Redis >= 7.0, or a user the ACL denies
-// HELLO), else why not.
-std::string check_version(const reply& r);
-
 }  // namespace floodgate::redis

@@ -47,7 +47,7 @@ namespace floodgate::redis {
 // Throws config_error for options that cannot work (no connections, a zero timeout, ...).
 // Connecting starts in the background: it does not wait for the server. healthy() is true
 // while at least one connection is ready, the breaker is closed and calls do not fail for a
-// lasting reason (NOPERM, ...: connection_owner::problem); the next answered call clears that.
+// lasting reason (NOPERM, ...: node::problem); the next answered call clears that.
 std::unique_ptr<transport> make_client(const redis_endpoint& endpoint, const redis_options& options,
                                        script_set scripts);
 

@@ -38,7 +38,7 @@ class cluster_client final : public pool_client, public call_router {
     for (const auto& s : seeds) seeds_.push_back(node_for(s.host, s.port));
   }
 
-  // --- pool_router (io thread) -------------------------------------------------------------
+  // --- pool_client (io thread) -------------------------------------------------------------
 
   void start() override {
     request_refresh();

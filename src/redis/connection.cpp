@@ -67,7 +67,7 @@ void connection::stream_ready() {
 
 void connection::stream_closed(const std::string& why, std::error_code ec) {
   if (state_ == state::connecting) return connect_failed(why);
-  drop(why, ec);
+  drop(ec);
 }
 
 void connection::stream_written() {
@@ -82,12 +82,13 @@ void connection::stream_read_done() {
   flush();  // NOSCRIPT retries, and anything queued while the write was busy
 }
 
-void connection::connect_failed(std::string why) {
+void connection::connect_failed(const std::string& why) {
   owner_.problem(endpoint_label(config_.endpoint) + ": " + why, false);
-  last_error_ = std::move(why);
   close_stream();
   state_ = state::backoff;
-  schedule_reconnect();
+  state_timer_.after(backoff_.next(), [this] {
+    if (state_ == state::backoff) start();
+  });
   // Nothing will be written here for a while: let another connection take them, or fail
   // them now rather than at their deadlines.
   std::vector<request_ptr> waiting;
@@ -109,16 +110,9 @@ void connection::take_unsent(std::vector<request_ptr>& out) {
   }
 }
 
-void connection::schedule_reconnect() {
-  state_timer_.after(backoff_.next(), [this] {
-    if (state_ == state::backoff) start();
-  });
-}
-
 // A ready connection lost: what was in flight may or may not have run, so it fails; what
 // was not written yet moves on. Reconnecting starts at once (backoff if that fails).
-void connection::drop(std::string why, std::error_code for_in_flight) {
-  last_error_ = std::move(why);
+void connection::drop(std::error_code for_in_flight) {
   const bool was_ready = state_ == state::ready;
   close_stream();
   auto flight = std::move(in_flight_);
@@ -288,7 +282,7 @@ void connection::send_batch(std::string& out, open_batch& b, request::clock::tim
 }
 
 void connection::stream_reply(reply& r) {
-  if (in_flight_.empty()) return drop("a reply nobody asked for", errc::protocol_error);
+  if (in_flight_.empty()) return drop(errc::protocol_error);  // a reply nobody asked for
   in_flight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   if (f.ends_write) --writes_in_flight_;
@@ -445,9 +439,7 @@ void connection::on_deadline() {
   // on it fail with not_connected, and a new one must complete its handshake in that time.
   if (state_ == state::ready && !in_flight_.empty() &&
       now - in_flight_.front().written >= config_.options.connect_timeout) {
-    drop("no reply within connect_timeout (" +
-             std::to_string(config_.options.connect_timeout.count()) + " ms)",
-         errc::not_connected);
+    drop(errc::not_connected);
   }
 
   auto earliest = request::clock::time_point::max();

@@ -76,8 +76,6 @@ class connection final : private stream_owner {
   std::size_t pending() const noexcept {
     return unsent_.size() + retries_.size() + in_flight_calls_;
   }
-  // Why the last attempt to connect failed, or the connection was lost (diagnostics).
-  const std::string& last_error() const noexcept { return last_error_; }
 
  private:
   // What a reply in flight answers.
@@ -107,9 +105,8 @@ class connection final : private stream_owner {
     std::size_t bytes = 0;
   };
 
-  void connect_failed(std::string why);
-  void drop(std::string why, std::error_code for_in_flight);
-  void schedule_reconnect();
+  void connect_failed(const std::string& why);
+  void drop(std::error_code for_in_flight);
   // Closes the socket and forgets what was loading on it.
   void close_stream();
   // Moves the calls not in flight (retries, then unsent) to `out`.
@@ -173,7 +170,6 @@ class connection final : private stream_owner {
 
   request::clock::duration round_trip_{0};  // smoothed time from write to reply
   backoff backoff_;
-  std::string last_error_;
 };
 
 }  // namespace floodgate::redis

@@ -18,7 +18,7 @@ constexpr auto retired_grace = 60s;
 
 }  // namespace
 
-node_pool::node_pool(pool_router& router, const redis_options& options, script_set scripts,
+node_pool::node_pool(pool_client& router, const redis_options& options, script_set scripts,
                      tls_context_result tls)
     : router_(router),
       options_(options),

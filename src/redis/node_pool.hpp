@@ -1,10 +1,9 @@
 // The one pool of Redis nodes under every topology's client (client.cpp: one server;
 // cluster_client.cpp: the slots' masters; sentinel_client.cpp: the primary the sentinels
-// name): one io thread, nodes by address (node.hpp: connections, least-loaded pick, breaker,
-// problems in the server's words), the one waiting room for calls held back until a time (a
-// Cluster's TRYAGAIN backoff, a redirection on the next turn) or until taken (a Sentinel call
-// waiting for the new primary), and retiring of nodes that left. What a topology adds is a router
-// (pool_router): where a call goes, and what its node's answer means.
+// name): one io thread, nodes by address (node.hpp), the one waiting room for calls held back
+// until a time (TRYAGAIN's backoff, a redirection on the next turn) or until taken (READONLY
+// calls waiting for a new primary), and retiring of nodes that left. A topology is a
+// pool_client: where a call goes, and what its node's answer means.
 //
 //   class my_client final : public pool_client {   // pool_: its node_pool
 //     void route(request_ptr r, bool fresh) override {
@@ -41,42 +40,20 @@
 
 namespace floodgate::redis {
 
-// A topology's decisions over the pool. Io thread.
-class pool_router {
- public:
-  // Send `r` on (node_pool::send) or answer it. `fresh`: a caller just submitted it; else it
-  // comes again: given back unsent by a connection (released from its node already), or due
-  // in the waiting room.
-  virtual void route(request_ptr r, bool fresh) = 0;
-  // Once, on the io thread, before any call is routed.
-  virtual void start() {}
-  // Once, at teardown, before the pool stops its nodes and empties the waiting room: cancel
-  // timers, close what the router owns itself.
-  virtual void stop() {}
-  // One of the node's connections became ready or stopped being ready.
-  virtual void readiness_changed(node& /*n*/, bool /*ready*/) {}
-  // The node's breaker opened or closed.
-  virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
-  // Whether an error reply (connection_owner::problem's "call: ..." text) is the topology
-  // routing the call (a Cluster's MOVED), not a problem of its node's to report.
-  virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
-
- protected:
-  ~pool_router() = default;
-};
+class pool_client;
 
 class node_pool final {
  public:
   using clock = request::clock;
 
   // `tls`: for every node whose endpoint says TLS (an error there fails their connects).
-  node_pool(pool_router& router, const redis_options& options, script_set scripts,
+  node_pool(pool_client& router, const redis_options& options, script_set scripts,
             tls_context_result tls);
   node_pool(const node_pool&) = delete;
   node_pool& operator=(const node_pool&) = delete;
 
   boost::asio::io_context& context() noexcept { return io_; }
-  pool_router& router() noexcept { return router_; }
+  pool_client& router() noexcept { return router_; }
   const redis_options& options() const noexcept { return options_; }
   const tls_context_result& tls() const noexcept { return tls_; }
   pool_health& health() noexcept { return health_; }
@@ -86,7 +63,7 @@ class node_pool final {
   // exits, so the client outlives a shutdown() called from one of its own completions), then
   // the router on it.
   void start(std::shared_ptr<void> keep_alive);
-  // Any thread: routed on the io thread (pool_router::route, fresh). Once shutting down,
+  // Any thread: routed on the io thread (pool_client::route, fresh). Once shutting down,
   // completed inline with shutting_down: the io thread may be gone.
   void submit(request_ptr r);
   // Any thread, once, after start() (a thread still joinable would terminate): every call
@@ -124,7 +101,7 @@ class node_pool final {
   std::uint64_t retired_count() const noexcept { return retired_count_; }
   bool torn_down() const noexcept { return torn_down_; }
 
-  // Calls a node's connection gave back unsent (connection_owner::redispatch): routed again.
+  // Calls a node's connection gave back unsent (node::redispatch): routed again.
   void redispatch(std::vector<request_ptr> requests);
 
  private:
@@ -148,7 +125,7 @@ class node_pool final {
   // and completes every call they held, and those never routed, with shutting_down.
   void tear_down();
 
-  pool_router& router_;
+  pool_client& router_;
   const redis_options options_;
   const script_set scripts_;
   const tls_context_result tls_;
@@ -176,9 +153,7 @@ class node_pool final {
 // A topology's client: a router over its own pool, which the backend holds as a transport
 // (transport.hpp). Health is what the topology last said (healthy_) while no node fails for a
 // lasting reason; errors and stats are the pool's; a topology may say more of each.
-class pool_client : public pool_router,
-                    public transport::client,
-                    public std::enable_shared_from_this<pool_client> {
+class pool_client : public transport::client, public std::enable_shared_from_this<pool_client> {
  public:
   void submit(request_ptr r) override { pool_.submit(std::move(r)); }
   void shutdown() override { pool_.shutdown(); }
@@ -190,6 +165,24 @@ class pool_client : public pool_router,
 
   // Starts the pool's thread, which holds the client until it exits.
   void run() { pool_.start(shared_from_this()); }
+
+  // --- the topology's decisions over the pool (io thread) ---
+  // Send `r` on (node_pool::send) or answer it. `fresh`: a caller just submitted it; else it
+  // comes again: given back unsent by a connection (released from its node already), or due
+  // in the waiting room.
+  virtual void route(request_ptr r, bool fresh) = 0;
+  // Once, on the io thread, before any call is routed.
+  virtual void start() {}
+  // Once, at teardown, before the pool stops its nodes and empties the waiting room: cancel
+  // timers, close what the router owns itself.
+  virtual void stop() {}
+  // One of the node's connections became ready or stopped being ready.
+  virtual void readiness_changed(node& /*n*/, bool /*ready*/) {}
+  // The node's breaker opened or closed.
+  virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
+  // Whether an error reply (node::problem's "call: ..." text) is the topology routing the call
+  // (a Cluster's MOVED), not a problem of its node's to report.
+  virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
 
  protected:
   // `tls`: whether the topology's nodes speak TLS (rediss://).

@@ -90,7 +90,7 @@ class sentinel_client final : public pool_client, public call_router {
     return pool_.health().last_error();
   }
 
-  // --- pool_router (io thread) -------------------------------------------------------------
+  // --- pool_client (io thread) -------------------------------------------------------------
 
   void start() override {
     for (auto& p : peers_) subscribe(*p);

@@ -22,8 +22,6 @@
 
 namespace floodgate::redis {
 
-using request_ptr = std::unique_ptr<request>;
-
 // What every connection of a client shares.
 struct connection_config {
   redis_endpoint endpoint;

@@ -17,7 +17,6 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <system_error>
 #include <vector>
 

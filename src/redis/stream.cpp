@@ -363,22 +363,10 @@ void stream::fail(const session_ptr& s, const std::string& why, std::error_code 
 stream_link::stream_link(boost::asio::io_context& io, stream_config config, handlers h)
     : config_(std::move(config)), handlers_(std::move(h)), stream_(io, *this) {}
 
-stream_link::~stream_link() {
-  close();
-}
-
-void stream_link::open() {
-  stream_.open(config_);
-}
-
 void stream_link::send(std::string_view command) {
   if (!stream_.is_open()) return;
   stream_.out().append(command);
   stream_.flush();
-}
-
-void stream_link::close() {
-  stream_.close();
 }
 
 void stream_link::stream_closed(const std::string& why, std::error_code) {

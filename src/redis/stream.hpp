@@ -167,16 +167,15 @@ class stream_link final : private stream_owner {
   };
 
   stream_link(boost::asio::io_context& io, stream_config config, handlers h);
-  ~stream_link();
   stream_link(const stream_link&) = delete;
   stream_link& operator=(const stream_link&) = delete;
 
   // Starts connecting with config(), closing any connection it had first.
-  void open();
+  void open() { stream_.open(config_); }
   // Appends an encoded command; written once connected (open() must have been called).
   void send(std::string_view command);
   // Closes the connection, silently.
-  void close();
+  void close() { stream_.close(); }
   bool is_open() const noexcept { return stream_.is_open(); }
   const redis_endpoint& endpoint() const noexcept { return config_.endpoint; }
   // Read at each open().

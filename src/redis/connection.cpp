@@ -14,16 +14,15 @@ void validate_tls_options(const tls_options& o) {
   if (auto made = make_tls_context(o); !made.context) throw config_error("TLS: " + made.error);
 }
 
+namespace {
+
 // An error reply that will come back on every call until someone changes the server's
 // configuration: an ACL that forbids the scripts or the keys, lost authentication, a command
 // renamed away. Others (BUSY, OOM, a key of another type) concern one moment or one key.
 bool lasting_error(std::string_view text) noexcept {
-  return text.starts_with("NOPERM") || text.starts_with("NOAUTH") ||
-         text.starts_with("WRONGPASS") || text.starts_with("ERR unknown command") ||
-         text.find("NOPERM") != std::string_view::npos;
+  return text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") ||
+         text.starts_with("ERR unknown command") || text.find("NOPERM") != std::string_view::npos;
 }
-
-namespace {
 
 stream_config stream_config_for(const connection_config& c) {
   stream_config out = node_stream_config(c.endpoint, c.options, c.tls);
@@ -44,8 +43,6 @@ connection::connection(boost::asio::io_context& io, const connection_config& con
       state_timer_(io),
       deadline_timer_(io),
       backoff_(config.options.reconnect_backoff_min, config.options.reconnect_backoff_max) {}
-
-connection::~connection() = default;
 
 // --- connecting -------------------------------------------------------------------------
 

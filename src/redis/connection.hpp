@@ -43,7 +43,6 @@ class connection final : private stream_owner {
   };
 
   connection(boost::asio::io_context& io, const connection_config& config, node& owner);
-  ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 

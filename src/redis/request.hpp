@@ -117,18 +117,13 @@ class request {
 // A request whose outcome `f(ec, reply*)` reads, as complete() gets it: a call made here needs
 // no class of its own.
 template <class F>
-class reply_call final : public request {
- public:
-  explicit reply_call(F f) : f_(std::move(f)) {}
-  void complete(std::error_code ec, reply* r) noexcept override { f_(ec, r); }
-
- private:
-  F f_;
-};
-
-template <class F>
 request_ptr on_reply(F f) {
-  return std::make_unique<reply_call<F>>(std::move(f));
+  struct reply_call final : request {
+    explicit reply_call(F g) : f_(std::move(g)) {}
+    void complete(std::error_code ec, reply* r) noexcept override { f_(ec, r); }
+    F f_;
+  };
+  return std::make_unique<reply_call>(std::move(f));
 }
 
 // The error code for an error reply: BUSY → server_busy, OOM → out_of_memory, others →

@@ -6,7 +6,6 @@
 #include "redis/batch.hpp"
 #include "redis/node.hpp"
 #include "redis/resp_writer.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
 
@@ -80,7 +79,7 @@ void connection::stream_read_done() {
 }
 
 void connection::connect_failed(const std::string& why) {
-  owner_.problem(endpoint_label(config_.endpoint) + ": " + why, false);
+  owner_.problem(why, false);
   close_stream();
   state_ = state::backoff;
   state_timer_.after(backoff_.next(), [this] {

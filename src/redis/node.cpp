@@ -164,9 +164,7 @@ void node::problem(const std::string& why, bool lasting) {
   if (stopped_ || (why.starts_with(call) &&
                    pool_.router().routing_reply(std::string_view(why).substr(call.size()))))
     return;
-  // A failed connect already names the node; a call's error ("call: NOPERM ...") does not.
-  const bool named = why.starts_with(name_ + ": ");
-  health_.set_problem(this, named ? why : name_ + ": " + why, lasting);
+  health_.set_problem(this, name_ + ": " + why, lasting);
   problem_lasting_ = problem_lasting_ || lasting;  // as pool_health keeps it
   has_problem_ = true;
   answered_ = false;

@@ -75,8 +75,9 @@ class node final {
   // A script met NOSCRIPT, or a function was missing, and is being loaded again.
   void script_reloaded() noexcept;
   // Why connecting failed (the server's own words for a refused handshake: WRONGPASS, a bad db
-  // index, a Redis too old), or why a call failed in a way that will not heal by itself
-  // (`lasting`: NOPERM, an unknown command). For logs and readiness.
+  // index, a Redis too old), or why a call failed ("call: ...") in a way that will not heal by
+  // itself (`lasting`: NOPERM, an unknown command). Told with the node's name, for logs and
+  // readiness.
   void problem(const std::string& why, bool lasting);
   // A call was answered without an error: whatever was lasting has been fixed.
   void call_succeeded() noexcept;

@@ -143,18 +143,19 @@ void connection::enqueue(request_ptr r) {
   unsent_.push_back(std::move(r));
 }
 
-// A call goes as FCALL while the library is loaded and it has not met a missing function or
-// script; after one such reply as EVALSHA (the script was loaded since); after a second as
-// EVAL: the script was flushed again between our SCRIPT LOAD and the retry, and EVAL carries
-// the source itself, so this attempt cannot meet NOSCRIPT.
+// How a call whose script met `not_run` replies so far goes out now: as FCALL while the library is
+// loaded and it has not met a missing function or script; after one such reply as EVALSHA (the
+// script was loaded since); after a second as EVAL: the script was flushed again between our SCRIPT
+// LOAD and the retry, and EVAL carries the source itself, so this attempt cannot meet NOSCRIPT.
 script_call connection::form_for(std::uint8_t not_run) const noexcept {
   if (not_run >= 2) return script_call::eval;
   return functions_ && not_run == 0 ? script_call::fcall : script_call::evalsha;
 }
 
-// The request's command is in the form it was encoded in (request::encoded): sent as it is
-// when that is the form wanted, which it is on the hot path; otherwise only the header is
-// written anew (FCALL, EVALSHA and EVAL differ in their first two arguments).
+// Appends `r` as `form` (a request without a script: its command). The command is in the form it
+// was encoded in (request::encoded): sent as it is when that is the form wanted, which it is on the
+// hot path; otherwise only the header is written anew (FCALL, EVALSHA and EVAL differ in their
+// first two arguments).
 void connection::append_call(std::string& out, const request& r, script_call form) {
   if (r.script == nullptr || form == r.encoded) {
     out.append(r.command);

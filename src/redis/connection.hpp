@@ -122,9 +122,7 @@ class connection final : private stream_owner {
   void reload(const script* s);
   // `call`, which did not run, goes again with the next flush; at its deadline, timeout now.
   void retry(request_ptr call);
-  // How a call whose script met `not_run` replies so far goes out now.
   script_call form_for(std::uint8_t not_run) const noexcept;
-  // Appends `r` as `form` (the same for a request without a script: its command).
   void append_call(std::string& out, const request& r, script_call form);
   // Whether `r`, the reply to an FCALL, says the function did not run: it is missing (the
   // library was flushed: loaded again) or FCALL is denied to us. Either way this connection

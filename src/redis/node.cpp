@@ -142,11 +142,15 @@ void node::readiness_changed(bool ready) {
 }
 
 void node::redispatch(std::vector<request_ptr> requests) {
+  for (auto& r : requests) {  // admitted here, never sent
+    not_sent(r->probe);
+    r->observer = nullptr;
+    r->probe = false;
+  }
   // The node's own PING (its connection went before sending it) is for this node only: dropped,
   // and sent again when the breaker's time is up.
   std::erase_if(requests, [this](request_ptr& r) {
     if (!r->breaker_ping) return false;
-    not_sent(r->probe);
     r->complete(errc::not_connected, nullptr);
     pinging_ = false;
     arm_probe();

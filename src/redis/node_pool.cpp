@@ -124,14 +124,7 @@ void node_pool::sweep() {
 }
 
 void node_pool::redispatch(std::vector<request_ptr> requests) {
-  for (auto& r : requests) {
-    if (node* was = r->observer) {  // admitted, never sent
-      was->not_sent(r->probe);
-      r->observer = nullptr;
-      r->probe = false;
-    }
-    router_.route(std::move(r), false);
-  }
+  for (auto& r : requests) router_.route(std::move(r), false);
   flush();
 }
 
@@ -184,9 +177,7 @@ void node_pool::wake_room() {
   // Past its deadline while held: it is not sent again, so nothing follows. Routing may hold
   // calls again (a call due meets TRYAGAIN at once): after the re-arm.
   for (auto& c : expired) c->complete(errc::timeout, nullptr);
-  if (due.empty()) return;
-  for (auto& r : due) router_.route(std::move(r), false);
-  flush();
+  if (!due.empty()) redispatch(std::move(due));
 }
 
 void node_pool::tear_down() {

@@ -101,7 +101,8 @@ class node_pool final {
   std::uint64_t retired_count() const noexcept { return retired_count_; }
   bool torn_down() const noexcept { return torn_down_; }
 
-  // Calls a node's connection gave back unsent (node::redispatch): routed again.
+  // Calls routed again (pool_client::route, not fresh), then flush(): those a node's connection
+  // gave back unsent (node::redispatch), or due in the waiting room.
   void redispatch(std::vector<request_ptr> requests);
 
  private:

@@ -9,18 +9,27 @@
 // Not thread-safe: one per retrying thing (a connection, a subscription).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <random>
 
 namespace floodgate::redis {
 
 class backoff {
  public:
-  backoff(std::chrono::milliseconds min, std::chrono::milliseconds max);
+  backoff(std::chrono::milliseconds min, std::chrono::milliseconds max)
+      : min_(min), max_(std::max(min, max)), base_(min), jitter_(std::random_device{}()) {}
 
   // The wait before the next attempt: within [base/2, base*3/2] of a base that doubles from
   // min to max with each call, and at least 1 ms.
-  std::chrono::milliseconds next();
+  std::chrono::milliseconds next() {
+    const auto base = base_;
+    base_ = std::min(base_ * 2, max_);
+    std::uniform_int_distribution<std::int64_t> spread(base.count() / 2,
+                                                       base.count() + base.count() / 2);
+    return std::chrono::milliseconds(std::max<std::int64_t>(1, spread(jitter_)));
+  }
   // After a success: the next wait is about `min` again.
   void reset() noexcept { base_ = min_; }
 

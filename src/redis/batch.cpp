@@ -22,6 +22,11 @@ std::string_view now_of(const request& r) noexcept {
   return std::string_view(r.command).substr(r.part.now);
 }
 
+// Whether `b` continues the run of `a`: the same algorithm, limit, window, burst and cost.
+bool same_run(const request& a, const request& b) noexcept {
+  return a.script == b.script && args_of(a) == args_of(b);
+}
+
 }  // namespace
 
 void request::complete_part(const decision&) noexcept {
@@ -35,15 +40,6 @@ bool can_share(const request& first, const request& r) noexcept {
 std::size_t batch_item_size(const request& r) noexcept {
   return key_of(r).size() + args_of(r).size() + bulk_size(r.script->name.size());
 }
-
-namespace {
-
-// Whether `b` continues the run of `a`: the same algorithm, limit, window, burst and cost.
-bool same_run(const request& a, const request& b) noexcept {
-  return a.script == b.script && args_of(a) == args_of(b);
-}
-
-}  // namespace
 
 void append_batch(std::string& out, const script& s, std::span<const request_ptr> items,
                   script_call form) {

@@ -22,8 +22,6 @@
 
 namespace floodgate::redis {
 
-using request_ptr = std::unique_ptr<request>;
-
 // Whether batchable `r` may share one call with batchable `first`: one slot (Redis Cluster
 // runs a call on one slot's node) and the same now_ms (a test clock's, or Redis's TIME).
 bool can_share(const request& first, const request& r) noexcept;
@@ -39,8 +37,8 @@ void append_batch(std::string& out, const script& batch, std::span<const request
 // Completes every item with its part of the batch's reply `r` (two integers when allowed,
 // three when denied, or its own error: lua/batch.lua), read into its decision
 // (request::complete_part); a reply that is an error as a whole (MOVED, BUSY, ...) goes to each
-// item as it is, and one that does not parse fails the rest with errc::protocol_error. A null item (it
-// timed out in flight) keeps its place and is skipped.
+// item as it is, and one that does not parse fails the rest with errc::protocol_error. A null item
+// (it timed out in flight) keeps its place and is skipped.
 void complete_batch(std::span<request_ptr> items, reply& r) noexcept;
 
 }  // namespace floodgate::redis

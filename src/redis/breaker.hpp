@@ -27,13 +27,39 @@ class breaker {
       : failures_(failures), open_for_(open_for) {}
 
   // Whether a call may go now; sets `probe` when it is the half-open breaker's one probe.
-  bool allows(clock::time_point now, bool& probe) noexcept;
+  bool allows(clock::time_point now, bool& probe) noexcept {
+    if (state_ == state::closed) return true;
+    if (state_ == state::open) {
+      if (now < open_until_) return false;
+      state_ = state::half_open;
+      probe_in_flight_ = false;
+    }
+    if (probe_in_flight_) return false;
+    probe_in_flight_ = true;
+    probe = true;
+    return true;
+  }
   // The probe allowed was not sent after all (no connection took it): another may go.
   void probe_not_sent() noexcept { probe_in_flight_ = false; }
   // A call sent through it was answered.
-  change answered(bool probe) noexcept;
-  // A call sent through it got no answer.
-  change no_answer(bool probe, clock::time_point now) noexcept;
+  change answered(bool probe) noexcept {
+    consecutive_failures_ = 0;
+    if (probe) probe_in_flight_ = false;
+    if (state_ == state::closed) return change::none;
+    state_ = state::closed;
+    return change::closed;
+  }
+  // A call sent through it got no answer. While open, calls sent before it opened may still
+  // fail: they change nothing.
+  change no_answer(bool probe, clock::time_point now) noexcept {
+    if (!probe && (state_ != state::closed || ++consecutive_failures_ < failures_))
+      return change::none;
+    const bool was_closed = state_ == state::closed;
+    state_ = state::open;
+    open_until_ = now + open_for_;
+    probe_in_flight_ = false;
+    return was_closed ? change::opened : change::none;
+  }
 
   bool closed() const noexcept { return state_ == state::closed; }
 

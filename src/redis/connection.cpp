@@ -4,8 +4,8 @@
 
 #include "floodgate/errors.hpp"
 #include "redis/batch.hpp"
+#include "redis/node.hpp"
 #include "redis/resp_writer.hpp"
-#include "redis/url.hpp"
 
 namespace floodgate::redis {
 
@@ -13,16 +13,15 @@ void validate_tls_options(const tls_options& o) {
   if (auto made = make_tls_context(o); !made.context) throw config_error("TLS: " + made.error);
 }
 
+namespace {
+
 // An error reply that will come back on every call until someone changes the server's
 // configuration: an ACL that forbids the scripts or the keys, lost authentication, a command
 // renamed away. Others (BUSY, OOM, a key of another type) concern one moment or one key.
 bool lasting_error(std::string_view text) noexcept {
-  return text.starts_with("NOPERM") || text.starts_with("NOAUTH") ||
-         text.starts_with("WRONGPASS") || text.starts_with("ERR unknown command") ||
-         text.find("NOPERM") != std::string_view::npos;
+  return text.starts_with("NOAUTH") || text.starts_with("WRONGPASS") ||
+         text.starts_with("ERR unknown command") || text.find("NOPERM") != std::string_view::npos;
 }
-
-namespace {
 
 stream_config stream_config_for(const connection_config& c) {
   stream_config out = node_stream_config(c.endpoint, c.options, c.tls);
@@ -35,8 +34,7 @@ stream_config stream_config_for(const connection_config& c) {
 
 }  // namespace
 
-connection::connection(boost::asio::io_context& io, const connection_config& config,
-                       connection_owner& owner)
+connection::connection(boost::asio::io_context& io, const connection_config& config, node& owner)
     : config_(config),
       owner_(owner),
       stream_config_(stream_config_for(config)),
@@ -45,18 +43,12 @@ connection::connection(boost::asio::io_context& io, const connection_config& con
       deadline_timer_(io),
       backoff_(config.options.reconnect_backoff_min, config.options.reconnect_backoff_max) {}
 
-connection::~connection() = default;
-
-void connection::start() {
-  connect();
-}
-
 // --- connecting -------------------------------------------------------------------------
 
 // The greeting (stream.hpp) loads every script, so a ready connection never meets NOSCRIPT
 // unless the scripts are flushed later; calls wait until it is answered: a connection is ready
 // only when it is fully usable.
-void connection::connect() {
+void connection::start() {
   state_ = state::connecting;
   stream_.open(stream_config_);
 }
@@ -65,13 +57,13 @@ void connection::stream_ready() {
   state_ = state::ready;
   functions_ = stream_.functions_loaded();
   backoff_.reset();
-  owner_.readiness_changed(*this, true);
+  owner_.readiness_changed(true);
   flush();
 }
 
 void connection::stream_closed(const std::string& why, std::error_code ec) {
   if (state_ == state::connecting) return connect_failed(why);
-  drop(why, ec);
+  drop(ec);
 }
 
 void connection::stream_written() {
@@ -86,12 +78,13 @@ void connection::stream_read_done() {
   flush();  // NOSCRIPT retries, and anything queued while the write was busy
 }
 
-void connection::connect_failed(std::string why) {
-  owner_.problem(endpoint_label(config_.endpoint) + ": " + why, false);
-  last_error_ = std::move(why);
+void connection::connect_failed(const std::string& why) {
+  owner_.problem(why, false);
   close_stream();
   state_ = state::backoff;
-  schedule_reconnect();
+  state_timer_.after(backoff_.next(), [this] {
+    if (state_ == state::backoff) start();
+  });
   // Nothing will be written here for a while: let another connection take them, or fail
   // them now rather than at their deadlines.
   std::vector<request_ptr> waiting;
@@ -113,16 +106,9 @@ void connection::take_unsent(std::vector<request_ptr>& out) {
   }
 }
 
-void connection::schedule_reconnect() {
-  state_timer_.after(backoff_.next(), [this] {
-    if (state_ == state::backoff) connect();
-  });
-}
-
 // A ready connection lost: what was in flight may or may not have run, so it fails; what
 // was not written yet moves on. Reconnecting starts at once (backoff if that fails).
-void connection::drop(std::string why, std::error_code for_in_flight) {
-  last_error_ = std::move(why);
+void connection::drop(std::error_code for_in_flight) {
   const bool was_ready = state_ == state::ready;
   close_stream();
   auto flight = std::move(in_flight_);
@@ -131,15 +117,11 @@ void connection::drop(std::string why, std::error_code for_in_flight) {
   writes_in_flight_ = 0;
   std::vector<request_ptr> waiting;
   take_unsent(waiting);
-  if (was_ready) owner_.readiness_changed(*this, false);
-  connect();
-  fail_in_flight(flight, for_in_flight);
-  owner_.redispatch(std::move(waiting));
-}
-
-void connection::fail_in_flight(std::deque<in_flight>& flight, std::error_code ec) {
+  if (was_ready) owner_.readiness_changed(false);
+  start();
   for (auto& f : flight)
-    f.each_call([ec](request_ptr& r) { request::finish(std::move(r), ec, nullptr); });
+    f.each_call([&](request_ptr& r) { request::finish(std::move(r), for_in_flight, nullptr); });
+  owner_.redispatch(std::move(waiting));
 }
 
 void connection::stop(std::vector<request_ptr>& out) {
@@ -161,18 +143,19 @@ void connection::enqueue(request_ptr r) {
   unsent_.push_back(std::move(r));
 }
 
-// A call goes as FCALL while the library is loaded and it has not met a missing function or
-// script; after one such reply as EVALSHA (the script was loaded since); after a second as
-// EVAL: the script was flushed again between our SCRIPT LOAD and the retry, and EVAL carries
-// the source itself, so this attempt cannot meet NOSCRIPT.
+// How a call whose script met `not_run` replies so far goes out now: as FCALL while the library is
+// loaded and it has not met a missing function or script; after one such reply as EVALSHA (the
+// script was loaded since); after a second as EVAL: the script was flushed again between our SCRIPT
+// LOAD and the retry, and EVAL carries the source itself, so this attempt cannot meet NOSCRIPT.
 script_call connection::form_for(std::uint8_t not_run) const noexcept {
   if (not_run >= 2) return script_call::eval;
   return functions_ && not_run == 0 ? script_call::fcall : script_call::evalsha;
 }
 
-// The request's command is in the form it was encoded in (request::encoded): sent as it is
-// when that is the form wanted, which it is on the hot path; otherwise only the header is
-// written anew (FCALL, EVALSHA and EVAL differ in their first two arguments).
+// Appends `r` as `form` (a request without a script: its command). The command is in the form it
+// was encoded in (request::encoded): sent as it is when that is the form wanted, which it is on the
+// hot path; otherwise only the header is written anew (FCALL, EVALSHA and EVAL differ in their
+// first two arguments).
 void connection::append_call(std::string& out, const request& r, script_call form) {
   if (r.script == nullptr || form == r.encoded) {
     out.append(r.command);
@@ -195,13 +178,13 @@ void connection::flush() {
   std::string& out = stream_.out();  // empty: a write is not in progress
   for (const script* s : loads_) {
     append_command(out, {"SCRIPT", "LOAD", s->source});
-    in_flight_.push_back({in_flight::kind::load, nullptr, s, now});
+    in_flight_.push_back({.what = in_flight::kind::load, .loaded = s, .written = now});
     loading_.push_back(s);
   }
   loads_.clear();
   if (load_library_) {
     append_command(out, {"FUNCTION", "LOAD", config_.scripts.library->source});
-    in_flight_.push_back({in_flight::kind::load, nullptr, nullptr, now});
+    in_flight_.push_back({.what = in_flight::kind::load, .written = now});
     load_library_ = false;
     library_loading_ = true;
   }
@@ -233,7 +216,7 @@ void connection::flush() {
       if (r->asking) {
         // Back to back with the call on this connection: ASKING applies to the next command.
         append_command(out, {"ASKING"});
-        in_flight_.push_back({in_flight::kind::asking, nullptr, nullptr, now});
+        in_flight_.push_back({.what = in_flight::kind::asking, .written = now});
       }
       send_call(out, std::move(r), now);
     }
@@ -250,94 +233,82 @@ void connection::flush() {
 void connection::add_to_batch(std::string& out, std::vector<open_batch>& open, request_ptr r,
                               request::clock::time_point now) {
   const std::size_t size = batch_item_size(*r);
-  for (auto& b : open) {
-    if (!can_share(*b.items.front(), *r)) continue;
-    if (b.items.size() < config_.options.max_batch_items && b.bytes + size <= max_batch_bytes) {
-      b.bytes += size;
-      b.items.push_back(std::move(r));
-      return;
+  auto b = std::find_if(open.begin(), open.end(),
+                        [&](const open_batch& o) { return can_share(*o.items.front(), *r); });
+  if (b == open.end()) {
+    // Few open at once: on one server every check shares (one slot, Redis's clock); on a
+    // Cluster each slot has its own.
+    constexpr std::size_t max_open = 16;
+    if (open.size() == max_open) {
+      send_batch(out, open.front(), now);
+      open.erase(open.begin());
     }
+    b = open.emplace(open.end());
+  } else if (b->items.size() >= config_.options.max_batch_items ||
+             b->bytes + size > max_batch_bytes) {
     // Full: sent now, so a later batch never carries this key's checks before its own.
-    send_batch(out, b, now);
-    b.items.clear();
-    b.bytes = size;
-    b.items.push_back(std::move(r));
-    return;
+    send_batch(out, *b, now);
   }
-  // Few open at once: on one server every check shares (one slot, Redis's clock); on a
-  // Cluster each slot has its own.
-  constexpr std::size_t max_open = 16;
-  if (open.size() == max_open) {
-    send_batch(out, open.front(), now);
-    open.erase(open.begin());
-  }
-  open.push_back({});
-  open.back().bytes = size;
-  open.back().items.push_back(std::move(r));
+  b->bytes += size;
+  b->items.push_back(std::move(r));
 }
 
 void connection::send_call(std::string& out, request_ptr r, request::clock::time_point now) {
   const auto form = form_for(r->noscript_replies);
   append_call(out, *r, form);
-  in_flight_.push_back({in_flight::kind::call, std::move(r), nullptr, now});
-  in_flight_.back().form = form;
+  in_flight_.push_back(
+      {.what = in_flight::kind::call, .call = std::move(r), .form = form, .written = now});
 }
 
 void connection::send_batch(std::string& out, open_batch& b, request::clock::time_point now) {
-  if (b.items.empty()) return;
   if (b.items.size() == 1) {
     send_call(out, std::move(b.items.front()), now);
-    b.items.clear();
-    return;
+  } else {
+    // As its item that met the most missing scripts would go alone (form_for).
+    std::uint8_t not_run = 0;
+    for (const auto& r : b.items) not_run = std::max(not_run, r->noscript_replies);
+    const auto form = form_for(not_run);
+    append_batch(out, *config_.scripts.batch, b.items, form);
+    in_flight_.push_back({.what = in_flight::kind::batch,
+                          .form = form,
+                          .written = now,
+                          .batch = std::move(b.items)});
   }
-  // As its item that met the most missing scripts would go alone (form_for).
-  std::uint8_t not_run = 0;
-  for (const auto& r : b.items) not_run = std::max(not_run, r->noscript_replies);
-  const auto form = form_for(not_run);
-  append_batch(out, *config_.scripts.batch, b.items, form);
-  in_flight f{in_flight::kind::batch, nullptr, nullptr, now};
-  f.form = form;
-  f.batch = std::move(b.items);
-  in_flight_.push_back(std::move(f));
   b.items.clear();
+  b.bytes = 0;
 }
 
 void connection::stream_reply(reply& r) {
-  if (in_flight_.empty()) return drop("a reply nobody asked for", errc::protocol_error);
+  if (in_flight_.empty()) return drop(errc::protocol_error);  // a reply nobody asked for
   in_flight f = std::move(in_flight_.front());
   in_flight_.pop_front();
   if (f.ends_write) --writes_in_flight_;
-  switch (f.what) {
-    case in_flight::kind::asking:  // +OK; an error shows up on the call that follows
+  if (f.what == in_flight::kind::asking) return;  // +OK; an error shows up on the call after it
+  if (f.what == in_flight::kind::load) {
+    if (f.loaded == nullptr) {  // FUNCTION LOAD: calls go as FCALL again once it is back
+      library_loading_ = false;
+      functions_ = library_loaded(r);
       return;
-    case in_flight::kind::load:
-      if (f.loaded == nullptr) {  // FUNCTION LOAD: calls go as FCALL again once it is back
-        library_loading_ = false;
-        functions_ = library_loaded(r);
-        return;
-      }
-      // An error here shows up again as NOSCRIPT on the retry, which then falls back to EVAL.
-      if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
-        loading_.erase(it);
-      return;
-    case in_flight::kind::call: {
-      // Smoothed like TCP's SRTT (7/8 old, 1/8 new): steady under jitter, quick to follow load.
-      // A late reply counts too: it is how slow the server is.
-      round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
-      if (!f.call) return;  // timed out already: its reply is dropped here, in its place
-      --in_flight_calls_;
-      return on_call_reply(std::move(f.call), r, f.form);
     }
-    case in_flight::kind::batch: {
-      round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
-      // Items that timed out are null: the reply's parts stay matched by position.
-      const auto live = static_cast<std::size_t>(std::count_if(
-          f.batch.begin(), f.batch.end(), [](const request_ptr& item) { return item != nullptr; }));
-      if (live == 0) return;
-      in_flight_calls_ -= live;
-      return on_batch_reply(std::move(f.batch), r, f.form);
-    }
+    // An error here shows up again as NOSCRIPT on the retry, which then falls back to EVAL.
+    if (auto it = std::find(loading_.begin(), loading_.end(), f.loaded); it != loading_.end())
+      loading_.erase(it);
+    return;
   }
+  // Smoothed like TCP's SRTT (7/8 old, 1/8 new): steady under jitter, quick to follow load.
+  // A late reply counts too: it is how slow the server is.
+  round_trip_ += (request::clock::now() - f.written - round_trip_) / 8;
+  if (f.what == in_flight::kind::call) {
+    if (!f.call) return;  // timed out already: its reply is dropped here, in its place
+    --in_flight_calls_;
+    return on_call_reply(std::move(f.call), r, f.form);
+  }
+  // Items that timed out are null: the reply's parts stay matched by position.
+  const auto live = static_cast<std::size_t>(std::count_if(
+      f.batch.begin(), f.batch.end(), [](const request_ptr& item) { return item != nullptr; }));
+  if (live == 0) return;
+  in_flight_calls_ -= live;
+  on_batch_reply(std::move(f.batch), r, f.form);
 }
 
 bool connection::function_missing(const reply& r) {
@@ -433,12 +404,11 @@ void connection::on_deadline() {
   bool expiring = false;
   for (auto& f : in_flight_)
     f.each_call([&](request_ptr& r) { expiring = expiring || r->deadline <= now; });
-  if (!deadline_deferred_ && state_ == state::ready && stream_.is_open() && expiring) {
-    if (stream_.bytes_waiting()) {
-      deadline_deferred_ = true;
-      arm_deadline(now + deadline_granularity);
-      return;
-    }
+  if (!deadline_deferred_ && state_ == state::ready && stream_.is_open() && expiring &&
+      stream_.bytes_waiting()) {
+    deadline_deferred_ = true;
+    arm_deadline(now + deadline_granularity);
+    return;
   }
   deadline_deferred_ = false;
   std::vector<request_ptr> expired;
@@ -466,9 +436,7 @@ void connection::on_deadline() {
   // on it fail with not_connected, and a new one must complete its handshake in that time.
   if (state_ == state::ready && !in_flight_.empty() &&
       now - in_flight_.front().written >= config_.options.connect_timeout) {
-    drop("no reply within connect_timeout (" +
-             std::to_string(config_.options.connect_timeout.count()) + " ms)",
-         errc::not_connected);
+    drop(errc::not_connected);
   }
 
   auto earliest = request::clock::time_point::max();

@@ -1,10 +1,9 @@
-// One connection of a client (client.hpp): pipelined writes over a stream (stream.hpp:
-// connect, TLS, greeting), replies matched in order, deadlines, batching, NOSCRIPT reloads,
-// reconnect with backoff.
+// One connection of a node (node.hpp, which it tells what happens): pipelined writes over a
+// stream (stream.hpp: connect, TLS, greeting), replies matched in order, deadlines, batching,
+// NOSCRIPT reloads, reconnect with backoff.
 //
-// Internal to the client and Asio-based, so only the client's sources include it. Everything
-// here runs on the client's one thread: no locks. Each attempt to connect opens the stream
-// anew, and nothing from a dropped socket reaches the next one (stream.hpp).
+// Asio-based; everything runs on the node pool's io thread: no locks. Each attempt to connect
+// opens the stream anew, and nothing from a dropped socket reaches the next one (stream.hpp).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -23,8 +22,6 @@
 
 namespace floodgate::redis {
 
-using request_ptr = std::unique_ptr<request>;
-
 // What every connection of a client shares.
 struct connection_config {
   redis_endpoint endpoint;
@@ -33,28 +30,7 @@ struct connection_config {
   tls_context_result tls;  // endpoint.tls only; an error fails every connect
 };
 
-class connection;
-
-// The client's side of a connection.
-class connection_owner {
- public:
-  // The connection became ready or stopped being ready.
-  virtual void readiness_changed(connection& c, bool ready) = 0;
-  // Requests the connection held but never wrote, when it lost its socket: to be placed on
-  // another connection (or this one, reconnecting), or failed.
-  virtual void redispatch(std::vector<request_ptr> requests) = 0;
-  // A script met NOSCRIPT, or a function was missing, and is being loaded again (for metrics).
-  virtual void script_reloaded() noexcept {}
-  // Why connecting failed (the server's own words for a refused handshake: WRONGPASS, a bad
-  // db index, a Redis too old), or why a call failed in a way that will not heal by itself
-  // (`lasting`: NOPERM, an unknown command). For logs and readiness.
-  virtual void problem(const std::string& /*why*/, bool /*lasting*/) {}
-  // A call was answered without an error: whatever was lasting has been fixed.
-  virtual void call_succeeded() noexcept {}
-
- protected:
-  ~connection_owner() = default;
-};
+class node;
 
 class connection final : private stream_owner {
  public:
@@ -66,8 +42,7 @@ class connection final : private stream_owner {
     stopped,
   };
 
-  connection(boost::asio::io_context& io, const connection_config& config, connection_owner& owner);
-  ~connection();
+  connection(boost::asio::io_context& io, const connection_config& config, node& owner);
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
@@ -84,6 +59,7 @@ class connection final : private stream_owner {
   // at most).
   static constexpr std::size_t max_batch_bytes = 64 * 1024;
 
+  // Starts connecting (again: each attempt opens the stream anew).
   void start();
   // Queues a request (state connecting or ready). Sent by the next flush().
   void enqueue(request_ptr r);
@@ -97,23 +73,19 @@ class connection final : private stream_owner {
   std::size_t pending() const noexcept {
     return unsent_.size() + retries_.size() + in_flight_calls_;
   }
-  // Why the last attempt to connect failed, or the connection was lost (diagnostics).
-  const std::string& last_error() const noexcept { return last_error_; }
 
  private:
   // What a reply in flight answers.
   struct in_flight {
     enum class kind { load, call, asking, batch };
-    in_flight(kind w, request_ptr c, const script* l, request::clock::time_point t = {})
-        : what(w), call(std::move(c)), loaded(l), written(t) {}
 
     kind what;
-    request_ptr call;                         // kind::call
+    request_ptr call{};                       // kind::call
     const script* loaded = nullptr;           // kind::load: SCRIPT LOAD of it; null: FUNCTION LOAD
     script_call form = script_call::evalsha;  // kind::call and kind::batch: as sent
     request::clock::time_point written{};
-    std::vector<request_ptr> batch;  // kind::batch: its items, in order
-    bool ends_write = false;         // the last reply of a write of flush()
+    std::vector<request_ptr> batch{};  // kind::batch: its items, in order
+    bool ends_write = false;           // the last reply of a write of flush()
 
     // f(request_ptr&) for each call it still holds (a batch item that timed out is null).
     template <class F>
@@ -130,10 +102,8 @@ class connection final : private stream_owner {
     std::size_t bytes = 0;
   };
 
-  void connect();
-  void connect_failed(std::string why);
-  void drop(std::string why, std::error_code for_in_flight);
-  void schedule_reconnect();
+  void connect_failed(const std::string& why);
+  void drop(std::error_code for_in_flight);
   // Closes the socket and forgets what was loading on it.
   void close_stream();
   // Moves the calls not in flight (retries, then unsent) to `out`.
@@ -152,9 +122,7 @@ class connection final : private stream_owner {
   void reload(const script* s);
   // `call`, which did not run, goes again with the next flush; at its deadline, timeout now.
   void retry(request_ptr call);
-  // How a call whose script met `not_run` replies so far goes out now.
   script_call form_for(std::uint8_t not_run) const noexcept;
-  // Appends `r` as `form` (the same for a request without a script: its command).
   void append_call(std::string& out, const request& r, script_call form);
   // Whether `r`, the reply to an FCALL, says the function did not run: it is missing (the
   // library was flushed: loaded again) or FCALL is denied to us. Either way this connection
@@ -166,15 +134,15 @@ class connection final : private stream_owner {
                     request::clock::time_point now);
   // Appends `r` as its own call, in the form its script's replies so far allow.
   void send_call(std::string& out, request_ptr r, request::clock::time_point now);
-  // Appends `b` as one call (a lone item as its own script's call) and records it in flight.
+  // Appends `b` as one call (a lone item as its own script's call), records it in flight and
+  // empties `b`.
   void send_batch(std::string& out, open_batch& b, request::clock::time_point now);
-  void fail_in_flight(std::deque<in_flight>& flight, std::error_code ec);
 
   void arm_deadline(request::clock::time_point t);
   void on_deadline();
 
   const connection_config& config_;
-  connection_owner& owner_;
+  node& owner_;
 
   stream_config stream_config_;  // config_ as the stream needs it
   state state_ = state::idle;
@@ -197,7 +165,6 @@ class connection final : private stream_owner {
 
   request::clock::duration round_trip_{0};  // smoothed time from write to reply
   backoff backoff_;
-  std::string last_error_;
 };
 
 }  // namespace floodgate::redis

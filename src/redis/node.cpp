@@ -64,18 +64,13 @@ void node::not_sent(bool probe) noexcept {
   if (probe) breaker_.probe_not_sent();
 }
 
-void node::call_finished(const request& r, std::error_code ec) noexcept {
-  if (r.breaker_ping) pinging_ = false;  // answered or not, the next PING may go
-  finished(ec, r.probe, r.breaker_ping);
-}
-
 void node::arm_probe() {
   probe_timer_.after(config_.options.breaker_open_for, [this] { send_probe(); });
 }
 
 void node::send_probe() {
   if (stopped_ || breaker_.closed() || pinging_) return;
-  // Nobody waits for its answer: only the breaker hears it (call_finished).
+  // Nobody waits for its answer: only the breaker hears it (finished).
   auto ping = on_reply([](std::error_code, reply*) {});
   ping->command = "*1\r\n$4\r\nPING\r\n";
   ping->deadline = request::clock::now() + config_.options.timeout;
@@ -86,8 +81,21 @@ void node::send_probe() {
   pool_.flush();
 }
 
-void node::finished(std::error_code ec, bool probe, bool ping) {
-  if (stopped_) return;  // calls handed back by stop(): the node's gauges are settled
+void request::finish(request_ptr r, std::error_code ec, reply* answer) noexcept {
+  if (r->observer != nullptr) r->observer->finished(*r, ec);
+  if (call_router* by = r->route.by) return by->call_done(std::move(r), ec, answer);
+  r->complete(ec, answer);
+}
+
+void request::finish_part(request_ptr r, const decision& d) noexcept {
+  if (r->observer != nullptr) r->observer->finished(*r, {});
+  r->complete_part(d);
+}
+
+void node::finished(const request& r, std::error_code ec) noexcept {
+  const bool probe = r.probe, ping = r.breaker_ping;
+  if (ping) pinging_ = false;  // answered or not, the next PING may go
+  if (stopped_) return;        // calls handed back by stop(): the node's gauges are settled
   // The node's own PING does not run the scripts: a lasting problem (NOPERM on them) waits for a
   // call answered.
   if (!ec && !ping && std::exchange(answered_, false)) clear_problem();
@@ -125,7 +133,7 @@ bool node::owns(const connection* c) const noexcept {
   return false;
 }
 
-void node::readiness_changed(connection&, bool ready) {
+void node::readiness_changed(bool ready) {
   ready_.fetch_add(ready ? 1 : -1, std::memory_order_relaxed);
   // Connecting works again; a node no call is routed to (a replica among the seeds) would
   // otherwise keep telling its old connect failure. What is lasting waits for an answer.
@@ -134,11 +142,15 @@ void node::readiness_changed(connection&, bool ready) {
 }
 
 void node::redispatch(std::vector<request_ptr> requests) {
+  for (auto& r : requests) {  // admitted here, never sent
+    not_sent(r->probe);
+    r->observer = nullptr;
+    r->probe = false;
+  }
   // The node's own PING (its connection went before sending it) is for this node only: dropped,
   // and sent again when the breaker's time is up.
   std::erase_if(requests, [this](request_ptr& r) {
     if (!r->breaker_ping) return false;
-    not_sent(r->probe);
     r->complete(errc::not_connected, nullptr);
     pinging_ = false;
     arm_probe();
@@ -156,9 +168,7 @@ void node::problem(const std::string& why, bool lasting) {
   if (stopped_ || (why.starts_with(call) &&
                    pool_.router().routing_reply(std::string_view(why).substr(call.size()))))
     return;
-  // A failed connect already names the node; a call's error ("call: NOPERM ...") does not.
-  const bool named = why.starts_with(name_ + ": ");
-  health_.set_problem(this, named ? why : name_ + ": " + why, lasting);
+  health_.set_problem(this, name_ + ": " + why, lasting);
   problem_lasting_ = problem_lasting_ || lasting;  // as pool_health keeps it
   has_problem_ = true;
   answered_ = false;

@@ -8,7 +8,7 @@
 //   n.start();
 //   bool probe = false;
 //   connection* c = n.admit(probe) ? n.pick() : nullptr;   // null: fail not_connected
-//   ... when the call completes: n.finished(ec, probe, /*ping=*/false);
+//   ... when the call completes: n.finished(call, ec);     // request::finish does it
 //
 // Internal and Asio-based like connection.hpp; everything runs on the client's io thread,
 // but ready() and breaker state are also read elsewhere through pool_health.
@@ -17,7 +17,6 @@
 #include <atomic>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -30,7 +29,7 @@ namespace floodgate::redis {
 
 class node_pool;
 
-class node final : public connection_owner, public call_observer {
+class node final {
  public:
   // Connecting on `pool`'s io thread, reporting to its router and health.
   node(node_pool& pool, connection_config config);
@@ -54,9 +53,10 @@ class node final : public connection_owner, public call_observer {
   bool admit(bool& probe);
   // The admitted call was not sent after all.
   void not_sent(bool probe) noexcept;
-  // An admitted call completed: timeout and not_connected are "no answer" to the breaker; an
-  // answer without error clears the node's problem. `ping`: the call was the node's own PING.
-  void finished(std::error_code ec, bool probe, bool ping);
+  // A call admitted here (request::observer) completed with `ec`, told by request::finish:
+  // timeout and not_connected are "no answer" to the breaker; an answer without error clears
+  // the node's problem, unless the call was the node's own PING (request::breaker_ping).
+  void finished(const request& r, std::error_code ec) noexcept;
 
   int ready() const noexcept { return ready_.load(std::memory_order_relaxed); }
   bool breaker_closed() const noexcept { return breaker_.closed(); }
@@ -66,15 +66,21 @@ class node final : public connection_owner, public call_observer {
   const connection_config& config() const noexcept { return config_; }
   const std::string& name() const noexcept { return name_; }
 
-  // connection_owner
-  void readiness_changed(connection& c, bool ready) override;
-  void redispatch(std::vector<request_ptr> requests) override;
-  void script_reloaded() noexcept override;
-  void problem(const std::string& why, bool lasting) override;
-  void call_succeeded() noexcept override;
-
-  // call_observer: finished(ec, r.probe, r.breaker_ping) for a call admitted here.
-  void call_finished(const request& r, std::error_code ec) noexcept override;
+  // --- what its connections tell it (connection.hpp) ---
+  // One of them became ready or stopped being ready.
+  void readiness_changed(bool ready);
+  // Calls a connection held but never wrote, when it lost its socket: to be placed on another
+  // connection (or the same, reconnecting), or failed.
+  void redispatch(std::vector<request_ptr> requests);
+  // A script met NOSCRIPT, or a function was missing, and is being loaded again.
+  void script_reloaded() noexcept;
+  // Why connecting failed (the server's own words for a refused handshake: WRONGPASS, a bad db
+  // index, a Redis too old), or why a call failed ("call: ...") in a way that will not heal by
+  // itself (`lasting`: NOPERM, an unknown command). Told with the node's name, for logs and
+  // readiness.
+  void problem(const std::string& why, bool lasting);
+  // A call was answered without an error: whatever was lasting has been fixed.
+  void call_succeeded() noexcept;
 
  private:
   const connection_config config_;  // before the connections, which refer to it

@@ -18,19 +18,14 @@ constexpr auto retired_grace = 60s;
 
 }  // namespace
 
-node_pool::node_pool(pool_router& router, const redis_options& options, script_set scripts,
+node_pool::node_pool(pool_client& router, const redis_options& options, script_set scripts,
                      tls_context_result tls)
     : router_(router),
       options_(options),
       scripts_(std::move(scripts)),
       tls_(std::move(tls)),
       work_(io_.get_executor()),
-      room_(
-          io_, [this](std::vector<request_ptr>& due) { route_all(due); },
-          [](std::vector<request_ptr>& late) {
-            // Past its deadline while held: it is not sent again, so nothing follows.
-            for (auto& c : late) c->complete(errc::timeout, nullptr);
-          }) {}
+      room_timer_(io_) {}
 
 void node_pool::start(std::shared_ptr<void> keep_alive) {
   // Before the thread exists, so nothing else touches them yet: calls submitted from now on
@@ -104,9 +99,8 @@ void node_pool::retire(node& n, clock::time_point stop_by) {
   const auto it = nodes_.find(n.name());
   if (it == nodes_.end() || it->second.get() != &n) return;
   n.leave();  // its problem and open breaker are no longer the pool's
-  room_.for_each([&n](request& r) {
-    if (r.route.target == &n) r.route.target = nullptr;  // routed afresh
-  });
+  for (auto& h : held_)
+    if (h.call->route.target == &n) h.call->route.target = nullptr;  // routed afresh
   retired_.push_back({stop_by, clock::now() + retired_grace, std::move(it->second)});
   nodes_.erase(it);
   ++retired_count_;
@@ -130,14 +124,7 @@ void node_pool::sweep() {
 }
 
 void node_pool::redispatch(std::vector<request_ptr> requests) {
-  for (auto& r : requests) {
-    if (auto* was = static_cast<node*>(r->observer)) {  // admitted, never sent
-      was->not_sent(r->probe);
-      r->observer = nullptr;
-      r->probe = false;
-    }
-    router_.route(std::move(r), false);
-  }
+  for (auto& r : requests) router_.route(std::move(r), false);
   flush();
 }
 
@@ -152,10 +139,45 @@ void node_pool::drain() {
   flush();
 }
 
-void node_pool::route_all(std::vector<request_ptr>& calls) {
-  if (torn_down_) return;
-  for (auto& r : calls) router_.route(std::move(r), false);
-  flush();
+void node_pool::hold(request_ptr r, clock::time_point until) {
+  const auto wake = std::min(until, r->deadline);
+  held_.push_back({std::move(r), until});
+  arm_room(wake);
+}
+
+std::vector<request_ptr> node_pool::take_held() {
+  std::vector<request_ptr> out;
+  out.reserve(held_.size());
+  for (auto& h : held_) out.push_back(std::move(h.call));
+  held_.clear();
+  return out;
+}
+
+void node_pool::arm_room(clock::time_point wake) {
+  if (!torn_down_) room_timer_.at_earliest(wake, [this] { wake_room(); });
+}
+
+void node_pool::wake_room() {
+  const auto now = clock::now();
+  std::vector<request_ptr> due, expired;
+  std::vector<held_call> keep;
+  auto next = clock::time_point::max();
+  for (auto& h : held_) {
+    if (h.call->deadline <= now) {
+      expired.push_back(std::move(h.call));
+    } else if (h.until <= now) {
+      due.push_back(std::move(h.call));
+    } else {
+      next = std::min(next, std::min(h.until, h.call->deadline));
+      keep.push_back(std::move(h));
+    }
+  }
+  held_ = std::move(keep);
+  if (next != clock::time_point::max()) arm_room(next);
+  // Past its deadline while held: it is not sent again, so nothing follows. Routing may hold
+  // calls again (a call due meets TRYAGAIN at once): after the re-arm.
+  for (auto& c : expired) c->complete(errc::timeout, nullptr);
+  if (!due.empty()) redispatch(std::move(due));
 }
 
 void node_pool::tear_down() {
@@ -166,8 +188,8 @@ void node_pool::tear_down() {
   }
   torn_down_ = true;
   router_.stop();
-  room_.stop();
-  for (auto& c : room_.take_all()) out.push_back(std::move(c));
+  room_timer_.cancel();
+  for (auto& c : take_held()) out.push_back(std::move(c));
   for (auto& [name, n] : nodes_) n->stop(out);
   for (auto& r : retired_)
     if (!r.stopped) {

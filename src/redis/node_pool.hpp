@@ -1,9 +1,9 @@
 // The one pool of Redis nodes under every topology's client (client.cpp: one server;
 // cluster_client.cpp: the slots' masters; sentinel_client.cpp: the primary the sentinels
-// name): one io thread, nodes by address (node.hpp: connections, least-loaded pick, breaker,
-// problems in the server's words), the one waiting room for calls held until a time or a
-// topology change, and retiring of nodes that left. What a topology adds is a router
-// (pool_router): where a call goes, and what its node's answer means.
+// name): one io thread, nodes by address (node.hpp), the one waiting room for calls held back
+// until a time (TRYAGAIN's backoff, a redirection on the next turn) or until taken (READONLY
+// calls waiting for a new primary), and retiring of nodes that left. A topology is a
+// pool_client: where a call goes, and what its node's answer means.
 //
 //   class my_client final : public pool_client {   // pool_: its node_pool
 //     void route(request_ptr r, bool fresh) override {
@@ -35,47 +35,25 @@
 #include "redis/connection.hpp"
 #include "redis/node.hpp"
 #include "redis/pool_health.hpp"
+#include "redis/timer.hpp"
 #include "redis/transport.hpp"
-#include "redis/waiting_room.hpp"
 
 namespace floodgate::redis {
 
-// A topology's decisions over the pool. Io thread.
-class pool_router {
- public:
-  // Send `r` on (node_pool::send) or answer it. `fresh`: a caller just submitted it; else it
-  // comes again: given back unsent by a connection (released from its node already), or due
-  // in the waiting room.
-  virtual void route(request_ptr r, bool fresh) = 0;
-  // Once, on the io thread, before any call is routed.
-  virtual void start() {}
-  // Once, at teardown, before the pool stops its nodes and empties the waiting room: cancel
-  // timers, close what the router owns itself.
-  virtual void stop() {}
-  // One of the node's connections became ready or stopped being ready.
-  virtual void readiness_changed(node& /*n*/, bool /*ready*/) {}
-  // The node's breaker opened or closed.
-  virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
-  // Whether an error reply (connection_owner::problem's "call: ..." text) is the topology
-  // routing the call (a Cluster's MOVED), not a problem of its node's to report.
-  virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
-
- protected:
-  ~pool_router() = default;
-};
+class pool_client;
 
 class node_pool final {
  public:
   using clock = request::clock;
 
   // `tls`: for every node whose endpoint says TLS (an error there fails their connects).
-  node_pool(pool_router& router, const redis_options& options, script_set scripts,
+  node_pool(pool_client& router, const redis_options& options, script_set scripts,
             tls_context_result tls);
   node_pool(const node_pool&) = delete;
   node_pool& operator=(const node_pool&) = delete;
 
   boost::asio::io_context& context() noexcept { return io_; }
-  pool_router& router() noexcept { return router_; }
+  pool_client& router() noexcept { return router_; }
   const redis_options& options() const noexcept { return options_; }
   const tls_context_result& tls() const noexcept { return tls_; }
   pool_health& health() noexcept { return health_; }
@@ -85,7 +63,7 @@ class node_pool final {
   // exits, so the client outlives a shutdown() called from one of its own completions), then
   // the router on it.
   void start(std::shared_ptr<void> keep_alive);
-  // Any thread: routed on the io thread (pool_router::route, fresh). Once shutting down,
+  // Any thread: routed on the io thread (pool_client::route, fresh). Once shutting down,
   // completed inline with shutting_down: the io thread may be gone.
   void submit(request_ptr r);
   // Any thread, once, after start() (a thread still joinable would terminate): every call
@@ -105,10 +83,12 @@ class node_pool final {
   // Writes what send() queued.
   void flush();
 
-  // The waiting room: `r` routed again at `until` (waiting_room::until_taken: only when
-  // taken), answered errc::timeout at its deadline if that comes first.
-  void hold(request_ptr r, clock::time_point until) { room_.hold(std::move(r), until); }
-  std::vector<request_ptr> take_held() { return room_.take_all(); }
+  // The waiting room: `r` routed again at `until` (until_taken: only by take_held()), answered
+  // errc::timeout at its deadline if that comes first.
+  static constexpr clock::time_point until_taken = clock::time_point::max();
+  void hold(request_ptr r, clock::time_point until);
+  // Every call held, oldest first.
+  std::vector<request_ptr> take_held();
 
   // Takes `n` out of the pool: its address is free for a new node, its problem and open
   // breaker leave the health, calls held for it are routed afresh. Stopped now if it holds no
@@ -121,7 +101,8 @@ class node_pool final {
   std::uint64_t retired_count() const noexcept { return retired_count_; }
   bool torn_down() const noexcept { return torn_down_; }
 
-  // Calls a node's connection gave back unsent (connection_owner::redispatch): routed again.
+  // Calls routed again (pool_client::route, not fresh), then flush(): those a node's connection
+  // gave back unsent (node::redispatch), or due in the waiting room.
   void redispatch(std::vector<request_ptr> requests);
 
  private:
@@ -130,8 +111,14 @@ class node_pool final {
     std::unique_ptr<node> n;
     bool stopped = false;
   };
+  struct held_call {
+    request_ptr call;
+    clock::time_point until;
+  };
 
-  void route_all(std::vector<request_ptr>& calls);
+  // One timer for the waiting room, at the earliest `until` or deadline of a call held.
+  void arm_room(clock::time_point wake);
+  void wake_room();
   void stop_retired(retired_node& r);
   // The calls submitted since the last drain, routed fresh.
   void drain();
@@ -139,7 +126,7 @@ class node_pool final {
   // and completes every call they held, and those never routed, with shutting_down.
   void tear_down();
 
-  pool_router& router_;
+  pool_client& router_;
   const redis_options options_;
   const script_set scripts_;
   const tls_context_result tls_;
@@ -157,7 +144,8 @@ class node_pool final {
   std::map<std::string, std::unique_ptr<node>> nodes_;  // by endpoint_label()
   std::vector<retired_node> retired_;
   std::vector<connection*> dirty_;  // queued on since the last flush()
-  waiting_room room_;
+  std::vector<held_call> held_;     // the waiting room, oldest first
+  timer room_timer_;
   std::uint64_t retired_count_ = 0;
   bool started_ = false;  // nodes made from now on start connecting at once
   bool torn_down_ = false;
@@ -166,9 +154,7 @@ class node_pool final {
 // A topology's client: a router over its own pool, which the backend holds as a transport
 // (transport.hpp). Health is what the topology last said (healthy_) while no node fails for a
 // lasting reason; errors and stats are the pool's; a topology may say more of each.
-class pool_client : public pool_router,
-                    public transport::client,
-                    public std::enable_shared_from_this<pool_client> {
+class pool_client : public transport::client, public std::enable_shared_from_this<pool_client> {
  public:
   void submit(request_ptr r) override { pool_.submit(std::move(r)); }
   void shutdown() override { pool_.shutdown(); }
@@ -180,6 +166,24 @@ class pool_client : public pool_router,
 
   // Starts the pool's thread, which holds the client until it exits.
   void run() { pool_.start(shared_from_this()); }
+
+  // --- the topology's decisions over the pool (io thread) ---
+  // Send `r` on (node_pool::send) or answer it. `fresh`: a caller just submitted it; else it
+  // comes again: given back unsent by a connection (released from its node already), or due
+  // in the waiting room.
+  virtual void route(request_ptr r, bool fresh) = 0;
+  // Once, on the io thread, before any call is routed.
+  virtual void start() {}
+  // Once, at teardown, before the pool stops its nodes and empties the waiting room: cancel
+  // timers, close what the router owns itself.
+  virtual void stop() {}
+  // One of the node's connections became ready or stopped being ready.
+  virtual void readiness_changed(node& /*n*/, bool /*ready*/) {}
+  // The node's breaker opened or closed.
+  virtual void breaker_changed(node& /*n*/, breaker::change /*c*/) {}
+  // Whether an error reply (node::problem's "call: ..." text) is the topology routing the call
+  // (a Cluster's MOVED), not a problem of its node's to report.
+  virtual bool routing_reply(std::string_view /*error*/) const noexcept { return false; }
 
  protected:
   // `tls`: whether the topology's nodes speak TLS (rediss://).

@@ -12,6 +12,7 @@
 // node that answers cannot hide another one's NOPERM; last_error() is the newest of them.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -25,16 +26,40 @@ namespace floodgate::redis {
 class pool_health {
  public:
   // Io thread. A lasting problem stays lasting until cleared, whatever is set after it.
-  void set_problem(const void* node, std::string why, bool lasting);
-  void clear_problem(const void* node);
+  void set_problem(const void* node, std::string why, bool lasting) {
+    std::lock_guard lock(mutex_);
+    if (const auto it = find(node); it != problems_.end()) {
+      lasting = lasting || it->lasting;
+      erase(it);
+    }
+    problems_.push_back({node, std::move(why), lasting});
+    if (lasting) lasting_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void clear_problem(const void* node) {
+    std::lock_guard lock(mutex_);
+    if (const auto it = find(node); it != problems_.end()) erase(it);
+  }
 
   // Any thread.
-  std::string last_error() const;
+  std::string last_error() const {
+    std::lock_guard lock(mutex_);
+    return problems_.empty() ? std::string() : problems_.back().why;
+  }
   bool lasting() const noexcept { return lasting_.load(std::memory_order_relaxed) > 0; }
   bool breakers_closed() const noexcept {
     return breakers_open.load(std::memory_order_relaxed) == 0;
   }
-  backend_stats stats() const noexcept;
+  backend_stats stats() const noexcept {
+    backend_stats s;
+    s.script_reloads = script_reloads.load(std::memory_order_relaxed);
+    s.breaker_opens = breaker_opens.load(std::memory_order_relaxed);
+    s.breakers_open = breakers_open.load(std::memory_order_relaxed);
+    s.redirections = redirections.load(std::memory_order_relaxed);
+    s.failovers_seen = failovers_seen.load(std::memory_order_relaxed);
+    s.nodes_retired = nodes_retired.load(std::memory_order_relaxed);
+    s.nodes_known = nodes_known.load(std::memory_order_relaxed);
+    return s;
+  }
 
   std::atomic<std::uint64_t> script_reloads{0}, breaker_opens{0}, breakers_open{0};
   std::atomic<std::uint64_t> redirections{0}, failovers_seen{0}, nodes_retired{0}, nodes_known{0};
@@ -45,6 +70,16 @@ class pool_health {
     std::string why;
     bool lasting;
   };
+
+  // Guarded by mutex_.
+  std::vector<problem>::iterator find(const void* node) {
+    return std::find_if(problems_.begin(), problems_.end(),
+                        [node](const problem& p) { return p.node == node; });
+  }
+  void erase(std::vector<problem>::iterator it) {
+    if (it->lasting) lasting_.fetch_sub(1, std::memory_order_relaxed);
+    problems_.erase(it);
+  }
 
   mutable std::mutex mutex_;
   std::vector<problem> problems_;  // guarded by mutex_; oldest first, one per node

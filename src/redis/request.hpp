@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -20,18 +19,6 @@ namespace floodgate::redis {
 class node;
 class request;
 using request_ptr = std::unique_ptr<request>;
-
-// Who hears of a call's outcome before its caller does: the node it was admitted to (its
-// circuit breaker and health, node.hpp). Io thread.
-class call_observer {
- public:
-  // `r` completed with `ec` (empty for an answer, as complete() gets it; a batch item's
-  // decision is an answer).
-  virtual void call_finished(const request& r, std::error_code ec) noexcept = 0;
-
- protected:
-  ~call_observer() = default;
-};
 
 // Who decides what a call's outcome means before its caller hears it: the topology's routing
 // (a Cluster follows MOVED and ASK and retries TRYAGAIN; Sentinel parks a READONLY call for the
@@ -67,17 +54,10 @@ class request {
   // How a connection completes the request it holds: `observer` first, then its router
   // (route.by), which may keep it to send again, else complete() or complete_part().
   // (complete() is what a request implements; finish() what connections call, so a node and
-  // a router learn every outcome without wrapping each call in another request.)
-  static void finish(request_ptr r, std::error_code ec, reply* answer) noexcept {
-    if (r->observer != nullptr) r->observer->call_finished(*r, ec);
-    if (call_router* by = r->route.by) return by->call_done(std::move(r), ec, answer);
-    r->complete(ec, answer);
-  }
+  // a router learn every outcome without wrapping each call in another request.) node.cpp.
+  static void finish(request_ptr r, std::error_code ec, reply* answer) noexcept;
   // A batch item's decision is an answer: nothing to route.
-  static void finish_part(request_ptr r, const decision& d) noexcept {
-    if (r->observer != nullptr) r->observer->call_finished(*r, {});
-    r->complete_part(d);
-  }
+  static void finish_part(request_ptr r, const decision& d) noexcept;
 
   // The command, RESP-encoded.
   std::string command;
@@ -101,8 +81,9 @@ class request {
   // Cluster: the hash slot of the command's keys; -1 when it has none.
   std::int32_t slot = -1;
   // Set while the request is admitted to a node and on its way (node_pool::send): told the
-  // outcome by finish(). `probe`: it is that node's half-open breaker's probe.
-  call_observer* observer = nullptr;
+  // outcome first by finish() (its circuit breaker and health). `probe`: it is that node's
+  // half-open breaker's probe.
+  node* observer = nullptr;
   bool probe = false;
   // The node's own PING while its breaker is open (node.cpp): its outcome is the breaker's only.
   bool breaker_ping = false;
@@ -136,18 +117,13 @@ class request {
 // A request whose outcome `f(ec, reply*)` reads, as complete() gets it: a call made here needs
 // no class of its own.
 template <class F>
-class reply_call final : public request {
- public:
-  explicit reply_call(F f) : f_(std::move(f)) {}
-  void complete(std::error_code ec, reply* r) noexcept override { f_(ec, r); }
-
- private:
-  F f_;
-};
-
-template <class F>
 request_ptr on_reply(F f) {
-  return std::make_unique<reply_call<F>>(std::move(f));
+  struct reply_call final : request {
+    explicit reply_call(F g) : f_(std::move(g)) {}
+    void complete(std::error_code ec, reply* r) noexcept override { f_(ec, r); }
+    F f_;
+  };
+  return std::make_unique<reply_call>(std::move(f));
 }
 
 // The error code for an error reply: BUSY → server_busy, OOM → out_of_memory, others →

@@ -99,10 +99,6 @@ resp_reader::result resp_reader::too_big() {
   return result::error;
 }
 
-std::size_t resp_reader::buffered() const noexcept {
-  return reader_->len - reader_->pos;
-}
-
 void resp_reader::feed(std::string_view bytes) {
   if (failed() || bytes.empty()) return;
   fed_ += bytes.size();
@@ -120,7 +116,7 @@ resp_reader::result resp_reader::next(reply& out) {
   }
   if (obj != nullptr) {
     std::unique_ptr<reply> r(static_cast<reply*>(obj));
-    const std::uint64_t end = fed_ - buffered();
+    const std::uint64_t end = fed_ - (reader_->len - reader_->pos);  // minus what is buffered
     if (end - reply_begin_ > max_reply_size_) return too_big();
     out = std::move(*r);
     reply_begin_ = end;

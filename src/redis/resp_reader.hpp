@@ -50,7 +50,6 @@ class resp_reader {
 
   void fail(std::string message);
   result too_big();
-  std::size_t buffered() const noexcept;
 
   redisReader* reader_;
   std::size_t max_reply_size_;

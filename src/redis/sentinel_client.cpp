@@ -132,7 +132,7 @@ class sentinel_client final : public pool_client, public call_router {
       c->observer = nullptr;
       c->probe = false;
       const bool moved = c->route.epoch != epoch_;
-      return pool_.hold(std::move(c), moved ? steady::now() : waiting_room::until_taken);
+      return pool_.hold(std::move(c), moved ? steady::now() : node_pool::until_taken);
     }
     c->complete(ec, r);
   }

@@ -10,11 +10,8 @@ target_sources(floodgate PRIVATE
   redis/topology.cpp
   redis/key.cpp
   redis/batch.cpp
-  redis/backoff.cpp
   redis/stream.cpp
   redis/connection.cpp
-  redis/breaker.cpp
-  redis/pool_health.cpp
   redis/node.cpp
   redis/node_pool.cpp
   redis/client.cpp

@@ -80,7 +80,10 @@ void name_tls_peer(ssl::stream<tcp::socket&>& tls, const std::string& name, bool
   if (verify) tls.set_verify_callback(ssl::host_name_verification(name));
 }
 
-// HELLO's answer holds "version", "x.y.z": floodgate's scripts start with #!lua (Redis 7.0).
+namespace {
+
+// HELLO's reply judged: empty when the server will do (Redis >= 7.0: floodgate's scripts start
+// with #!lua; or a user the ACL denies HELLO), else why not. It holds "version", "x.y.z".
 std::string check_version(const reply& r) {
   if (r.is_error()) {
     if (r.error_code() == "NOPERM") return {};
@@ -97,6 +100,8 @@ std::string check_version(const reply& r) {
   }
   return {};
 }
+
+}  // namespace
 
 // One attempt to connect, and the connection it makes: handlers hold it and ignore their
 // completion once it is no longer the stream's current one.
@@ -290,7 +295,8 @@ void stream::write(const session_ptr& s) {
 }
 
 bool stream::greeting_reply(const session_ptr& s, reply& r) {
-  if (s->answered == s->function_load) {
+  const std::size_t at = s->answered++;
+  if (at == s->function_load) {
     // Not fatal: without the library, calls go as EVALSHA (an ACL without FUNCTION or FCALL,
     // a replica, a proxy). A library of that name is this one: the name is its text's hash.
     s->functions = library_loaded(r);
@@ -299,16 +305,15 @@ bool stream::greeting_reply(const session_ptr& s, reply& r) {
       load_scripts(*s, s->pending);
       write(s);
     }
-    if (++s->answered == s->due.size()) ready(s);
-    return s == session_;
-  }
-  const std::string& what = s->due[s->answered++];
-  std::string why = what.empty()   ? check_version(r)
-                    : r.is_error() ? what + ": " + r.str
-                                   : std::string();
-  if (!why.empty()) {
-    fail(s, why, errc::not_connected);
-    return false;
+  } else {
+    const std::string& what = s->due[at];
+    const std::string why = what.empty()   ? check_version(r)
+                            : r.is_error() ? what + ": " + r.str
+                                           : std::string();
+    if (!why.empty()) {
+      fail(s, why, errc::not_connected);
+      return false;
+    }
   }
   if (s->answered == s->due.size()) ready(s);
   return s == session_;
@@ -358,22 +363,10 @@ void stream::fail(const session_ptr& s, const std::string& why, std::error_code 
 stream_link::stream_link(boost::asio::io_context& io, stream_config config, handlers h)
     : config_(std::move(config)), handlers_(std::move(h)), stream_(io, *this) {}
 
-stream_link::~stream_link() {
-  close();
-}
-
-void stream_link::open() {
-  stream_.open(config_);
-}
-
 void stream_link::send(std::string_view command) {
   if (!stream_.is_open()) return;
   stream_.out().append(command);
   stream_.flush();
-}
-
-void stream_link::close() {
-  stream_.close();
 }
 
 void stream_link::stream_closed(const std::string& why, std::error_code) {

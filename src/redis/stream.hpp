@@ -167,16 +167,15 @@ class stream_link final : private stream_owner {
   };
 
   stream_link(boost::asio::io_context& io, stream_config config, handlers h);
-  ~stream_link();
   stream_link(const stream_link&) = delete;
   stream_link& operator=(const stream_link&) = delete;
 
   // Starts connecting with config(), closing any connection it had first.
-  void open();
+  void open() { stream_.open(config_); }
   // Appends an encoded command; written once connected (open() must have been called).
   void send(std::string_view command);
   // Closes the connection, silently.
-  void close();
+  void close() { stream_.close(); }
   bool is_open() const noexcept { return stream_.is_open(); }
   const redis_endpoint& endpoint() const noexcept { return config_.endpoint; }
   // Read at each open().
@@ -201,9 +200,5 @@ void name_tls_peer(boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>& tls,
 // Whether FUNCTION LOAD's reply `r` means the library is there: loaded now, or a library of
 // the same name already was.
 bool library_loaded(const reply& r) noexcept;
-
-// HELLO's reply judged: empty when the server will do (Redis >= 7.0, or a user the ACL denies
-// HELLO), else why not.
-std::string check_version(const reply& r);
 
 }  // namespace floodgate::redis

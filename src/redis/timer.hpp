@@ -32,14 +32,13 @@ class timer {
   // `f()` at `t`, instead of anything armed before.
   template <class F>
   void at(clock::time_point t, F f) {
-    armed_ = true;
     armed_for_ = t;
     const auto generation = ++generation_;
     timer_.expires_at(t);
     timer_.async_wait(
         [this, generation, f = std::move(f)](const boost::system::error_code& ec) mutable {
           if (ec || generation != generation_) return;
-          armed_ = false;  // f may arm it again
+          armed_for_ = not_armed;  // f may arm it again
           f();
         });
   }
@@ -50,21 +49,21 @@ class timer {
   // at(t, f) unless armed for t or sooner already: one wake for the earliest of many times.
   template <class F>
   void at_earliest(clock::time_point t, F f) {
-    if (!armed_ || t < armed_for_) at(t, std::move(f));
+    if (t < armed_for_) at(t, std::move(f));
   }
 
   void cancel() {
-    armed_ = false;
+    armed_for_ = not_armed;
     ++generation_;
     timer_.cancel();
   }
-  bool armed() const noexcept { return armed_; }
+  bool armed() const noexcept { return armed_for_ != not_armed; }
 
  private:
   boost::asio::steady_timer timer_;
+  static constexpr clock::time_point not_armed = clock::time_point::max();
   std::uint64_t generation_ = 0;
-  bool armed_ = false;
-  clock::time_point armed_for_{};
+  clock::time_point armed_for_ = not_armed;
 };
 
 }  // namespace floodgate::redis

@@ -1,6 +1,7 @@
 #include "redis/key.hpp"
 
 #include "core/state_unit.hpp"
+#include "redis/resp_writer.hpp"
 #include "redis/sha256.hpp"
 
 namespace floodgate::redis {
@@ -25,17 +26,40 @@ std::string_view key_code(algorithm a) noexcept {
   return "?";
 }
 
-std::size_t tag_size(const key_format& f, std::string_view caller_key) noexcept {
-  return stored_as_hash(caller_key, f.max_plain_key_size) ? hashed_size : caller_key.size();
+// The hash tag ":{...}" of a caller key whose form (stored_as_hash) is decided already.
+std::size_t tag_size(std::string_view caller_key, bool hashed) noexcept {
+  return 2 + (hashed ? hashed_size : caller_key.size()) + 1;
 }
 
-void append_tag(std::string& out, const key_format& f, std::string_view caller_key) {
+void append_tag(std::string& out, std::string_view caller_key, bool hashed) {
   out.append(":{");
-  if (stored_as_hash(caller_key, f.max_plain_key_size))
+  if (hashed)
     out.append("#").append(sha256_hex(caller_key));
   else
     out.append(caller_key);
   out.append("}");
+}
+
+bool hashed(const key_format& f, std::string_view caller_key) noexcept {
+  return stored_as_hash(caller_key, f.max_plain_key_size);
+}
+
+std::size_t state_head_size(const key_format& f, const policy& p) noexcept {
+  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() +
+         core::state_unit(p).view().size();
+}
+
+void append_state_head(std::string& out, const key_format& f, const policy& p) {
+  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo()));
+  out.append(core::state_unit(p).view());
+}
+
+std::size_t block_head_size(const key_format& f, const policy& p) noexcept {
+  return f.prefix.size() + p.name().size() + 3;  // ":bk"
+}
+
+void append_block_head(std::string& out, const key_format& f, const policy& p) {
+  out.append(f.prefix).append(p.name()).append(":bk");
 }
 
 }  // namespace
@@ -49,33 +73,49 @@ bool stored_as_hash(std::string_view caller_key, std::size_t max_plain_key_size)
 
 std::size_t state_key_size(const key_format& f, const policy& p,
                            std::string_view caller_key) noexcept {
-  return f.prefix.size() + p.name().size() + 1 + key_code(p.algo()).size() +
-         core::state_unit(p).view().size() + 1 + 1 + tag_size(f, caller_key) + 1;
+  return state_head_size(f, p) + tag_size(caller_key, hashed(f, caller_key));
 }
 
 void append_state_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key) {
-  out.append(f.prefix).append(p.name()).append(":").append(key_code(p.algo()));
-  out.append(core::state_unit(p).view());
-  append_tag(out, f, caller_key);
+  append_state_head(out, f, p);
+  append_tag(out, caller_key, hashed(f, caller_key));
 }
 
 std::size_t block_key_size(const key_format& f, const policy& p,
                            std::string_view caller_key) noexcept {
-  return f.prefix.size() + p.name().size() + 3 + 2 + tag_size(f, caller_key) + 1;  // ":bk" ":{" "}"
+  return block_head_size(f, p) + tag_size(caller_key, hashed(f, caller_key));
 }
 
 void append_block_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key) {
-  out.append(f.prefix).append(p.name()).append(":bk");
-  append_tag(out, f, caller_key);
+  append_block_head(out, f, p);
+  append_tag(out, caller_key, hashed(f, caller_key));
+}
+
+void append_state_key_bulk(std::string& out, const key_format& f, const policy& p,
+                           std::string_view caller_key) {
+  const bool h = hashed(f, caller_key);
+  append_bulk_header(out, state_head_size(f, p) + tag_size(caller_key, h));
+  append_state_head(out, f, p);
+  append_tag(out, caller_key, h);
+  out.append("\r\n");
+}
+
+void append_block_key_bulk(std::string& out, const key_format& f, const policy& p,
+                           std::string_view caller_key) {
+  const bool h = hashed(f, caller_key);
+  append_bulk_header(out, block_head_size(f, p) + tag_size(caller_key, h));
+  append_block_head(out, f, p);
+  append_tag(out, caller_key, h);
+  out.append("\r\n");
 }
 
 std::string lease_key(const key_format& f, const concurrency_policy& p,
                       std::string_view caller_key) {
   std::string out;
   out.append(f.prefix).append(p.name()).append(":cc");
-  append_tag(out, f, caller_key);
+  append_tag(out, caller_key, hashed(f, caller_key));
   return out;
 }
 

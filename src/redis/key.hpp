@@ -49,6 +49,13 @@ std::size_t block_key_size(const key_format& f, const policy& p,
 void append_block_key(std::string& out, const key_format& f, const policy& p,
                       std::string_view caller_key);
 
+// Either key as a RESP bulk string ($<size>\r\n<key>\r\n), as a script call's KEYS go, the
+// caller key's form (stored_as_hash) decided once for its size and its text.
+void append_state_key_bulk(std::string& out, const key_format& f, const policy& p,
+                           std::string_view caller_key);
+void append_block_key_bulk(std::string& out, const key_format& f, const policy& p,
+                           std::string_view caller_key);
+
 // The sorted set of a concurrency limit's leases (score: expiry, member: lease id).
 std::string lease_key(const key_format& f, const concurrency_policy& p,
                       std::string_view caller_key);

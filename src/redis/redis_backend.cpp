@@ -119,18 +119,6 @@ redis.call('PEXPIRE', KEYS[1], ttl)
 return redis.call('ZCARD', KEYS[1])
 )lua";
 
-void append_key(std::string& out, const key_format& f, const policy& p, std::string_view key) {
-  append_bulk_header(out, state_key_size(f, p, key));
-  append_state_key(out, f, p, key);
-  out.append("\r\n");
-}
-
-void append_block(std::string& out, const key_format& f, const policy& p, std::string_view key) {
-  append_bulk_header(out, block_key_size(f, p, key));
-  append_block_key(out, f, p, key);
-  out.append("\r\n");
-}
-
 bool any_penalty(std::span<const check_item> items) noexcept {
   for (const auto& item : items)
     if (item.policy->block_for().count() > 0) return true;
@@ -240,8 +228,8 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     // Never batched: the batch script knows no penalties (and checks without one pay nothing
     // for them).
     begin_script_call(*call, multi_block_script(), 2 * items.size(), 1 + 6 * items.size(), form);
-    for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
-    for (const auto& item : items) append_block(out, keys, *item.policy, item.key);
+    for (const auto& item : items) append_state_key_bulk(out, keys, *item.policy, item.key);
+    for (const auto& item : items) append_block_key_bulk(out, keys, *item.policy, item.key);
     append_now(out, options_);
     for (const auto& item : items) {
       append_item(out, *item.policy, item.cost);
@@ -253,7 +241,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     begin_script_call(*call, script_for(p.algo()), 1, 5, form);
     // Where the batch script finds its parts (connection::flush may batch it).
     call->part.key = static_cast<std::uint32_t>(out.size());
-    append_key(out, keys, p, item.key);
+    append_state_key_bulk(out, keys, p, item.key);
     call->part.args = static_cast<std::uint32_t>(out.size());
     append_params(out, p);
     append_bulk(out, item.cost);
@@ -262,7 +250,7 @@ void redis_backend::async_check(std::span<const check_item> items, backend_handl
     append_now(out, options_);
   } else {
     begin_script_call(*call, multi_script(), items.size(), 1 + 5 * items.size(), form);
-    for (const auto& item : items) append_key(out, keys, *item.policy, item.key);
+    for (const auto& item : items) append_state_key_bulk(out, keys, *item.policy, item.key);
     append_now(out, options_);
     for (const auto& item : items) append_item(out, *item.policy, item.cost);
   }
@@ -293,7 +281,7 @@ void redis_backend::async_refund(const check_item& item, std::string_view idempo
       }));
   const bool keyed = !idempotency_key.empty();
   std::string& out = begin_script_call(*call, refund_script(), keyed ? 2 : 1, keyed ? 7 : 6);
-  append_key(out, keys(), p, item.key);
+  append_state_key_bulk(out, keys(), p, item.key);
   if (keyed)
     append_bulk(out, state_key(keys(), p, item.key) + ":rf:" + std::string(idempotency_key));
   append_bulk(out, to_string(p.algo()));
@@ -343,8 +331,8 @@ void redis_backend::async_reset(std::string_view key, const policy& p, reset_han
   // outlive a reset.
   append_array_header(call->command, 3);
   append_bulk(call->command, "DEL");
-  append_key(call->command, keys(), p, key);
-  append_block(call->command, keys(), p, key);
+  append_state_key_bulk(call->command, keys(), p, key);
+  append_block_key_bulk(call->command, keys(), p, key);
   client_->submit(std::move(call));
 }
 
@@ -369,7 +357,7 @@ void redis_backend::async_reserve(std::string_view key, const policy& p, std::in
         handler(std::move(out));
       }));
   std::string& out = begin_script_call(*call, reserve_script(), 1, 6);
-  append_key(out, keys(), p, key);
+  append_state_key_bulk(out, keys(), p, key);
   append_bulk(out, to_string(p.algo()));
   append_params(out, p);
   append_bulk(out, wanted);
@@ -393,7 +381,7 @@ void redis_backend::async_give_back(std::string_view key, const policy& p, std::
                            handler(std::move(out));
                          }));
   std::string& out = begin_script_call(*call, give_back_script(), 2, 5);
-  append_key(out, keys(), p, key);
+  append_state_key_bulk(out, keys(), p, key);
   append_bulk(out, state_key(keys(), p, key) + ":gb:" + std::string(id));  // the key's hash slot
   append_bulk(out, to_string(p.algo()));
   append_bulk(out, static_cast<std::int64_t>(p.window().count()));

@@ -51,6 +51,21 @@ TEST(state_key, block_key_size_matches_the_key_and_lease_keys_share_the_tag) {
             "floodgate:jobs:cc:{alice}");
 }
 
+// As a script call's KEYS: the RESP header's size is the key's, plain or hashed.
+TEST(state_key, bulk_forms_carry_the_keys_own_size) {
+  for (const std::string& k : {"a"s, "{"s, std::string(200, 'q'), "\0"s}) {
+    const std::string state = state_key(format, api, k);
+    std::string block;
+    append_block_key(block, format, api, k);
+    std::string bulk;
+    append_state_key_bulk(bulk, format, api, k);
+    EXPECT_EQ(bulk, "$" + std::to_string(state.size()) + "\r\n" + state + "\r\n");
+    bulk.clear();
+    append_block_key_bulk(bulk, format, api, k);
+    EXPECT_EQ(bulk, "$" + std::to_string(block.size()) + "\r\n" + block + "\r\n");
+  }
+}
+
 TEST(state_key, algorithm_is_part_of_the_key) {
   const policy same_name{"api", algorithm::sliding_log, 10, 1s};
   EXPECT_EQ(state_key(format, same_name, "alice"), "floodgate:api:sl:{alice}");
